@@ -1,0 +1,13 @@
+"""The four-bit lab's codec: what a 4-bit weight really is, one module per format.
+
+    lab.e2m1, lab.e8m0, lab.e4m3, lab.nibble   element and scale codes
+    lab.scale                                  the article's scale lab (lab convention)
+    lab.mxfp4, lab.mxfp8, lab.nvfp4            block float formats, MLX and GGUF layouts
+    lab.affine                                 MLX's affine mode as it runs
+    lab.q4k                                    GGUF Q4_K super-blocks
+    lab.rounding                               named rounding presets ("mlx", "ggml", "ocp")
+    lab.sizes                                  bits per weight and capacity arithmetic
+    lab.errors                                 the typed errors every module raises
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,51 @@
+"""Pieces shared by the block formats: input checks in MLX's words and flat-index bookkeeping."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._arrays import to_float32_input
+from .errors import GroupSizeError, ShapeError
+
+
+def check_group(mode: str, group_size: int, expected: int) -> None:
+    if group_size != expected:
+        raise GroupSizeError(f"[quantize] {mode} quantization requires group size {expected} but got {group_size}.")
+
+
+def float_input(w, group_size: int) -> tuple[np.ndarray, str]:
+    """The weights as float32 plus the dtype to emulate; the last dimension must split into groups."""
+    weights, dtype = to_float32_input(w, what="w")
+    if weights.ndim == 0 or weights.shape[-1] == 0 or weights.shape[-1] % group_size:
+        shape = "(" + ",".join(str(n) for n in weights.shape) + ")"
+        raise ShapeError(
+            "[quantize] The last dimension of the matrix needs to be divisible by the quantization "
+            f"group size {group_size}. However the provided  matrix has shape {shape}"
+        )
+    return weights, dtype
+
+
+def grouped(array: np.ndarray, group_size: int) -> np.ndarray:
+    return array.reshape(*array.shape[:-1], array.shape[-1] // group_size, group_size)
+
+
+def element_index(shape: tuple[int, ...], index) -> tuple[int, ...]:
+    """A flat index or a full index tuple as a full index tuple, checked against `shape`."""
+    if isinstance(index, (int, np.integer)):
+        total = int(np.prod(shape))
+        if not -total <= index < total:
+            raise ShapeError(f"element index {index} is outside a tensor of {total} weights")
+        return tuple(int(i) for i in np.unravel_index(int(index) % total, shape))
+    index = tuple(int(i) for i in index)
+    if len(index) != len(shape) or any(not 0 <= i < n for i, n in zip(index, shape)):
+        raise ShapeError(f"element index {index} does not fit a tensor of shape {shape}")
+    return index
+
+
+def fmt(value: float) -> str:
+    """A number as a learner writes it: shortest form, a real minus sign, −0 kept."""
+    if value == 0:
+        return "\u22120" if np.signbit(value) else "0"
+    if np.isnan(value):
+        return "NaN"
+    return f"{value:.10g}".replace("-", "\u2212")

@@ -1,0 +1,169 @@
+"""MLX's affine mode: unsigned b-bit codes with a scale and a bias per group.
+
+    weight = scale * q + bias                      q in 0 .. 2^b - 1
+
+Supported: bits 1, 2, 3, 4, 5, 6, 8 and group sizes 32, 64, 128 (MLX 0.32.4).
+
+What MLX 0.32.4 runs is not the formula in its docstring (scale = (max - min)/(2^b - 1), bias =
+min). In float32, per group:
+    n = 2^b - 1;  s = max((max - min) / n, 1e-7)
+    the edge is whichever of min and max has the larger magnitude (max on a tie); s is negated
+    when the edge is max, so codes then run from the top down
+    q0 = rint(edge / s); if q0 != 0: s = edge / q0 and bias = edge, else bias = 0
+    q = clip(rint((w - bias) / s), 0, n)           (rint rounds half to even)
+For bits = 1 there is no edge snapping: s = max(max - min, 1e-7) and bias = min, as documented.
+Zero therefore lands exactly on a code whenever it can. Codes use the unrounded float32 scale
+and bias; the stored scale and bias are then rounded to the input dtype. The scale can be
+negative, and a constant group stores scale -1e-7 and bias equal to the constant.
+
+Storage: bits + 32 / group_size bits per weight with 16-bit scale and bias (bits + 64 / group_size
+when they are float32).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import mlx_bridge
+from ._arrays import as_code_array, round_to
+from ._blocks import element_index, float_input, fmt, grouped
+from .errors import BitsError, GroupSizeError, ShapeError
+
+SUPPORTED_BITS = (1, 2, 3, 4, 5, 6, 8)
+SUPPORTED_GROUP_SIZES = (32, 64, 128)
+SCALE_FLOOR = np.float32(1e-7)
+
+
+def check_bits_and_group(bits: int, group_size: int) -> None:
+    if bits not in SUPPORTED_BITS:
+        raise BitsError(
+            f"[quantize] The requested number of bits {bits} is not supported. "
+            "The supported bits are 1, 2, 3, 4, 5, 6 and 8."
+        )
+    if group_size not in SUPPORTED_GROUP_SIZES:
+        raise GroupSizeError(
+            f"[quantize] The requested group size {group_size} is not supported. "
+            "The supported group sizes are 32, 64, and 128."
+        )
+
+
+@dataclass(frozen=True)
+class AffineTensor:
+    """Codes [..., K], per-group scales and biases [..., K/group_size] (values exact in `dtype`)."""
+
+    codes: np.ndarray
+    scales: np.ndarray
+    biases: np.ndarray
+    bits: int
+    group_size: int
+    dtype: str = "float32"
+
+    def __post_init__(self):
+        check_bits_and_group(self.bits, self.group_size)
+        codes = as_code_array(self.codes, limit=2**self.bits, what=f"{self.bits}-bit code")
+        scales = np.asarray(self.scales, dtype=np.float32)
+        biases = np.asarray(self.biases, dtype=np.float32)
+        expected = codes.shape[:-1] + (codes.shape[-1] // self.group_size,) if codes.ndim else None
+        if codes.ndim == 0 or codes.shape[-1] % self.group_size or scales.shape != expected or biases.shape != expected:
+            raise ShapeError(
+                f"affine needs codes [..., {self.group_size}k] and one scale and bias per group, got codes "
+                f"{codes.shape}, scales {scales.shape}, biases {biases.shape}"
+            )
+        object.__setattr__(self, "codes", codes)
+        object.__setattr__(self, "scales", scales)
+        object.__setattr__(self, "biases", biases)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.codes.shape
+
+    @property
+    def bits_per_weight(self) -> float:
+        parameter_bits = 32 if self.dtype == "float32" else 16
+        return self.bits + 2 * parameter_bits / self.group_size
+
+    def dequantize(self) -> np.ndarray:
+        codes = grouped(self.codes.astype(np.float64), self.group_size)
+        weights = codes * self.scales.astype(np.float64)[..., None] + self.biases.astype(np.float64)[..., None]
+        return weights.reshape(self.shape).astype(np.float32)
+
+    def explain(self, index) -> dict:
+        position = element_index(self.shape, index)
+        group = position[:-1] + (position[-1] // self.group_size,)
+        code = int(self.codes[position])
+        scale, bias = float(self.scales[group]), float(self.biases[group])
+        weight = float(self.dequantize()[position])
+        return {
+            "format": "affine",
+            "index": position,
+            "group": group,
+            "code": code,
+            "bits": f"{code:0{self.bits}b}",
+            "scale": scale,
+            "bias": bias,
+            "weight": weight,
+            "formula": f"{fmt(scale)} \u00d7 {code} + {fmt(bias)} = {fmt(weight)}",
+        }
+
+    def mlx_layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(packed uint32, scales, biases) as numpy; scales and biases as float32 values exact in `dtype`."""
+        return mlx_bridge.pack(self.codes, self.bits), self.scales.copy(), self.biases.copy()
+
+    def to_mlx(self):
+        """The three arrays mx.quantize(w, group_size, bits) returns, as MLX arrays of the input dtype."""
+        mlx_bridge.require_matrix(self.shape)
+        mx = mlx_bridge.mlx_core()
+        packed, scales, biases = self.mlx_layout()
+        return mx.array(packed), mlx_bridge.to_mx(scales, self.dtype), mlx_bridge.to_mx(biases, self.dtype)
+
+
+def quantize(w, bits: int = 4, group_size: int = 64) -> AffineTensor:
+    """Quantize [..., group_size*k] weights exactly as MLX 0.32.4's affine mode does on the CPU."""
+    check_bits_and_group(bits, group_size)
+    weights, dtype = float_input(w, group_size)
+    groups = grouped(weights, group_size)  # float32
+    n_levels = np.float32(2**bits - 1)
+    # MLX's reduction keeps the first of equal extremes, which decides the sign of a zero bias.
+    w_min = np.take_along_axis(groups, groups.argmin(axis=-1)[..., None], axis=-1)[..., 0]
+    w_max = np.take_along_axis(groups, groups.argmax(axis=-1)[..., None], axis=-1)[..., 0]
+    if bits == 1:
+        # MLX 0.32.4's one-bit path keeps the docstring's min/max form.
+        scale = np.maximum(w_max - w_min, SCALE_FLOOR).astype(np.float32)
+        bias = w_min
+    else:
+        scale, bias = _edge_snapped_scale_and_bias(w_min, w_max, n_levels)
+    codes = np.clip(np.rint((groups - bias[..., None]) / scale[..., None]), 0, n_levels)
+    return AffineTensor(
+        codes=codes.astype(np.uint8).reshape(weights.shape),
+        scales=round_to(scale, dtype),
+        biases=round_to(bias, dtype),
+        bits=bits,
+        group_size=group_size,
+        dtype=dtype,
+    )
+
+
+def from_mlx(packed, scales, biases, bits: int = 4, group_size: int = 64) -> AffineTensor:
+    check_bits_and_group(bits, group_size)
+    dtype = "float32"
+    if not isinstance(scales, np.ndarray):
+        dtype = str(scales.dtype).rsplit(".", 1)[-1]
+        packed, scales, biases = (mlx_bridge.to_numpy(a) for a in (packed, scales, biases))
+    codes = mlx_bridge.unpack(np.asarray(packed, dtype=np.uint32), bits)
+    return AffineTensor(codes=codes, scales=scales, biases=biases, bits=bits, group_size=group_size, dtype=dtype)
+
+
+def _edge_snapped_scale_and_bias(w_min, w_max, n_levels):
+    """The scale and bias MLX picks so that the larger-magnitude edge of the group is a code exactly."""
+    scale = np.maximum((w_max - w_min) / n_levels, SCALE_FLOOR)
+    min_is_edge = np.abs(w_min) > np.abs(w_max)
+    scale = np.where(min_is_edge, scale, -scale).astype(np.float32)
+    edge = np.where(min_is_edge, w_min, w_max).astype(np.float32)
+    edge_code = np.rint(edge / scale).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        snapped_scale = (edge / edge_code).astype(np.float32)
+    scale = np.where(edge_code != 0, snapped_scale, scale).astype(np.float32)
+    bias = np.where(edge_code != 0, edge, np.float32(0)).astype(np.float32)
+    return scale, bias

@@ -1,0 +1,95 @@
+"""E4M3 ("fn" variant): the MXFP8 element and the NVFP4 block scale.
+
+Bit layout of one byte:  s eeee mmm   (exponent bias 7)
+    exponent field 0       -> subnormal: (-1)^s * 2^-6 * (m/8)     (steps of 2^-9)
+    exponent field 1..15   -> normal:    (-1)^s * 2^(e-7) * (1 + m/8)
+    0x7F and 0xFF          -> NaN (the "fn" variant has no infinities; 0x7E is the largest, 448)
+
+Encoding rounds half to even and saturates at +-448 (OCP and MLX agree here).
+
+GGUF's NVFP4 stores its block scales as *unsigned* E4M3 as ggml decodes it: the top bit is not
+a sign, and 0x7F means zero rather than NaN. `decode_ggml_unsigned` reproduces that reading.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._arrays import as_code_array, as_float_array
+
+BIAS = 7
+MAX = 448.0
+MAX_BYTE = 0x7E
+MIN_NORMAL = 2.0**-6
+SUBNORMAL_STEP = 2.0**-9
+BITS = 8
+
+
+def decode(byte) -> np.ndarray | np.float32:
+    codes = as_code_array(byte, limit=256, what="E4M3 byte").astype(np.int32)
+    sign = np.where(codes >> 7, -1.0, 1.0)
+    exponent = (codes >> 3) & 15
+    mantissa = codes & 7
+    magnitude = np.where(
+        exponent == 0,
+        mantissa * SUBNORMAL_STEP,
+        np.ldexp(1.0 + mantissa / 8.0, exponent - BIAS),
+    )
+    values = (sign * magnitude).astype(np.float32)
+    values = np.where((codes & 0x7F) == 0x7F, np.float32(np.nan), values).astype(np.float32)
+    return values[()] if values.ndim == 0 else values
+
+
+def encode(x) -> np.ndarray | np.uint8:
+    """Nearest E4M3 byte, round half to even, saturating at +-448; the sign of zero is kept."""
+    values = as_float_array(x, what="value to encode as E4M3")
+    magnitude = np.abs(values)
+    _, binary_exponent = np.frexp(magnitude)
+    exponent = np.maximum(binary_exponent - 1, -6)  # subnormals share the step of exponent -6
+    step = np.ldexp(1.0, exponent - 3)
+    steps = np.rint(magnitude / step)  # 8..16 for normals, 0..8 for subnormals; rint ties to even
+    # Codes are contiguous across binades: code = (exponent + 7) * 8 + steps - 8 for normals, and the
+    # same expression gives the subnormal codes because their exponent is pinned at -6.
+    magnitude_code = np.where(magnitude < MIN_NORMAL, steps, (exponent + BIAS) * 8 + steps - 8)
+    magnitude_code = np.minimum(magnitude_code, MAX_BYTE).astype(np.uint8)
+    codes = magnitude_code | (np.signbit(values).astype(np.uint8) << 7)
+    return codes[()] if codes.ndim == 0 else codes
+
+
+def decode_ggml_unsigned(byte) -> np.ndarray:
+    """GGUF NVFP4's block scale as ggml reads it: bits 6..3 exponent, 2..0 mantissa, bit 7 ignored,
+    and 0x7F (plus 0x00) decode to zero. No NaN exists in this reading."""
+    codes = as_code_array(byte, limit=256, what="GGUF NVFP4 scale byte").astype(np.int32)
+    exponent = (codes >> 3) & 15
+    mantissa = codes & 7
+    magnitude = np.where(
+        exponent == 0, mantissa * SUBNORMAL_STEP, np.ldexp(1.0 + mantissa / 8.0, exponent - BIAS)
+    )
+    return np.where(codes == 0x7F, 0.0, magnitude).astype(np.float32)
+
+
+def explain(byte: int) -> dict:
+    (code,) = np.atleast_1d(as_code_array(byte, limit=256, what="E4M3 byte"))
+    code = int(code)
+    sign, exponent, mantissa = code >> 7, (code >> 3) & 15, code & 7
+    value = float(decode(code))
+    sign_text = "+1" if sign == 0 else "\u22121"
+    if (code & 0x7F) == 0x7F:
+        kind, formula = "NaN", f"0x{code:02X} is NaN in E4M3fn (exponent 1111, fraction 111)"
+    elif exponent == 0:
+        kind = "zero" if mantissa == 0 else "subnormal"
+        formula = f"({sign_text}) \u00d7 2^(1 \u2212 7) \u00d7 (0 + {mantissa}/8) = {value:g}"
+    else:
+        kind = "normal"
+        formula = f"({sign_text}) \u00d7 2^({exponent} \u2212 7) \u00d7 (1 + {mantissa}/8) = {value:g}"
+    return {
+        "byte": code,
+        "hex": f"0x{code:02X}",
+        "bits": f"{code:08b}",
+        "sign": sign,
+        "exponent_field": exponent,
+        "fraction": mantissa,
+        "kind": kind,
+        "value": value,
+        "formula": formula.replace("-", "\u2212"),
+    }

@@ -1,0 +1,94 @@
+"""MXFP4: 32 E2M1 element codes share one E8M0 scale byte; 4.25 bits per weight.
+
+    weight = E2M1(code) * 2^(scale_byte - 127)
+
+Two byte layouts carry the same logical block:
+
+MLX (and the lab's logical order): codes packed eight to a uint32, element k of a word in bits
+[4k, 4k+4); the scale bytes live in a separate array.
+
+GGUF (ggml's block_mxfp4, 17 bytes per 32 weights):
+    byte 0       E8M0 scale
+    byte 1 + j   low nibble = element j, high nibble = element j + 16     (j = 0..15)
+so byte 1 pairs elements 0 and 16, not 0 and 1.
+
+ggml's decoder also reads two encodings differently from the OCP spec: it multiplies by a table
+of integers, so code 1000 gives +0 rather than -0, and it treats scale byte 0xFF as 2^128
+rather than NaN. `dequantize_gguf(raw, decoder="ggml")` reproduces that; the default "ocp"
+decoder keeps -0 and NaN, and the difference is part of the lesson.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _mx, e2m1
+from ._arrays import as_byte_array
+from ._mx import MXTensor
+from .errors import RuleError, ShapeError
+
+GROUP_SIZE = _mx.GROUP_SIZE
+BITS_PER_WEIGHT = 4.25
+GGUF_BLOCK_BYTES = 17
+DECODERS = ("ocp", "ggml")
+
+
+def quantize(w, rule: str = "mlx", group_size: int = GROUP_SIZE) -> MXTensor:
+    """Quantize [..., 32k] weights; `rule` is a preset from lab.rounding ("mlx", "ggml", "ocp")."""
+    return _mx.quantize(w, _mx.E2M1_ELEMENT, rule, group_size)
+
+
+def from_mlx(packed, scales) -> MXTensor:
+    return _mx.from_mlx(packed, scales, _mx.E2M1_ELEMENT)
+
+
+def from_parts(codes, scale_bytes) -> MXTensor:
+    return MXTensor(element=_mx.E2M1_ELEMENT, codes=codes, scale_bytes=scale_bytes, rule="given")
+
+
+def to_gguf(tensor: MXTensor) -> np.ndarray:
+    """The tensor's blocks in GGUF's 17-byte layout, uint8 [..., K/32 * 17]."""
+    if tensor.element is not _mx.E2M1_ELEMENT:
+        raise RuleError("only MXFP4 tensors have a GGUF layout")
+    blocks = tensor.codes.reshape(*tensor.shape[:-1], -1, GROUP_SIZE)
+    payload = blocks[..., :16] | (blocks[..., 16:] << 4)
+    raw = np.concatenate([tensor.scale_bytes[..., None], payload], axis=-1).astype(np.uint8)
+    return raw.reshape(*tensor.shape[:-1], -1)
+
+
+def from_gguf(raw) -> MXTensor:
+    """Read GGUF MXFP4 bytes [..., 17k] into logical codes and scale bytes."""
+    blocks = _gguf_blocks(raw)
+    payload = blocks[..., 1:]
+    codes = np.concatenate([payload & 0x0F, payload >> 4], axis=-1)
+    return MXTensor(
+        element=_mx.E2M1_ELEMENT,
+        codes=codes.reshape(*blocks.shape[:-2], -1),
+        scale_bytes=blocks[..., 0],
+        rule="gguf",
+    )
+
+
+def dequantize_gguf(raw, decoder: str = "ocp") -> np.ndarray:
+    """Decode GGUF MXFP4 bytes to float32 weights under a named decoder ("ocp" or "ggml")."""
+    tensor = from_gguf(raw)
+    if decoder == "ocp":
+        return tensor.dequantize()
+    if decoder != "ggml":
+        raise RuleError(f"unknown MXFP4 decoder {decoder!r}; expected one of {DECODERS}")
+    # ggml: integer table (so -0 collapses to +0) times 2^(byte-127), with byte 255 as 2^128.
+    magnitude_sign = e2m1.decode(tensor.codes).astype(np.float64) + 0.0
+    exponents = tensor.scale_bytes.astype(np.int64) - 127
+    weights = np.ldexp(_mx.grouped(magnitude_sign, GROUP_SIZE), exponents[..., None])
+    with np.errstate(over="ignore"):  # 6 * 2^127 overflows float32 to inf, as it does in ggml
+        return weights.reshape(tensor.shape).astype(np.float32)
+
+
+def _gguf_blocks(raw) -> np.ndarray:
+    data = as_byte_array(raw, what="GGUF MXFP4 bytes")
+    if data.ndim == 0 or data.shape[-1] == 0 or data.shape[-1] % GGUF_BLOCK_BYTES:
+        raise ShapeError(
+            f"GGUF MXFP4 data must be whole {GGUF_BLOCK_BYTES}-byte blocks (1 scale byte + 16 code bytes), "
+            f"got a last dimension of {data.shape[-1] if data.ndim else 'a scalar'}"
+        )
+    return data.reshape(*data.shape[:-1], -1, GGUF_BLOCK_BYTES)

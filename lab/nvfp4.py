@@ -1,0 +1,239 @@
+"""NVFP4: 16 E2M1 element codes share one E4M3 block scale, and an optional FP32 tensor scale.
+
+    weight = E2M1(code) * E4M3(scale_byte) * tensor_factor
+
+Storage: (16 * 4 + 8) / 16 = 4.5 bits per weight, plus 32 / N for the FP32 tensor scale of an
+N-weight tensor when there is one.
+
+Tensor scale convention (MLX 0.32.4's `global_scale`): the number stored is the tensor's
+absolute maximum `g`, and the factor applied on decode is g / 2688, where 2688 = 6 * 448 is the
+largest E2M1 value times the largest E4M3 value. Quantizing divides by that factor, so block
+scales use the whole E4M3 range. torchao and Transformer Engine store the reciprocal-style
+number amax / 2688 instead; the same name can hold either, so always check which one is meant.
+
+Block scale rule (MLX 0.32.4): E4M3(amax_block / 6 * 2688 / g), rounded half to even and
+saturated at 448; elements are then the nearest E2M1 entry of x / (E4M3 value * g / 2688), ties
+toward zero (lab.e2m1 rule "mlx"). MLX forms amax/6 and x / scale in the input's dtype.
+
+Two byte layouts carry the block:
+MLX: codes packed eight per uint32 (element k in bits [4k, 4k+4)); E4M3 scale bytes separately.
+GGUF (ggml's block_nvfp4, 36 bytes per 64 weights):
+    bytes 0..3    four unsigned-E4M3 scales, one per 16 weights
+    bytes 4..35   four groups of 8 bytes; byte j of group g holds element 16g + j (low nibble)
+                  and element 16g + j + 8 (high nibble)
+ggml reads the scale bytes as *unsigned* E4M3 (lab.e4m3.decode_ggml_unsigned: bit 7 ignored,
+0x7F is zero, not NaN) and collapses code 1000 to +0. GGUF blocks carry no tensor scale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import e2m1, e4m3, mlx_bridge
+from ._arrays import as_byte_array, as_code_array, as_float_array, round_to
+from ._blocks import check_group, element_index, float_input, fmt, grouped
+from .errors import LabError, NonFiniteError, RuleError, ShapeError
+
+GROUP_SIZE = 16
+TENSOR_SCALE_RANGE = e2m1.MAX * e4m3.MAX  # 2688
+GGUF_BLOCK_BYTES = 36
+GGUF_BLOCK_WEIGHTS = 64
+DECODERS = ("ocp", "ggml")
+
+
+@dataclass(frozen=True)
+class NVFP4Tensor:
+    """E2M1 codes [..., K], E4M3 block-scale bytes [..., K/16], and the tensor amax `global_scale` or None."""
+
+    codes: np.ndarray
+    scale_bytes: np.ndarray
+    global_scale: float | None = None
+    source_dtype: str = "float32"
+    group_size: int = field(default=GROUP_SIZE, init=False)
+
+    def __post_init__(self):
+        codes = as_code_array(self.codes, limit=16, what="E2M1 code")
+        scale_bytes = as_code_array(self.scale_bytes, limit=256, what="E4M3 scale byte")
+        if codes.ndim == 0 or codes.shape[-1] % GROUP_SIZE or scale_bytes.shape != codes.shape[:-1] + (
+            codes.shape[-1] // GROUP_SIZE,
+        ):
+            raise ShapeError(
+                "nvfp4 needs codes [..., 16k] and one scale byte per 16 codes, "
+                f"got codes {codes.shape} and scale bytes {scale_bytes.shape}"
+            )
+        object.__setattr__(self, "codes", codes)
+        object.__setattr__(self, "scale_bytes", scale_bytes)
+        if self.global_scale is not None:
+            object.__setattr__(self, "global_scale", _check_global_scale(self.global_scale))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.codes.shape
+
+    @property
+    def tensor_factor(self) -> float:
+        """What decoding multiplies by on top of the block scale: g / 2688, or 1 without a tensor scale."""
+        if self.global_scale is None:
+            return 1.0
+        return float(np.float32(self.global_scale) / np.float32(TENSOR_SCALE_RANGE))
+
+    @property
+    def bits_per_weight(self) -> float:
+        block_bits = (GROUP_SIZE * 4 + e4m3.BITS) / GROUP_SIZE
+        if self.global_scale is None:
+            return block_bits
+        return block_bits + 32 / self.codes.size
+
+    @property
+    def block_scales(self) -> np.ndarray:
+        return e4m3.decode(self.scale_bytes)
+
+    def dequantize(self) -> np.ndarray:
+        values = grouped(e2m1.decode(self.codes).astype(np.float64), GROUP_SIZE)
+        scales = self.block_scales.astype(np.float64)[..., None] * self.tensor_factor
+        return (values * scales).reshape(self.shape).astype(np.float32)
+
+    def explain(self, index) -> dict:
+        position = element_index(self.shape, index)
+        code = int(self.codes[position])
+        block = position[:-1] + (position[-1] // GROUP_SIZE,)
+        scale_byte = int(self.scale_bytes[block])
+        element = e2m1.explain(code)
+        scale = e4m3.explain(scale_byte)
+        weight = float(self.dequantize()[position])
+        formula = f"{fmt(element['value'])} \u00d7 {fmt(scale['value'])} \u00d7 {fmt(self.tensor_factor)} = {fmt(weight)}"
+        return {
+            "format": "nvfp4",
+            "index": position,
+            "block": block,
+            "position_in_block": position[-1] % GROUP_SIZE,
+            "code": code,
+            "element": element,
+            "scale_byte": scale_byte,
+            "scale": scale,
+            "tensor_factor": self.tensor_factor,
+            "global_scale": self.global_scale,
+            "weight": weight,
+            "formula": formula,
+        }
+
+    def mlx_layout(self) -> tuple[np.ndarray, np.ndarray]:
+        return mlx_bridge.pack(self.codes, 4), self.scale_bytes.copy()
+
+    def to_mlx(self):
+        """The arrays mx.quantize(w, mode="nvfp4"[, global_scale=...]) returns, as MLX arrays."""
+        mlx_bridge.require_matrix(self.shape)
+        mx = mlx_bridge.mlx_core()
+        packed, scales = self.mlx_layout()
+        return mx.array(packed), mx.array(scales)
+
+    def to_gguf(self) -> np.ndarray:
+        """The blocks in GGUF's 36-byte layout, uint8 [..., K/64 * 36]."""
+        if self.global_scale is not None:
+            raise LabError(
+                "a GGUF NVFP4 block has no place for the FP32 tensor scale; quantize without "
+                "global_scale to export, or store the tensor scale separately"
+            )
+        if self.shape[-1] % GGUF_BLOCK_WEIGHTS:
+            raise ShapeError(f"GGUF NVFP4 blocks hold 64 weights; the last dimension {self.shape[-1]} is not a multiple of 64")
+        if np.any(self.scale_bytes & 0x80):
+            raise LabError("GGUF NVFP4 stores unsigned E4M3 scales; a negative block scale cannot be exported")
+        codes = self.codes.reshape(*self.shape[:-1], -1, 4, 2, 8)  # [..., block, group, half, j]
+        payload = (codes[..., 0, :] | (codes[..., 1, :] << 4)).reshape(*self.shape[:-1], -1, 32)
+        scales = self.scale_bytes.reshape(*self.shape[:-1], -1, 4)
+        raw = np.concatenate([scales, payload], axis=-1).astype(np.uint8)
+        return raw.reshape(*self.shape[:-1], -1)
+
+
+def _check_global_scale(global_scale) -> float:
+    value = float(as_float_array(global_scale, what="global_scale", allow_nonfinite=True))
+    if not np.isfinite(value) or value <= 0:
+        raise NonFiniteError(f"global_scale must be a positive finite float32 (the tensor amax), got {value!r}")
+    return float(np.float32(value))
+
+
+def tensor_amax(w) -> float:
+    """The number MLX's convention stores as global_scale: the tensor's absolute maximum."""
+    weights, _ = float_input(w, GROUP_SIZE)
+    return float(np.abs(weights).max())
+
+
+def quantize(w, global_scale=None, group_size: int = GROUP_SIZE) -> NVFP4Tensor:
+    """Quantize [..., 16k] weights with MLX 0.32.4's rule (see the module docstring).
+
+    `global_scale` is the FP32 tensor scale in MLX's convention (the tensor amax, e.g.
+    `tensor_amax(w)`); None quantizes without one.
+    """
+    check_group("nvfp4", group_size, GROUP_SIZE)
+    weights, dtype = float_input(w, GROUP_SIZE)
+    blocks = grouped(weights, GROUP_SIZE).astype(np.float64)
+    amax = np.abs(blocks).max(axis=-1)
+    block_scale = round_to(amax / e2m1.MAX, dtype).astype(np.float64)
+    if global_scale is None:
+        scale_encode = 1.0
+    else:
+        global_scale = _check_global_scale(global_scale)
+        scale_encode = float(np.float32(TENSOR_SCALE_RANGE) / np.float32(global_scale))
+        block_scale = round_to(block_scale * scale_encode, "float32").astype(np.float64)
+    scale_bytes = np.asarray(e4m3.encode(block_scale), dtype=np.uint8)
+    scale_values = e4m3.decode(scale_bytes).astype(np.float64)[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = round_to(blocks / scale_values, dtype).astype(np.float64)
+        if global_scale is not None:
+            scaled = round_to(scaled * scale_encode, "float32").astype(np.float64)
+    # A block whose scale rounds to zero holds only values too small to keep: store +0 codes.
+    scaled = np.where(scale_values == 0, 0.0, scaled)
+    codes = e2m1.encode(scaled, "mlx")
+    return NVFP4Tensor(
+        codes=np.asarray(codes).reshape(weights.shape),
+        scale_bytes=scale_bytes,
+        global_scale=global_scale,
+        source_dtype=dtype,
+    )
+
+
+def from_parts(codes, scale_bytes, global_scale=None) -> NVFP4Tensor:
+    return NVFP4Tensor(codes=codes, scale_bytes=scale_bytes, global_scale=global_scale)
+
+
+def from_mlx(packed, scales, global_scale=None) -> NVFP4Tensor:
+    packed = np.asarray(packed if isinstance(packed, np.ndarray) else mlx_bridge.to_numpy(packed))
+    scale_bytes = np.asarray(scales if isinstance(scales, np.ndarray) else mlx_bridge.to_numpy(scales))
+    codes = mlx_bridge.unpack(packed.astype(np.uint32), 4)
+    return NVFP4Tensor(codes=codes, scale_bytes=scale_bytes.astype(np.uint8), global_scale=global_scale)
+
+
+def from_gguf(raw) -> NVFP4Tensor:
+    """Read GGUF NVFP4 bytes [..., 36k] into logical codes and scale bytes (no tensor scale)."""
+    blocks = _gguf_blocks(raw)
+    payload = blocks[..., 4:].reshape(*blocks.shape[:-1], 4, 8)
+    codes = np.stack([payload & 0x0F, payload >> 4], axis=-2)  # [..., block, group, half, j]
+    return NVFP4Tensor(codes=codes.reshape(*blocks.shape[:-2], -1), scale_bytes=blocks[..., :4].reshape(*blocks.shape[:-2], -1))
+
+
+def dequantize_gguf(raw, decoder: str = "ocp") -> np.ndarray:
+    """Decode GGUF NVFP4 bytes to float32 under a named decoder.
+
+    "ocp" reads the scale bytes as E4M3fn (0x7F/0xFF are NaN, bit 7 is a sign) and keeps -0;
+    "ggml" reads them as ggml does (unsigned, 0x7F is zero) and collapses -0 to +0.
+    """
+    tensor = from_gguf(raw)
+    if decoder == "ocp":
+        return tensor.dequantize()
+    if decoder != "ggml":
+        raise RuleError(f"unknown NVFP4 decoder {decoder!r}; expected one of {DECODERS}")
+    values = grouped(e2m1.decode(tensor.codes).astype(np.float64) + 0.0, GROUP_SIZE)
+    scales = e4m3.decode_ggml_unsigned(tensor.scale_bytes).astype(np.float64)[..., None]
+    return (values * scales).reshape(tensor.shape).astype(np.float32)
+
+
+def _gguf_blocks(raw) -> np.ndarray:
+    data = as_byte_array(raw, what="GGUF NVFP4 bytes")
+    if data.ndim == 0 or data.shape[-1] == 0 or data.shape[-1] % GGUF_BLOCK_BYTES:
+        raise ShapeError(
+            f"GGUF NVFP4 data must be whole {GGUF_BLOCK_BYTES}-byte blocks (4 scale bytes + 32 code bytes), "
+            f"got a last dimension of {data.shape[-1] if data.ndim else 'a scalar'}"
+        )
+    return data.reshape(*data.shape[:-1], -1, GGUF_BLOCK_BYTES)

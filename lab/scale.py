@@ -1,0 +1,104 @@
+"""The article's scale lab: one positive scale, a row of weights, an input row, and the output error.
+
+Lab convention (the article's, not a vendor recipe): every weight becomes the nearest value
+scale * E2M1(code) over all sixteen codes; on an exact tie the lowest unsigned code wins
+(so ties go toward zero and zero is stored as +0); weights beyond +-6*scale clip to +-6*scale.
+The distances are compared directly, not after dividing by the scale, so a free-entry scale
+such as 0.3 ties exactly where the arithmetic says it does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import e2m1
+from ._arrays import as_float_array
+from .errors import NonFiniteError, ShapeError
+
+ARTICLE_W = (-1.0, 0.3, 0.9, 1.7)
+ARTICLE_X = (2.0, 1.0, -1.0, 0.5)
+
+
+def _check_scale(scale) -> float:
+    value = float(as_float_array(scale, what="scale", allow_nonfinite=True))
+    if not np.isfinite(value) or value <= 0:
+        raise NonFiniteError(f"scale must be a positive finite number, got {value!r}")
+    return value
+
+
+def quantize_codes(w, scale) -> np.ndarray:
+    """E2M1 code of each weight under the lab convention."""
+    weights = as_float_array(w, what="weights")
+    scale = _check_scale(scale)
+    candidates = scale * e2m1.VALUES.astype(np.float64)
+    distance = np.abs(weights[..., None] - candidates)
+    # argmin returns the first minimum, which is the lowest unsigned code on an exact tie.
+    return np.argmin(distance, axis=-1).astype(np.uint8)
+
+
+def reconstruct(w, scale) -> np.ndarray:
+    """ŵ: each weight replaced by its nearest scaled E2M1 value (lab convention)."""
+    scale = _check_scale(scale)
+    return scale * e2m1.VALUES.astype(np.float64)[quantize_codes(w, scale)]
+
+
+@dataclass(frozen=True)
+class ScaleLabRow:
+    """One row through the scale lab; every field is a plain value a widget can show."""
+
+    w: np.ndarray
+    x: np.ndarray
+    scale: float
+    codes: np.ndarray
+    w_hat: np.ndarray
+    weight_error: np.ndarray  # ŵ - w, signed
+    clipped: np.ndarray  # |w| beyond the largest representable magnitude 6*scale
+    y: float
+    y_hat: float
+    delta_y: float  # ŷ - y, which equals Σ(ŵᵢ - wᵢ)xᵢ
+
+    @property
+    def terms(self) -> np.ndarray:
+        """(ŵᵢ - wᵢ)·xᵢ, the share of the output error each weight contributes."""
+        return self.weight_error * self.x
+
+
+def analyse(w, x, scale) -> ScaleLabRow:
+    weights = as_float_array(w, what="weights")
+    inputs = as_float_array(x, what="inputs")
+    if weights.ndim != 1 or inputs.shape != weights.shape or weights.size == 0:
+        raise ShapeError(
+            f"weights and inputs must be non-empty rows of the same length, got shapes {weights.shape} and {inputs.shape}"
+        )
+    scale = _check_scale(scale)
+    codes = quantize_codes(weights, scale)
+    w_hat = scale * e2m1.VALUES.astype(np.float64)[codes]
+    # fsum keeps the sums exact up to one final rounding, so the article's numbers come out clean.
+    y = math.fsum(weights * inputs)
+    y_hat = math.fsum(w_hat * inputs)
+    return ScaleLabRow(
+        w=weights,
+        x=inputs,
+        scale=scale,
+        codes=codes,
+        w_hat=w_hat,
+        weight_error=w_hat - weights,
+        clipped=np.abs(weights) > e2m1.MAX * scale,
+        y=y,
+        y_hat=y_hat,
+        delta_y=y_hat - y,
+    )
+
+
+def output_error(w, x, scale) -> float:
+    """Signed output error Δy = Σ(ŵᵢ − wᵢ)xᵢ."""
+    return analyse(w, x, scale).delta_y
+
+
+def representable(scale) -> np.ndarray:
+    """The fifteen distinct values the scaled E2M1 ruler can reach (one zero), ascending."""
+    scale = _check_scale(scale)
+    return np.unique(scale * e2m1.MAGNITUDES.astype(np.float64) * np.array([[1.0], [-1.0]])) + 0.0

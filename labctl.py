@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Set up the lab in ./.venv and run it: the README's two commands go through here.
+
+    python3 labctl.py open     set up, then open the course in marimo
+    python3 labctl.py test     set up, then run every test (node's runner for the JS codec, then pytest)
+
+Set-up is idempotent: the virtual environment is (re)installed only when pyproject.toml changed.
+Only the Python standard library is used here, because this runs before anything is installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+STAMP = VENV / ".lab-installed"
+MIN_PYTHON = (3, 11)
+
+
+def venv_python() -> Path:
+    return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def setup() -> Path:
+    if sys.version_info < MIN_PYTHON:
+        sys.exit(f"the lab needs Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer; this is {sys.version.split()[0]}")
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    python = venv_python()
+    if python.exists() and STAMP.exists() and STAMP.read_text() == wanted:
+        return python
+    if not python.exists():
+        print(f"creating {VENV.relative_to(ROOT)} ...", flush=True)
+        try:
+            venv.EnvBuilder(with_pip=True).create(VENV)
+        except (subprocess.CalledProcessError, OSError) as error:
+            shutil.rmtree(VENV, ignore_errors=True)
+            sys.exit(
+                f"could not create a virtual environment ({error}). On Debian or Ubuntu install "
+                "the venv module first: apt-get install python3-venv"
+            )
+    print("installing the lab and its pinned dependencies ...", flush=True)
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet"]
+    subprocess.run([*pip, "--upgrade", "pip"], check=True)
+    subprocess.run([*pip, "-e", f"{ROOT}[test]"], check=True)
+    STAMP.write_text(wanted)
+    return python
+
+
+def open_lab(python: Path, extra: list[str]) -> int:
+    command = [str(python), "-m", "marimo", "edit", str(ROOT / "notebooks"), *extra]
+    return subprocess.call(command, cwd=ROOT)
+
+
+def run_tests(python: Path, extra: list[str]) -> int:
+    in_ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+    status = 0
+    node = shutil.which("node")
+    js_tests = sorted(str(p) for p in (ROOT / "tests" / "js").glob("*.test.mjs"))
+    if js_tests and node:
+        status |= subprocess.call([node, "--test", *js_tests], cwd=ROOT)
+    elif js_tests:
+        print("node was not found: the JS codec tests did not run", file=sys.stderr)
+        if in_ci:
+            return 1
+    status |= subprocess.call([str(python), "-m", "pytest", *extra], cwd=ROOT)
+    return status
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("open", "test", "setup"):
+        print(__doc__)
+        return 2
+    python = setup()
+    if argv[0] == "open":
+        return open_lab(python, argv[1:])
+    if argv[0] == "test":
+        return run_tests(python, argv[1:])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
