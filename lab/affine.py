@@ -12,7 +12,9 @@ min). In float32, per group:
     q0 = rint(edge / s); if q0 != 0: s = edge / q0 and bias = edge, else bias = 0
     q = clip(rint((w - bias) / s), 0, n)           (rint rounds half to even)
 For bits = 1 there is no edge snapping: s = max(max - min, 1e-7) and bias = min, as documented.
-Zero therefore lands exactly on a code whenever it can. Codes use the unrounded float32 scale
+Zero therefore lands exactly on a code whenever it can. The price: snapping the scale can pull
+the far edge out of reach, e.g. [-41, 39, ...] at 2 bits gets scale 20.5 and bias -41, so 39
+decodes as 20.5. Codes use the unrounded float32 scale
 and bias; the stored scale and bias are then rounded to the input dtype. The scale can be
 negative, and a constant group stores scale -1e-7 and bias equal to the constant.
 

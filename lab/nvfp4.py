@@ -175,7 +175,12 @@ def quantize(w, global_scale=None, group_size: int = GROUP_SIZE) -> NVFP4Tensor:
         scale_encode = 1.0
     else:
         global_scale = _check_global_scale(global_scale)
-        scale_encode = float(np.float32(TENSOR_SCALE_RANGE) / np.float32(global_scale))
+        with np.errstate(over="ignore"):
+            scale_encode = float(np.float32(TENSOR_SCALE_RANGE) / np.float32(global_scale))
+        if not np.isfinite(scale_encode):
+            raise NonFiniteError(
+                f"global_scale {global_scale!r} is too small: 2688 / global_scale overflows float32"
+            )
         block_scale = round_to(block_scale * scale_encode, "float32").astype(np.float64)
     scale_bytes = np.asarray(e4m3.encode(block_scale), dtype=np.uint8)
     scale_values = e4m3.decode(scale_bytes).astype(np.float64)[..., None]

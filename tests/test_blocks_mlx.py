@@ -82,6 +82,17 @@ def test_affine_scale_is_negative_when_the_max_is_the_edge(mx):
     assert lab_tensor.biases[0, 0] == np.float32(2.0) == float(np.array(biases)[0, 0])
 
 
+def test_affine_edge_snapping_clips_the_far_end(mx):
+    """MLX makes -41 exact (scale 20.5 = -41 / -2), so three steps above it only reach 20.5, not 39."""
+    w = np.array([[-41.0] + [39.0] * 63], np.float32)
+    packed, scales, biases = mx.quantize(mx.array(w), group_size=64, bits=2)
+    mlx_weights = np.array(mx.dequantize(packed, scales, biases, group_size=64, bits=2))
+    assert (float(np.array(scales)[0, 0]), float(np.array(biases)[0, 0])) == (20.5, -41.0)
+    assert mlx_weights[0, 1] == 20.5  # 39 clipped by 18.5
+    lab_tensor = affine.quantize(w, bits=2, group_size=64)
+    assert np.array_equal(lab_tensor.dequantize(), mlx_weights)
+
+
 @pytest.mark.parametrize("module", [mxfp4, mxfp8])
 def test_mx_dequantize_matches_mx_dequantize(mx, weights_with_ties, module):
     w = mx.array(weights_with_ties)
