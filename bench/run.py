@@ -1,0 +1,204 @@
+"""Benchmark the lab's codecs against their peers, in the same run, as ratios.
+
+    .venv/bin/python bench/run.py                 # 16 M weights (4096 x 4096), table + bench/results/
+    .venv/bin/python bench/run.py --rows 512      # a quick run
+
+Each line times the lab and the peer doing the same work on the same data, best of --repeat runs,
+and reports lab throughput / peer throughput. The targets (issue 6) are ratios measured here, never
+in timed tests. The run also records what the article's last check asks for: the workload, tensor
+types, hardware, build and thread settings, so a number can be traced to the machine that made it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from lab import affine, e2m1, e4m3, mxfp4, mxfp8, nvfp4, q4k  # noqa: E402
+
+
+@dataclass
+class Row:
+    task: str
+    lab_seconds: float
+    peer: str
+    peer_seconds: float | None
+    target_ratio: float | None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.peer_seconds is None else self.peer_seconds / self.lab_seconds
+
+    @property
+    def verdict(self) -> str:
+        if self.target_ratio is None or self.ratio is None:
+            return "-"
+        return "meets" if self.ratio >= self.target_ratio else "misses"
+
+
+def best_of(function, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def environment(rows: int, cols: int) -> dict:
+    info = {
+        "workload": f"synthetic N(0, 0.02) weights, {rows} x {cols} = {rows * cols:,} float32, decode = dequantize",
+        "tensor_types": ["MXFP4", "MXFP8", "NVFP4", "MLX affine 4-bit g64", "Q4_K", "E2M1", "E4M3"],
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "machine": platform.machine(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "system": f"{platform.system()} {platform.release()}",
+        "threads": {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
+        "phase": "offline quantization and full-tensor decode (neither prefill nor token decode)",
+    }
+    try:
+        import mlx.core as mx
+
+        info["mlx"] = mx.__version__
+        info["mlx_device"] = str(mx.default_device())
+    except ImportError:
+        info["mlx"] = None
+    try:
+        import gguf
+
+        info["gguf"] = getattr(gguf, "__version__", "installed")
+    except ImportError:
+        info["gguf"] = None
+    return info
+
+
+def run(rows: int, cols: int, repeat: int) -> tuple[list[Row], dict]:
+    rng = np.random.default_rng(0)
+    w = rng.normal(0, 0.02, (rows, cols)).astype(np.float32)
+    results: list[Row] = []
+
+    import gguf
+
+    q4k_tensor = q4k.quantize(w)
+    raw = q4k_tensor.raw
+    results.append(
+        Row(
+            "Q4_K decode",
+            best_of(lambda: q4k.decode(raw), repeat),
+            "gguf-py quants.dequantize",
+            best_of(lambda: gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q4_K), repeat),
+            5.0,
+        )
+    )
+    results.append(Row("Q4_K quantize", best_of(lambda: q4k.quantize(w), 1), "(gguf-py has no Q4_K quantizer)", None, None))
+
+    try:
+        import mlx.core as mx
+    except ImportError:
+        mx = None
+
+    def mlx_quantize(mode, **kwargs):
+        w_mx = mx.array(w)
+        return lambda: mx.eval(*mx.quantize(w_mx, mode=mode, **kwargs))
+
+    def mlx_dequantize(mode, **kwargs):
+        w_mx = mx.array(w)
+        parts = mx.quantize(w_mx, mode=mode, **kwargs)
+        mx.eval(*parts)
+        if mode == "affine":
+            return lambda: mx.eval(mx.dequantize(*parts, mode=mode, dtype=mx.float32, **kwargs))
+        return lambda: mx.eval(mx.dequantize(parts[0], parts[1], mode=mode, dtype=mx.float32, **kwargs))
+
+    cases = [
+        ("MXFP4", lambda: mxfp4.quantize(w), "mxfp4", {}, 5.0),
+        ("MXFP8", lambda: mxfp8.quantize(w), "mxfp8", {}, None),
+        ("NVFP4", lambda: nvfp4.quantize(w), "nvfp4", {}, 3.0),
+        ("affine 4-bit g64", lambda: affine.quantize(w, bits=4, group_size=64), "affine", {"bits": 4, "group_size": 64}, 0.5),
+    ]
+    for name, lab_quantize, mode, kwargs, target in cases:
+        tensor = lab_quantize()
+        peer = f"MLX {mx.__version__} CPU mx.quantize" if mx else "MLX not installed"
+        peer_seconds = best_of(mlx_quantize(mode, **kwargs), repeat) if mx else None
+        results.append(Row(f"{name} quantize", best_of(lab_quantize, repeat), peer, peer_seconds, target))
+        peer_seconds = best_of(mlx_dequantize(mode, **kwargs), repeat) if mx else None
+        results.append(
+            Row(f"{name} decode", best_of(tensor.dequantize, repeat), peer.replace("quantize", "dequantize"), peer_seconds, None)
+        )
+
+    try:
+        import ml_dtypes
+
+        codes = rng.integers(0, 16, size=w.shape, dtype=np.uint8)
+        results.append(
+            Row(
+                "E2M1 decode",
+                best_of(lambda: e2m1.decode(codes), repeat),
+                "ml_dtypes float4_e2m1fn cast",
+                best_of(lambda: codes.view(ml_dtypes.float4_e2m1fn).astype(np.float32), repeat),
+                None,
+            )
+        )
+        scaled = w * 100
+        results.append(
+            Row(
+                "E4M3 encode",
+                best_of(lambda: e4m3.encode(scaled), repeat),
+                "ml_dtypes float8_e4m3fn cast",
+                best_of(lambda: scaled.astype(ml_dtypes.float8_e4m3fn), repeat),
+                None,
+            )
+        )
+    except ImportError:
+        pass
+    return results, environment(rows, cols)
+
+
+def table(results: list[Row]) -> str:
+    lines = [
+        "| task | lab s | peer | peer s | lab speed / peer | target | verdict |",
+        "|---|---:|---|---:|---:|---:|---|",
+    ]
+    for row in results:
+        peer_seconds = "-" if row.peer_seconds is None else f"{row.peer_seconds:.3f}"
+        ratio = "-" if row.ratio is None else f"{row.ratio:.2f}x"
+        target = "-" if row.target_ratio is None else f">= {row.target_ratio:g}x"
+        lines.append(f"| {row.task} | {row.lab_seconds:.3f} | {row.peer} | {peer_seconds} | {ratio} | {target} | {row.verdict} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=4096)
+    parser.add_argument("--cols", type=int, default=4096)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    args = parser.parse_args(argv)
+    if args.cols % 256:
+        parser.error("--cols must be a multiple of 256 so every format can take the rows")
+    results, info = run(args.rows, args.cols, args.repeat)
+    text = table(results)
+    print(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "latest.md").write_text(text + "\n")
+    payload = {"environment": info, "results": [asdict(r) | {"ratio": r.ratio, "verdict": r.verdict} for r in results]}
+    (args.out / "latest.json").write_text(json.dumps(payload, indent=2) + "\n")
+    print(f"\nwritten to {args.out / 'latest.md'} and latest.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
