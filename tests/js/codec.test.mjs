@@ -1,0 +1,438 @@
+// widgets/codec.js against the Python codec, bit for bit.
+//
+// golden.json is written by tests/js/make_golden.py from lab/; floats there are IEEE bit
+// patterns ("f64:<hex>", "f32:<hex>", "f64:NaN"), so these tests compare bits, never
+// approximate values: -0 and +0 differ, and a float32 rounded at the wrong place fails.
+// Run: node --test tests/js/
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { describe, test } from "node:test";
+
+import * as codec from "../../widgets/codec.js";
+
+// ---------------------------------------------------------------------------------------------
+// Reading the golden file
+// ---------------------------------------------------------------------------------------------
+
+const bits = new DataView(new ArrayBuffer(8));
+
+function decodeFloat(text) {
+  const [width, hex] = text.split(":");
+  if (hex === "NaN") return NaN;
+  if (width === "f64") {
+    bits.setBigUint64(0, BigInt(`0x${hex}`));
+    return bits.getFloat64(0);
+  }
+  bits.setUint32(0, Number.parseInt(hex, 16));
+  return bits.getFloat32(0);
+}
+
+const camelCase = (key) => key.replace(/_([a-z0-9])/g, (_, letter) => letter.toUpperCase());
+
+/** Floats decoded from their bits; keys renamed from Python's snake_case to the codec's camelCase. */
+function revive(key, value) {
+  if (typeof value === "string" && /^f(32:[0-9a-f]{8}|64:[0-9a-f]{16}|32:NaN|64:NaN)$/.test(value)) {
+    return decodeFloat(value);
+  }
+  if (value && typeof value === "object" && !Array.isArray(value)) {
+    return Object.fromEntries(Object.entries(value).map(([name, item]) => [camelCase(name), item]));
+  }
+  return value;
+}
+
+const golden = JSON.parse(readFileSync(new URL("./golden.json", import.meta.url), "utf8"), revive);
+
+const hexBytes = (hex) => Array.from({ length: hex.length / 2 }, (_, i) => Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16));
+
+// ---------------------------------------------------------------------------------------------
+// Bit-exact comparison
+// ---------------------------------------------------------------------------------------------
+
+function float64Hex(x) {
+  bits.setFloat64(0, x);
+  return bits.getBigUint64(0).toString(16).padStart(16, "0");
+}
+
+/** Deep equality where numbers must have identical float64 bits (any NaN equals any NaN). */
+function assertSameBits(actual, expected, path = "value") {
+  if (typeof expected === "number") {
+    assert.equal(typeof actual, "number", `${path}: expected a number, got ${typeof actual} ${actual}`);
+    if (Number.isNaN(expected)) {
+      assert.ok(Number.isNaN(actual), `${path}: expected NaN, got ${actual}`);
+      return;
+    }
+    assert.equal(
+      float64Hex(actual),
+      float64Hex(expected),
+      `${path}: expected ${Object.is(expected, -0) ? "-0" : expected}, got ${Object.is(actual, -0) ? "-0" : actual}`,
+    );
+    return;
+  }
+  if (Array.isArray(expected)) {
+    assert.ok(Array.isArray(actual), `${path}: expected an array, got ${actual}`);
+    assert.equal(actual.length, expected.length, `${path}: length`);
+    expected.forEach((item, i) => assertSameBits(actual[i], item, `${path}[${i}]`));
+    return;
+  }
+  if (expected !== null && typeof expected === "object") {
+    assert.ok(actual !== null && typeof actual === "object", `${path}: expected an object, got ${actual}`);
+    assert.deepEqual(Object.keys(actual).sort(), Object.keys(expected).sort(), `${path}: keys`);
+    for (const key of Object.keys(expected)) assertSameBits(actual[key], expected[key], `${path}.${key}`);
+    return;
+  }
+  assert.equal(actual, expected, path);
+}
+
+/** The call throws an Error whose name is the Python exception class name. */
+function assertThrowsNamed(call, name, path) {
+  assert.throws(call, (error) => error instanceof Error && error.name === name, `${path}: expected ${name}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Golden vectors
+// ---------------------------------------------------------------------------------------------
+
+describe("golden vectors from the Python codec", () => {
+  test("E2M1: all 16 codes, value and explain", () => {
+    assert.equal(golden.e2m1.length, 16);
+    for (const { code, value, explain } of golden.e2m1) {
+      assertSameBits(codec.e2m1Decode(code), value, `e2m1Decode(${code})`);
+      assertSameBits(codec.e2m1Explain(code), explain, `e2m1Explain(${code})`);
+    }
+    assertSameBits([...codec.E2M1_VALUES], golden.e2m1.map((c) => c.value), "E2M1_VALUES");
+  });
+
+  test("nibbles as UINT4 and INT4", () => {
+    for (const { code, uint4, int4 } of golden.nibble) {
+      assert.equal(codec.uint4(code), uint4);
+      assert.equal(codec.int4(code), int4);
+    }
+  });
+
+  test("E8M0: all 256 bytes, value and explain", () => {
+    assert.equal(golden.e8m0.length, 256);
+    for (const { byte, value, explain } of golden.e8m0) {
+      assertSameBits(codec.e8m0Decode(byte), value, `e8m0Decode(${byte})`);
+      assertSameBits(codec.e8m0Explain(byte), explain, `e8m0Explain(${byte})`);
+    }
+  });
+
+  test("E4M3: all 256 bytes, value and explain", () => {
+    assert.equal(golden.e4m3.length, 256);
+    for (const { byte, value, explain } of golden.e4m3) {
+      assertSameBits(codec.e4m3Decode(byte), value, `e4m3Decode(${byte})`);
+      assertSameBits(codec.e4m3Explain(byte), explain, `e4m3Explain(${byte})`);
+    }
+  });
+
+  test("E4M3 encode: midpoints, their neighbours, ±0, saturation, random values", () => {
+    assert.ok(golden.e4m3Encode.length > 500);
+    for (const { x, byte } of golden.e4m3Encode) assert.equal(codec.e4m3Encode(x), byte, `e4m3Encode(${x})`);
+  });
+
+  test("FP16 bit patterns", () => {
+    for (const { bits: pattern, value } of golden.fp16) assertSameBits(codec.fp16Decode(pattern), value, `fp16Decode(${pattern})`);
+  });
+
+  test("FP16 encode: ties, double-rounding traps, subnormals, overflow", () => {
+    assert.ok(golden.fp16Encode.length > 300);
+    for (const { x, bits: pattern, error } of golden.fp16Encode) {
+      const encoded = codec.fp16Encode(x);
+      if (error) {
+        assert.equal(encoded.ok, false, `fp16Encode(${x}) should fail (Python: ${error})`);
+        assert.ok(encoded.message.length > 10);
+        continue;
+      }
+      assert.equal(encoded.ok, true, `fp16Encode(${x}): ${encoded.message}`);
+      assert.equal(encoded.bits, pattern, `fp16Encode(${x})`);
+      assertSameBits(encoded.value, codec.fp16Decode(pattern), `fp16Encode(${x}).value`);
+    }
+  });
+
+  test("fsum: CPython's exactly rounded sum, its errors included", () => {
+    for (const [i, { values, value, error }] of golden.fsum.entries()) {
+      if (error) assertThrowsNamed(() => codec.fsum(values), error, `fsum case ${i}`);
+      else assertSameBits(codec.fsum(values), value, `fsum case ${i}`);
+    }
+  });
+
+  test("scale lab: article rows, random rows with planted ties, bad input", () => {
+    for (const [i, row] of golden.scaleLab.entries()) {
+      const { w, x, scale } = row;
+      const path = `scaleLab[${i}] (scale ${scale})`;
+      if (row.error) {
+        assertThrowsNamed(() => codec.scaleAnalyse(w, x, scale), row.error, path);
+        continue;
+      }
+      const { error: _none, ...expected } = row;
+      assertSameBits(codec.scaleAnalyse(w, x, scale), expected, path);
+      assertSameBits(codec.scaleQuantizeCodes(w, scale), row.codes, `${path} codes`);
+      assertSameBits(codec.scaleReconstruct(w, scale), row.wHat, `${path} wHat`);
+      assertSameBits(codec.dot(w, x), row.y, `${path} dot`);
+    }
+  });
+
+  test("scale lab: the representable values", () => {
+    for (const { scale, values } of golden.scaleRepresentable) {
+      assertSameBits(codec.scaleRepresentable(scale), values, `scaleRepresentable(${scale})`);
+    }
+  });
+
+  test("MXFP4: random blocks and extreme scale bytes", () => {
+    for (const [i, { codes, scaleBytes, weights, explain }] of golden.mxfp4.entries()) {
+      assertSameBits(codec.mxfp4Dequantize(codes, scaleBytes), weights, `mxfp4[${i}]`);
+      for (const expected of explain) {
+        assertSameBits(codec.mxExplain(codes, scaleBytes, expected.index), expected, `mxfp4[${i}] explain`);
+      }
+    }
+  });
+
+  test("NVFP4: random blocks with and without a tensor scale", () => {
+    for (const [i, row] of golden.nvfp4.entries()) {
+      const { codes, scaleBytes, globalScale, tensorFactor, weights, explain } = row;
+      assertSameBits(codec.nvfp4TensorFactor(globalScale), tensorFactor, `nvfp4[${i}] tensor factor`);
+      assertSameBits(codec.nvfp4Dequantize(codes, scaleBytes, tensorFactor), weights, `nvfp4[${i}]`);
+      for (const expected of explain) {
+        const actual = codec.nvExplain(codes, scaleBytes, expected.index, globalScale);
+        assertSameBits(actual, expected, `nvfp4[${i}] explain`);
+      }
+    }
+  });
+
+  test("Q4_K: random, quantized and planted blocks", () => {
+    assert.ok(golden.q4k.length >= 100);
+    for (const [i, { block, weights, scales, mins, explainBytes = [] }] of golden.q4k.entries()) {
+      const bytes = hexBytes(block);
+      assert.equal(bytes.length, codec.Q4K_BLOCK_BYTES);
+      assertSameBits(codec.q4kDecodeBlock(bytes), weights, `q4k[${i}] weights`);
+      assertSameBits(codec.q4kDecodeBlock(Uint8Array.from(bytes)), weights, `q4k[${i}] weights from a Uint8Array`);
+      assertSameBits(codec.q4kUnpackScaleMin(bytes.slice(4, 16)), { scales, mins }, `q4k[${i}] scales/mins`);
+      assert.deepEqual(codec.q4kPackScaleMin(scales, mins), bytes.slice(4, 16), `q4k[${i}] repacked`);
+      for (const expected of explainBytes) {
+        assertSameBits(codec.q4kExplainByte(bytes, expected.payloadIndex), expected, `q4k[${i}] explain`);
+      }
+    }
+  });
+
+  test("Q4_K: the presentation fixture", () => {
+    const { block, weights, explainBytes } = golden.q4kPresentation;
+    const bytes = hexBytes(block);
+    assertSameBits(codec.q4kDecodeBlock(bytes), weights, "fixture weights");
+    for (const expected of explainBytes) {
+      assertSameBits(codec.q4kExplainByte(bytes, expected.payloadIndex), expected, `fixture byte ${expected.payloadIndex}`);
+    }
+  });
+
+  test("Q4_K: metadata packing, placement, and where each field lives", () => {
+    for (const { scales, mins, bytes: packed } of golden.q4kPack) {
+      assert.deepEqual(codec.q4kPackScaleMin(scales, mins), packed);
+      assert.deepEqual(codec.q4kUnpackScaleMin(packed), { scales, mins });
+    }
+    assert.equal(golden.q4kPlacement.length, 128);
+    for (const { payloadIndex, lanes, subblocks } of golden.q4kPlacement) {
+      assert.deepEqual(codec.q4kLanes(payloadIndex), lanes);
+      assert.deepEqual(codec.q4kSubblocks(payloadIndex), subblocks);
+    }
+    for (const { subblock, sources } of golden.q4kMetadataSources) {
+      assert.deepEqual(codec.q4kMetadataSources(subblock), sources);
+    }
+  });
+
+  test("number text as the Python codec prints it", () => {
+    for (const { value, text } of golden.formatLabNumber) {
+      assert.equal(codec.formatLabNumber(value), text, `formatLabNumber(${value})`);
+    }
+    for (const { value, text } of golden.formatFloat32) {
+      assert.equal(codec.formatFloat32(value), text, `formatFloat32(${value})`);
+    }
+  });
+
+  test("bits per weight", () => {
+    for (const { format, opts, value, error } of golden.bitsPerWeight) {
+      const path = `bitsPerWeight(${format}, ${JSON.stringify(opts)})`;
+      if (error) assertThrowsNamed(() => codec.bitsPerWeight(format, opts), error, path);
+      else assertSameBits(codec.bitsPerWeight(format, opts), value, path);
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The article's numbers, worked in JS
+// ---------------------------------------------------------------------------------------------
+
+describe("the article's worked numbers", () => {
+  test("1. 0101 is 5 as UINT4 and 3 as E2M1", () => {
+    assert.equal(codec.uint4(0b0101), 5);
+    assert.equal(codec.e2m1Decode(0b0101), 3);
+    const explained = codec.e2m1Explain(0b0101);
+    assert.equal(explained.bits, "0101");
+    assert.equal(explained.exponentField, 0b10);
+    assert.equal(explained.formula, "(+1) \u00d7 2^(2 \u2212 1) \u00d7 (1 + 1/2) = 3");
+  });
+
+  test("1. code 7 is 6, code 8 is −0 (and −8 as INT4)", () => {
+    assert.equal(codec.e2m1Decode(7), 6);
+    assert.ok(Object.is(codec.e2m1Decode(8), -0));
+    assert.equal(codec.int4(8), -8);
+    assert.equal(codec.e2m1Explain(8).formula, "(\u22121) \u00d7 2^(1 \u2212 1) \u00d7 (0 + 0/2) = \u22120");
+  });
+
+  test("2. scale 0.5 gives Δy = −0.25, scale 0.125 gives +0.125", () => {
+    const half = codec.scaleAnalyse([-1, 0.3, 0.9, 1.7], [2, 1, -1, 0.5], 0.5);
+    assert.deepEqual(half.wHat, [-1, 0.25, 1, 1.5]);
+    assert.equal(half.y, -1.75);
+    assert.equal(half.yHat, -2);
+    assert.equal(half.deltaY, -0.25);
+    const eighth = codec.scaleAnalyse([-1, 0.3, 0.9, 1.7], [2, 1, -1, 0.5], 0.125);
+    assert.deepEqual(eighth.wHat, [-0.75, 0.25, 0.75, 0.75]);
+    assert.equal(eighth.yHat, -1.625);
+    assert.equal(eighth.deltaY, 0.125);
+    assert.deepEqual(eighth.clipped, [true, false, true, true]);
+  });
+
+  test("2. positive representable weights at scale 0.5", () => {
+    assert.deepEqual(
+      codec.scaleRepresentable(0.5).filter((v) => v >= 0),
+      [0, 0.25, 0.5, 0.75, 1, 1.5, 2, 3],
+    );
+  });
+
+  test("3. E8M0 0x7E is 2^−1 = 0.5, and 3 × 0.5 = 1.5 in an MXFP4 block", () => {
+    assert.equal(codec.e8m0Decode(0x7e), 0.5);
+    assert.equal(codec.e8m0Explain(0x7e).formula, "2^(126 \u2212 127) = 2^\u22121 = 0.5");
+    const codes = Array(32).fill(0b0101);
+    assert.equal(codec.mxExplain(codes, [0x7e], 0).formula, "3 \u00d7 0.5 = 1.5");
+    assert.equal(codec.bitsPerWeight("MXFP4"), 4.25);
+  });
+
+  test("4. E4M3 exponent 5 fraction 2 is 0.3125; 3 × 0.3125 × 1 = 0.9375", () => {
+    const byte = (5 << 3) | 2;
+    assert.equal(codec.e4m3Decode(byte), 0.3125);
+    assert.equal(codec.e4m3Encode(0.3125), byte);
+    const weights = codec.nvfp4Dequantize(Array(16).fill(0b0101), [byte]);
+    assert.equal(weights[0], 0.9375);
+    assert.equal(codec.nvExplain(Array(16).fill(0b0101), [byte], 0).formula, "3 \u00d7 0.3125 \u00d7 1 = 0.9375");
+    assert.equal(codec.bitsPerWeight("NVFP4"), 4.5);
+    assert.equal(codec.bitsPerWeight("NVFP4", { nWeights: 64 }), 5);
+  });
+
+  test("5. Q4_K fixture byte 0 (0xA5) gives 1.0 at lane 0 and 3.25 at lane 32", () => {
+    const block = hexBytes(golden.q4kPresentation.block);
+    const explained = codec.q4kExplainByte(block, 0);
+    assert.equal(explained.byte, 0xa5);
+    assert.deepEqual([explained.lowLane, explained.highLane], [0, 32]);
+    assert.deepEqual(explained.weights, [1, 3.25]);
+    assert.equal(explained.low.formula, "0.25 \u00d7 5 \u2212 0.25 = 1");
+    assert.equal(explained.high.formula, "0.375 \u00d7 10 \u2212 0.5 = 3.25");
+    const weights = codec.q4kDecodeBlock(block);
+    assert.deepEqual([weights[0], weights[32]], [1, 3.25]);
+    assert.deepEqual(codec.q4kExplainByte(block, 1).weights, [-0.25, -0.5]);
+  });
+
+  test("6. s4 = (33 & 15) | ((130 >> 6) << 4) = 33", () => {
+    const metadata = hexBytes(golden.q4kPresentation.block).slice(4, 16);
+    assert.equal(metadata[8], 33);
+    assert.equal(metadata[0], 130);
+    assert.equal(codec.q4kUnpackScaleMin(metadata).scales[4], 33);
+    assert.equal(codec.q4kExplainMetadata(metadata, 4).scaleFormula, "s4 = (B[8] & 15) | ((B[0] >> 6) << 4) = (33 & 15) | ((130 >> 6) << 4) = 1 | 32 = 33");
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Robust input
+// ---------------------------------------------------------------------------------------------
+
+describe("reading what a learner types", () => {
+  test("parseNumber accepts decimals, exponents, powers of two, fractions and the article's minus", () => {
+    const cases = {
+      "0.5": 0.5,
+      "-1e-3": -1e-3,
+      "2^-3": 0.125,
+      " 1.5 ": 1.5,
+      "2^(-3)": 0.125,
+      "-2^4": -16,
+      "\u22120.25": -0.25,
+      "3/8": 0.375,
+      ".5": 0.5,
+      "+7": 7,
+      "1E2": 100,
+      "-0": -0,
+    };
+    for (const [text, value] of Object.entries(cases)) {
+      const parsed = codec.parseNumber(text);
+      assert.equal(parsed.ok, true, `${JSON.stringify(text)}: ${parsed.message}`);
+      assert.ok(Object.is(parsed.value, value), `${JSON.stringify(text)} gave ${parsed.value}`);
+    }
+  });
+
+  test("parseNumber rejects empty, words, NaN, infinities and overflow with a message", () => {
+    for (const text of ["", "   ", "abc", "NaN", "nan", "inf", "-Infinity", "1e400", "2^2000", "1/0", "0x10", "1,5", "2^0.5", "--1", null, 3]) {
+      const parsed = codec.parseNumber(text);
+      assert.equal(parsed.ok, false, `${JSON.stringify(text)} should be rejected`);
+      assert.equal(parsed.value, null);
+      assert.ok(parsed.message.length > 10, `${JSON.stringify(text)} needs a message`);
+    }
+    assert.match(codec.parseNumber("").message, /Type a number/);
+    assert.match(codec.parseNumber("abc").message, /“abc” is not a number/);
+    assert.match(codec.parseNumber("NaN").message, /not a finite number/);
+  });
+
+  test("parseByte accepts decimal, hex and binary in 0..255", () => {
+    const cases = { "0x7E": 126, "0x7e": 126, "126": 126, "0b01111110": 126, " 0xA5 ": 0xa5, "0b1010 0101": 0xa5, "0": 0, "255": 255, "0xFF": 255 };
+    for (const [text, value] of Object.entries(cases)) {
+      assert.deepEqual(codec.parseByte(text), { ok: true, value, message: "" }, JSON.stringify(text));
+    }
+  });
+
+  test("parseByte rejects out-of-range, negative and malformed text with a hint", () => {
+    for (const text of ["", "256", "0x100", "-1", "1.5", "abc", "0b2", "0x", "1010 0101", null]) {
+      const parsed = codec.parseByte(text);
+      assert.equal(parsed.ok, false, `${JSON.stringify(text)} should be rejected`);
+      assert.equal(parsed.value, null);
+      assert.ok(parsed.message.length > 10);
+    }
+    assert.match(codec.parseByte("256").message, /does not fit in a byte/);
+    assert.match(codec.parseByte("-1").message, /cannot be negative/);
+    assert.match(codec.parseByte("A5").message, /0xA5/);
+    assert.match(codec.parseByte("1010 0101").message, /0b1010 0101/);
+    assert.match(codec.parseByte("10100101").message, /0b10100101/);
+  });
+});
+
+describe("bad input throws the error Python raises", () => {
+  test("a scale that is not positive and finite", () => {
+    for (const scale of [0, -0, -0.5, NaN, Infinity, -Infinity]) {
+      for (const call of [
+        () => codec.scaleAnalyse([1], [1], scale),
+        () => codec.scaleQuantizeCodes([1], scale),
+        () => codec.scaleReconstruct([1], scale),
+        () => codec.scaleRepresentable(scale),
+      ]) {
+        assert.throws(call, { name: "NonFiniteError", message: /scale must be a positive finite number/ });
+      }
+    }
+    assert.throws(() => codec.scaleAnalyse([1], [1], "0.5"), { name: "DTypeError" });
+  });
+
+  test("rows of different lengths, empty rows, non-finite weights", () => {
+    assert.throws(() => codec.scaleAnalyse([1, 2], [1], 0.5), { name: "ShapeError", message: /same length/ });
+    assert.throws(() => codec.scaleAnalyse([], [], 0.5), { name: "ShapeError" });
+    assert.throws(() => codec.scaleAnalyse([NaN], [1], 0.5), { name: "NonFiniteError" });
+    assert.throws(() => codec.dot([1, 2], [1]), { name: "ShapeError" });
+  });
+
+  test("codes and bytes out of range, blocks of the wrong size", () => {
+    assert.throws(() => codec.e2m1Decode(16), { name: "CodeRangeError" });
+    assert.throws(() => codec.e2m1Decode(1.5), { name: "DTypeError" });
+    assert.throws(() => codec.e8m0Decode(256), { name: "CodeRangeError" });
+    assert.throws(() => codec.e4m3Encode(NaN), { name: "NonFiniteError" });
+    assert.throws(() => codec.mxfp4Dequantize(Array(31).fill(0), [127]), { name: "ShapeError" });
+    assert.throws(() => codec.nvfp4Dequantize(Array(16).fill(0), [56, 56]), { name: "ShapeError" });
+    assert.throws(() => codec.nvfp4TensorFactor(0), { name: "NonFiniteError" });
+    assert.throws(() => codec.q4kDecodeBlock(Array(143).fill(0)), { name: "ShapeError" });
+    assert.throws(() => codec.q4kLanes(128), { name: "CodeRangeError" });
+    assert.throws(() => codec.q4kPackScaleMin(Array(8).fill(64), Array(8).fill(0)), { name: "CodeRangeError" });
+    assert.throws(() => codec.mxExplain(Array(32).fill(0), [127], 32), { name: "ShapeError" });
+    assert.throws(() => codec.bitsPerWeight("INT3"), { name: "ValueError" });
+  });
+});

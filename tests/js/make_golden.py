@@ -1,0 +1,505 @@
+#!/usr/bin/env python3
+"""Golden vectors for the JS codec (widgets/codec.js), computed by the Python codec (lab/).
+
+    .venv/bin/python tests/js/make_golden.py        rewrites tests/js/golden.json
+
+node --test tests/js/ then checks widgets/codec.js against every vector bit for bit, and
+tests/test_golden.py fails when this file's output no longer matches the committed golden.json.
+
+Encoding, chosen so that every float survives JSON with its exact bits:
+    "f64:<16 hex digits>"   a Python float / float64, by its IEEE bit pattern
+    "f32:<8 hex digits>"    a float32 result, by its IEEE bit pattern (so -0 stays -0)
+    "f64:NaN", "f32:NaN"    NaN; its payload bits are not part of the contract
+Integers, booleans, strings and None are stored as they are, tuples as lists, Q4_K blocks as
+hex strings. Keys are the Python codec's names (snake_case); the JS codec returns the same keys
+in camelCase, and the node test converts. A case whose Python call raises stores the exception
+class name under "error"; the JS codec must throw an Error with that name.
+
+Every random section has its own fixed seed, keys are sorted, and each case is one line, so the
+output is byte-for-byte reproducible and a diff shows which cases changed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from lab import e2m1, e4m3, e8m0, mxfp4, nibble, nvfp4, q4k, scale, sizes
+from lab._blocks import fmt as format_lab_number
+from lab.q4k import _fmt as format_float32
+
+GOLDEN_PATH = Path(__file__).with_name("golden.json")
+REGENERATE = ".venv/bin/python tests/js/make_golden.py"
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding
+# ---------------------------------------------------------------------------------------------
+
+
+def f64(value) -> str:
+    value = float(value)
+    if math.isnan(value):
+        return "f64:NaN"
+    return "f64:" + struct.pack(">d", value).hex()
+
+
+def f32(value) -> str:
+    value = np.float32(value)
+    if np.isnan(value):
+        return "f32:NaN"
+    return "f32:" + np.array(value, dtype=">f4").tobytes().hex()
+
+
+def encode(obj):
+    """Plain JSON values, with every float replaced by its tagged bit pattern."""
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, np.float32):
+        return f32(obj)
+    if isinstance(obj, (float, np.float64)):
+        return f64(obj)
+    if isinstance(obj, np.ndarray):
+        return [encode(item) for item in obj.tolist()] if obj.dtype != np.float32 else [f32(v) for v in obj.ravel()]
+    if isinstance(obj, dict):
+        return {str(key): encode(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [encode(item) for item in obj]
+    if obj is None or isinstance(obj, str):
+        return obj
+    raise TypeError(f"cannot encode {type(obj).__name__} {obj!r}")
+
+
+def outcome(call, *args) -> dict:
+    """{"value": result} or {"error": exception class name}."""
+    try:
+        return {"value": call(*args)}
+    except Exception as error:  # noqa: BLE001 - the class name is the golden datum
+        return {"error": type(error).__name__}
+
+
+# ---------------------------------------------------------------------------------------------
+# Element and scale codes
+# ---------------------------------------------------------------------------------------------
+
+
+def e2m1_cases() -> list:
+    return [{"code": c, "value": e2m1.decode(c), "explain": e2m1.explain(c)} for c in range(16)]
+
+
+def nibble_cases() -> list:
+    return [{"code": c, "uint4": nibble.as_uint4(c), "int4": nibble.as_int4(c)} for c in range(16)]
+
+
+def e8m0_cases() -> list:
+    return [{"byte": b, "value": e8m0.decode(b), "explain": e8m0.explain(b)} for b in range(256)]
+
+
+def e4m3_cases() -> list:
+    return [{"byte": b, "value": e4m3.decode(b), "explain": e4m3.explain(b)} for b in range(256)]
+
+
+def e4m3_encode_cases() -> list:
+    rng = np.random.default_rng(4301)
+    finite = np.array([e4m3.decode(b) for b in range(0x7F)], dtype=np.float64)  # 0 .. 448, ascending
+    midpoints = (finite[:-1] + finite[1:]) / 2  # exact in float64
+    values = [0.0, -0.0, 448.0, -448.0, 449.0, 464.0, 480.0, 1e10, -1e300, sys.float_info.max, 5e-324, -5e-324]
+    values += [2.0**-10, 2.0**-10 * (1 + 2**-52), 2.0**-6, 2.0**-7, 3 * 2.0**-10]
+    for midpoint in midpoints:
+        values += [midpoint, -midpoint, np.nextafter(midpoint, 0.0), np.nextafter(midpoint, np.inf)]
+    magnitudes = np.exp2(rng.uniform(-12, 10, 300))
+    values += (magnitudes * rng.choice([-1.0, 1.0], 300)).tolist()
+    return [{"x": float(x), "byte": e4m3.encode(float(x))} for x in values]
+
+
+def fp16_cases() -> list:
+    rng = np.random.default_rng(1601)
+    patterns = {sign | (exponent << 10) | fraction for sign in (0, 0x8000) for exponent in range(32) for fraction in (0, 1, 0x200, 0x3FF)}
+    patterns |= set(rng.integers(0, 1 << 16, 200).tolist())
+    bits = np.array(sorted(patterns), dtype=np.uint16)
+    values = bits.view(np.float16).astype(np.float32)  # what lab.q4k does with d and dmin
+    return [{"bits": int(b), "value": v} for b, v in zip(bits, values)]
+
+
+def fp16_encode_cases() -> list:
+    """What lab.q4k.from_parts stores for d and dmin: numpy's float64 -> float16, ties to even."""
+    rng = np.random.default_rng(1602)
+    finite = np.arange(0x7C00, dtype=np.uint16).view(np.float16).astype(np.float64)  # 0 .. 65504
+    midpoints = (finite[:-1] + finite[1:]) / 2
+    picked = midpoints[rng.integers(0, midpoints.size, 150)]
+    values = [0.0, -0.0, 65504.0, 65519.99, 65520.0, -65520.0, 1e6, math.inf, math.nan, 2.0**-24, 2.0**-25]
+    values += [3 * 2.0**-26, 2.0**-25 * (1 + 2**-40), 2.0**-14 - 2.0**-25, 0.125, 0.0625, 0.1, 1 / 3]
+    # 1 + 2^-11 + 2^-40 rounds up from float64 but to 1.0 through float32 (a double-rounding trap)
+    values += [1 + 2.0**-11 + 2.0**-40, 1 + 2.0**-11, 1 + 3 * 2.0**-11, 5e-324, -1e-300]
+    for midpoint in picked:
+        values += [midpoint, -midpoint, np.nextafter(midpoint, 0.0), np.nextafter(midpoint, np.inf)]
+    values += (rng.uniform(-1, 1, 100) * np.exp2(rng.integers(-30, 17, 100))).tolist()
+    cases = []
+    for x in values:
+        try:
+            half = q4k._to_fp16(float(x), "d")
+        except Exception as error:  # noqa: BLE001
+            cases.append({"x": float(x), "error": type(error).__name__})
+            continue
+        cases.append({"x": float(x), "bits": int(np.asarray(half).view(np.uint16))})
+    return cases
+
+
+# ---------------------------------------------------------------------------------------------
+# fsum and the scale lab
+# ---------------------------------------------------------------------------------------------
+
+
+def fsum_cases() -> list:
+    rng = np.random.default_rng(5501)
+    lists = [
+        [],
+        [-0.0],
+        [-0.0, -0.0],
+        [1e-16, 1.0, 1e16],  # the half-way correction rounds up
+        [1.0, 1e100, 1.0, -1e100],
+        [0.1] * 10,
+        [1e308, 1e308],  # intermediate overflow
+        [1e308, 1e308, -1e308],
+        [math.inf, 1.0],
+        [math.inf, -math.inf],
+        [math.nan, 1.0],
+        [-math.inf, 5.0, -math.inf],
+        [2.0**53, 1.0, 2.0**-60],
+        [2.0**53, -1.0, -(2.0**-60)],
+        [5e-324, 5e-324, -1e-320],
+    ]
+    for _ in range(150):
+        n = int(rng.integers(1, 24))
+        values = rng.uniform(0.5, 1.0, n) * np.exp2(rng.integers(-70, 70, n)) * rng.choice([-1.0, 1.0], n)
+        if rng.random() < 0.4:  # near-cancellation: the exact answer is tiny next to the terms
+            values = np.concatenate([values, -values[: n // 2] * (1 + 2.0**-50)])
+            rng.shuffle(values)
+        lists.append(values.tolist())
+    return [{"values": values, **outcome(math.fsum, values)} for values in lists]
+
+
+def scale_row(w, x, s) -> dict:
+    case = {"w": [float(v) for v in w], "x": [float(v) for v in x], "scale": float(s)}
+    try:
+        row = scale.analyse(w, x, s)
+    except Exception as error:  # noqa: BLE001
+        return {**case, "error": type(error).__name__}
+    return {
+        **case,
+        "codes": row.codes,
+        "w_hat": row.w_hat,
+        "weight_error": row.weight_error,
+        "clipped": row.clipped,
+        "y": row.y,
+        "y_hat": row.y_hat,
+        "delta_y": row.delta_y,
+        "terms": row.terms,
+    }
+
+
+def scale_lab_cases() -> list:
+    rng = np.random.default_rng(2024)
+    article = [scale_row(scale.ARTICLE_W, scale.ARTICLE_X, s) for s in (0.5, 0.125)]
+    rows = []
+    for _ in range(200):
+        kind = rng.random()
+        if kind < 0.5:
+            s = 2.0 ** int(rng.integers(-8, 4))
+        elif kind < 0.75:
+            s = float(rng.uniform(0.01, 3))
+        elif kind < 0.93:
+            s = float(rng.choice([0.3, 0.1, 0.7, 1.1, 0.2, 0.35]))
+        else:
+            s = float(rng.choice([1e-300, 5e-324, 1e300, 2.0**-1000, 3e-310]))
+        n = int(rng.integers(1, 17))
+        magnitudes = s * e2m1.MAGNITUDES.astype(np.float64)
+        w = rng.normal(0, 3 * s, n)
+        for i in range(n):
+            pick = rng.random()
+            sign = rng.choice([-1.0, 1.0])
+            if pick < 0.25:  # an exact midpoint between two scaled values: a tie by the arithmetic
+                k = int(rng.integers(0, 7))
+                w[i] = sign * (magnitudes[k] + magnitudes[k + 1]) / 2
+            elif pick < 0.35:  # exactly representable
+                w[i] = sign * magnitudes[int(rng.integers(0, 8))]
+            elif pick < 0.42:  # beyond the ruler: clips
+                w[i] = sign * s * rng.uniform(6, 20)
+            elif pick < 0.45:
+                w[i] = -0.0
+        x = rng.normal(0, 2, n)
+        if rng.random() < 0.3:
+            x = rng.integers(-4, 5, n).astype(np.float64)
+        rows.append(scale_row(w, x, s))
+    errors = [
+        scale_row([1.0], [1.0], 0.0),
+        scale_row([1.0], [1.0], -0.0),
+        scale_row([1.0], [1.0], -0.5),
+        scale_row([1.0], [1.0], math.nan),
+        scale_row([1.0], [1.0], math.inf),
+        scale_row([1.0], [1.0], -math.inf),
+        scale_row([1.0, 2.0], [1.0], 0.5),
+        scale_row([], [], 0.5),
+        scale_row([math.nan], [1.0], 0.5),
+        scale_row([1.0], [math.inf], 0.5),
+        scale_row([1e308, 1e308], [1.0, 1.0], 1e308),  # the sum overflows: fsum raises
+    ]
+    return article + rows + errors
+
+
+def scale_representable_cases() -> list:
+    scales = [0.5, 0.125, 1.0, 0.3, 0.1, 1e-300, 5e-324, 1e300, 1e308, 2.0**-1000, 3e-310, 7.0]
+    return [{"scale": s, "values": scale.representable(s)} for s in scales]
+
+
+# ---------------------------------------------------------------------------------------------
+# Block formats
+# ---------------------------------------------------------------------------------------------
+
+
+def one_row_explain(explained: dict) -> dict:
+    """Python positions are index tuples; the JS codec works on one row, so they are plain ints."""
+    (index,) = explained["index"]
+    (block,) = explained["block"]
+    return {**explained, "index": index, "block": block}
+
+
+def mxfp4_cases() -> list:
+    rng = np.random.default_rng(3204)
+    extremes = [0, 1, 2, 126, 127, 128, 253, 254, 255]
+    cases = []
+    for row in range(50):
+        n_blocks = int(rng.integers(1, 5))
+        codes = rng.integers(0, 16, 32 * n_blocks)
+        scale_bytes = rng.integers(0, 256, n_blocks)
+        if row % 3 == 0:
+            scale_bytes[0] = extremes[row % len(extremes)]
+        tensor = mxfp4.from_parts(codes, scale_bytes)
+        indices = sorted({0, int(rng.integers(0, codes.size))})
+        cases.append(
+            {
+                "codes": codes,
+                "scale_bytes": scale_bytes,
+                "weights": tensor.dequantize(),
+                "explain": [one_row_explain(tensor.explain(i)) for i in indices],
+            }
+        )
+    return cases
+
+
+def nvfp4_cases() -> list:
+    rng = np.random.default_rng(1604)
+    cases = []
+    for row in range(50):
+        n_blocks = int(rng.integers(1, 5))
+        codes = rng.integers(0, 16, 16 * n_blocks)
+        scale_bytes = rng.integers(0, 256, n_blocks)
+        if row % 2 == 0:
+            global_scale = None
+        else:
+            global_scale = float(rng.choice([2688.0, 1.0, 6.0, float(np.exp2(rng.uniform(-10, 14)))]))
+        tensor = nvfp4.from_parts(codes, scale_bytes, global_scale)
+        indices = sorted({0, int(rng.integers(0, codes.size))})
+        cases.append(
+            {
+                "codes": codes,
+                "scale_bytes": scale_bytes,
+                "global_scale": global_scale,
+                "tensor_factor": tensor.tensor_factor,
+                "weights": tensor.dequantize(),
+                "explain": [one_row_explain(tensor.explain(i)) for i in indices],
+            }
+        )
+    return cases
+
+
+def random_fp16_bits(rng, finite: bool) -> int:
+    while True:
+        bits = int(rng.integers(0, 1 << 16))
+        if not finite or (bits >> 10) & 31 != 31:
+            return bits
+
+
+def q4k_blocks() -> list:
+    """~100 blocks: random bytes, quantized weights, and parts with planted metadata."""
+    rng = np.random.default_rng(4404)
+    blocks = []
+    for i in range(40):  # random bytes; a few d/dmin patterns are inf or NaN
+        block = rng.integers(0, 256, q4k.BLOCK_BYTES).astype(np.uint8)
+        for offset in (0, 2):
+            bits = random_fp16_bits(rng, finite=i >= 5)
+            block[offset], block[offset + 1] = bits & 0xFF, bits >> 8
+        blocks.append(block)
+    for _ in range(40):  # what llama.cpp's reference quantizer would store for real-looking weights
+        w = rng.normal(float(rng.uniform(-1, 1)), float(np.exp2(rng.uniform(-8, 4))), q4k.BLOCK_WEIGHTS)
+        blocks.append(q4k.quantize(w.astype(np.float32)).raw)
+    for i in range(20):  # logical parts with every metadata field different and extreme corners
+        scales = rng.permutation(64)[:8] if i % 4 else np.full(8, 63 if i % 8 else 0)
+        mins = rng.permutation(64)[:8]
+        d = float(rng.choice([0.125, 1.0, 2.0**-14, 2.0**-24, 65504.0, -0.5, float(rng.uniform(-2, 2))]))
+        dmin = float(rng.choice([0.0625, 0.0, -0.0, 2.0**-20, float(rng.uniform(0, 1))]))
+        codes = rng.integers(0, 16, q4k.BLOCK_WEIGHTS)
+        blocks.append(q4k.from_parts(d, dmin, scales, mins, codes).raw)
+    return blocks
+
+
+def q4k_cases() -> list:
+    rng = np.random.default_rng(1441)
+    cases = []
+    for n, block in enumerate(q4k_blocks()):
+        scales, mins = q4k.unpack_scale_min(block[q4k.METADATA_OFFSET : q4k.PAYLOAD_OFFSET])
+        case = {"block": bytes(block).hex(), "weights": q4k.decode(block), "scales": scales, "mins": mins}
+        if n % 5 == 0:
+            case["explain_bytes"] = [q4k.explain_byte(block, int(p)) for p in rng.integers(0, 128, 2)]
+        cases.append(case)
+    return cases
+
+
+def q4k_presentation() -> dict:
+    block = q4k.presentation_fixture()
+    return {
+        "block": bytes(block).hex(),
+        "weights": q4k.decode(block),
+        "explain_bytes": [q4k.explain_byte(block, p) for p in (0, 1, 2, 31, 32, 63, 64, 95, 96, 127)],
+    }
+
+
+def q4k_pack_cases() -> list:
+    rng = np.random.default_rng(1212)
+    pairs = [(np.zeros(8, int), np.zeros(8, int)), (np.full(8, 63), np.full(8, 63))]
+    pairs += [(q4k.PRESENTATION_SCALES, q4k.PRESENTATION_MINS)]
+    pairs += [(rng.integers(0, 64, 8), rng.integers(0, 64, 8)) for _ in range(20)]
+    return [{"scales": s, "mins": m, "bytes": q4k.pack_scale_min(s, m)} for s, m in pairs]
+
+
+def q4k_placement_cases() -> list:
+    return [{"payload_index": p, "lanes": q4k.lanes(p), "subblocks": q4k.subblocks(p)} for p in range(128)]
+
+
+def q4k_metadata_source_cases() -> list:
+    return [{"subblock": j, "sources": q4k.metadata_sources(j)} for j in range(8)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Number text and sizes
+# ---------------------------------------------------------------------------------------------
+
+
+def format_lab_number_cases() -> list:
+    rng = np.random.default_rng(1010)
+    values = [0.0, -0.0, math.nan, math.inf, -math.inf, 1.0, -1.5, 0.1, 1e16, 1e-5, 1e-4, 123456.0, 1234567890.0]
+    values += [12345678905.0, 10000000005.0, 2.0**-15, -(2.0**-15), 2.0**-127, 2.0**127, 6 * 2.0**127, 5e-324]
+    values += [9999999999.5, 99999.999995, 0.00012345678905]
+    values += np.exp2(rng.uniform(-149, 127, 120)).astype(np.float32).astype(np.float64).tolist()
+    values += (rng.uniform(-1, 1, 60) * np.exp2(rng.integers(-30, 40, 60))).tolist()
+    return [{"value": float(v), "text": format_lab_number(v)} for v in values]
+
+
+def format_float32_cases() -> list:
+    rng = np.random.default_rng(3232)
+    values = [0.0, -0.0, math.nan, math.inf, -math.inf, 1.0, -3.25, 0.1, 1e7, 1e-4, 2.0**-149, 2.0**-126, 2.0**-127]
+    values += [float(np.float32(1e-4)), float(np.nextafter(np.float32(1e-4), np.float32(0)))]
+    values += [float(np.nextafter(np.float32(1e7), np.float32(0))), 16777216.0, 65504.0, 2.0**-24, 2.0**127]
+    values += [float(np.finfo(np.float32).max), 0.3, 33554432.0, 1.0 + 2.0**-23]
+    # Even mantissas whose shortest text sits exactly on the midpoint to a neighbour: numpy
+    # counts the midpoint as reading back to the even value, so "3.355445e+07" is enough.
+    values += [33554448.0, 67108896.0, 134217792.0, 268435584.0, 8590399488.0, 549785567232.0]
+    values += [2.0**k for k in range(-149, 128, 7)]
+    patterns = rng.integers(0, 1 << 32, 250, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    values += [float(v) for v in patterns if np.isfinite(v)]
+    values += (np.float32(0.125) * rng.integers(0, 64, 40).astype(np.float32) * rng.integers(0, 16, 40)).tolist()
+    return [{"value": np.float32(v), "text": format_float32(v)} for v in values]
+
+
+def bits_per_weight_cases() -> list:
+    cases = [{"format": name, "opts": {}, "value": bits} for name, bits in sizes.FORMAT_BITS_PER_WEIGHT.items()]
+    for n in (1, 16, 4096, 7_000_000_000):
+        cases.append({"format": "NVFP4", "opts": {"n_weights": n}, "value": sizes.nvfp4_bits_per_weight(n)})
+    for (bits, group), value in sizes.affine_grid().items():
+        cases.append({"format": "affine", "opts": {"bits": bits, "group_size": group}, "value": value})
+    cases.append(
+        {"format": "affine", "opts": {"bits": 4, "group_size": 64, "parameter_bits": 32},
+         "value": sizes.affine_bits_per_weight(4, 64, 32)}
+    )
+    cases.append({"format": "affine", "opts": {"bits": 7, "group_size": 64},
+                  **outcome(sizes.affine_bits_per_weight, 7, 64)})
+    cases.append({"format": "affine", "opts": {"bits": 4, "group_size": 16},
+                  **outcome(sizes.affine_bits_per_weight, 4, 16)})
+    cases.append({"format": "NVFP4", "opts": {"n_weights": 0}, **outcome(sizes.nvfp4_bits_per_weight, 0)})
+    return cases
+
+
+# ---------------------------------------------------------------------------------------------
+# Assembly
+# ---------------------------------------------------------------------------------------------
+
+
+def build_golden() -> dict:
+    with np.errstate(over="ignore"):  # the extreme scale-lab scales overflow on purpose
+        return _sections()
+
+
+def _sections() -> dict:
+    return {
+        "meta": {
+            "generator": "tests/js/make_golden.py",
+            "regenerate": REGENERATE,
+            "floats": "tagged IEEE bit patterns in big-endian hex, float64 or float32; NaN by name",
+            "keys": "Python names; the JS codec uses them in camelCase",
+        },
+        "bits_per_weight": bits_per_weight_cases(),
+        "e2m1": e2m1_cases(),
+        "e4m3": e4m3_cases(),
+        "e4m3_encode": e4m3_encode_cases(),
+        "e8m0": e8m0_cases(),
+        "format_float32": format_float32_cases(),
+        "format_lab_number": format_lab_number_cases(),
+        "fp16": fp16_cases(),
+        "fp16_encode": fp16_encode_cases(),
+        "fsum": fsum_cases(),
+        "mxfp4": mxfp4_cases(),
+        "nibble": nibble_cases(),
+        "nvfp4": nvfp4_cases(),
+        "q4k": q4k_cases(),
+        "q4k_metadata_sources": q4k_metadata_source_cases(),
+        "q4k_pack": q4k_pack_cases(),
+        "q4k_placement": q4k_placement_cases(),
+        "q4k_presentation": q4k_presentation(),
+        "scale_lab": scale_lab_cases(),
+        "scale_representable": scale_representable_cases(),
+    }
+
+
+def dumps(value) -> str:
+    return json.dumps(encode(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def golden_text() -> str:
+    """golden.json's exact text: one section per key, one case per line."""
+    golden = build_golden()
+    sections = []
+    for key in sorted(golden):
+        value = golden[key]
+        if isinstance(value, list):
+            body = ",\n".join(dumps(case) for case in value)
+            sections.append(f"{json.dumps(key)}: [\n{body}\n]")
+        else:
+            sections.append(f"{json.dumps(key)}: {dumps(value)}")
+    return "{\n" + ",\n".join(sections) + "\n}\n"
+
+
+def main() -> None:
+    text = golden_text()
+    GOLDEN_PATH.write_text(text, encoding="utf-8")
+    print(f"wrote {GOLDEN_PATH} ({len(text.encode('utf-8')):,} bytes)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""The four widgets in headless Chromium, from single-file pages opened with file:// and no kernel.
+
+Every non-local request is aborted and counted; the tests require none and no console errors.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+import pytest
+
+from browser import browser_page
+from widgets import standalone
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("standalone")
+    standalone.write_all(directory)
+    return directory
+
+
+def _open(page, pages, slug, fragment=None):
+    url = (pages / f"{slug}.html").as_uri()
+    if fragment is not None:
+        url += "#" + quote(json.dumps(fragment))
+    page.goto(url)
+    page.wait_for_selector("body[data-ready='true']")
+
+
+def _text(page, testid):
+    return page.get_by_test_id(testid).inner_text()
+
+
+def test_nibble_decoder_bits_and_keyboard(pages):
+    with browser_page() as (page, log):
+        _open(page, pages, "nibble-decoder")
+        assert _text(page, "e2m1-value") == "3"
+        assert _text(page, "uint4-value") == "5"
+        page.get_by_role("button", name="bit 3, sign, is 0").click()  # 0101 -> 1101
+        assert _text(page, "e2m1-value") == "\u22123" and _text(page, "int4-value") == "\u22123"
+        page.get_by_role("button", name="pick code 0111").click()
+        assert _text(page, "e2m1-value") == "6"
+        # keyboard only: focus bit 0, press Space (toggle) -> 0110, then ArrowUp twice -> 1000
+        bit0 = page.get_by_role("button", name="bit 0, fraction bit, is 1")
+        bit0.focus()
+        page.keyboard.press("Space")
+        assert _text(page, "e2m1-value") == "4"
+        page.keyboard.press("ArrowUp")
+        page.keyboard.press("ArrowUp")
+        assert _text(page, "e2m1-value") == "\u22120"
+        assert _text(page, "int4-value") == "\u22128"
+        assert "2^(1 \u2212 1)" in _text(page, "e2m1-formula")
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_scale_lab_article_numbers_and_bad_input(pages):
+    with browser_page() as (page, log):
+        _open(page, pages, "scale-lab")
+        assert _text(page, "y") == "\u22121.75" and _text(page, "delta-y") == "\u22120.25"
+        page.get_by_role("button", name="2^\u22123").click()
+        assert _text(page, "y-hat") == "\u22121.625" and _text(page, "delta-y") == "+0.125"
+        for bad in ("abc", "", "1e999", "NaN"):
+            field = page.get_by_role("textbox", name="weights w")
+            field.fill(bad)
+            field.press("Enter")
+            assert page.get_by_role("alert").count() >= 1
+        page.get_by_role("textbox", name="weights w").fill("-1, 0.3, 0.9, 1.7")
+        page.get_by_role("textbox", name="weights w").press("Enter")
+        scale_field = page.get_by_role("textbox", name="scale, any positive number")
+        for bad in ("-1", "0", "1e-45x"):
+            scale_field.fill(bad)
+            scale_field.press("Enter")
+            assert page.get_by_role("alert").count() >= 1
+        scale_field = page.get_by_role("textbox", name="scale, any positive number")
+        scale_field.fill("0.5")
+        scale_field.press("Enter")
+        assert _text(page, "delta-y") == "\u22120.25"
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_ownership_view_scale_bytes(pages):
+    with browser_page() as (page, log):
+        _open(page, pages, "ownership")
+        assert _text(page, "mx-scale").endswith("= 0.5")
+        assert _text(page, "mx-trace") == "element 0: 3 \u00d7 0.5 = 1.5"
+        assert _text(page, "nv-trace") == "element 0: 3 \u00d7 0.3125 \u00d7 1 = 0.9375"
+        mx_byte = page.get_by_role("textbox", name="E8M0 scale byte")
+        mx_byte.fill("0xFF")
+        mx_byte.press("Enter")
+        assert "NaN" in _text(page, "mx-trace")
+        assert _text(page, "nv-trace").endswith("= 0.9375")
+        mx_byte = page.get_by_role("textbox", name="E8M0 scale byte")
+        mx_byte.fill("126")
+        mx_byte.press("Enter")
+        assert _text(page, "mx-scale") == "2^(126 \u2212 127) = 0.5"
+        mx_byte = page.get_by_role("textbox", name="E8M0 scale byte")
+        mx_byte.fill("300")
+        mx_byte.press("Enter")
+        assert page.get_by_role("alert").count() == 1 and _text(page, "mx-scale").endswith("= 0.5")
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_q4k_explorer_follows_bytes(pages):
+    with browser_page() as (page, log):
+        _open(page, pages, "q4k-explorer")
+        assert _text(page, "low-weight") == "1" and _text(page, "high-weight") == "3.25"
+        page.get_by_role("button", name="payload byte 1 = 0x00").click()
+        assert _text(page, "low-weight") == "\u22120.25" and _text(page, "high-weight") == "\u22120.5"
+        page.get_by_role("button", name="payload byte 2 = 0xFF").click()
+        assert _text(page, "low-weight") == "3.5" and _text(page, "high-weight") == "5.125"
+        editor = page.get_by_role("textbox", name="payload byte 2")
+        editor.fill("0")
+        editor.press("Enter")
+        assert _text(page, "low-weight") == "\u22120.25"
+        d_field = page.get_by_role("textbox", name="d (fp16)")
+        d_field.fill("1e38")
+        d_field.press("Enter")
+        assert page.get_by_role("alert").count() == 1
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_standalone_pages_restore_state_from_the_fragment(pages):
+    with browser_page() as (page, log):
+        _open(page, pages, "nibble-decoder", {"code": 7})
+        assert _text(page, "e2m1-value") == "6"
+        page.get_by_role("button", name="pick code 1000").click()
+        assert json.loads(__import__("urllib.parse").parse.unquote(page.evaluate("location.hash")[1:])) == {"code": 8}
+        _open(page, pages, "ownership", {"mx_scale_byte": 128, "selected": 0})
+        assert _text(page, "mx-trace") == "element 0: 3 \u00d7 2 = 6"
+        _open(page, pages, "q4k-explorer", {"payload_index": 1})
+        assert _text(page, "low-weight") == "\u22120.25"
+        _open(page, pages, "scale-lab", {"scale": 0.125, "evil": "alert(1)"})
+        assert _text(page, "delta-y") == "+0.125"
+        assert "Ignored from the link: evil" in page.locator("#link-note").inner_text()
+        assert log.blocked == [] and log.console_errors == []

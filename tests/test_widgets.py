@@ -1,0 +1,108 @@
+"""Each widget's Python side: construct it, change a trait, read the derived traits.
+
+Expected values are the article's worked numbers, written out here, not read from the lab.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from lab.errors import CodeRangeError
+from widgets import NibbleDecoder, OwnershipView, Q4KExplorer, ScaleLab
+
+
+def test_nibble_decoder_0101_then_7_then_8():
+    widget = NibbleDecoder()
+    assert (widget.code, widget.bits, widget.e2m1_value, widget.uint4, widget.int4) == (5, "0101", 3.0, 5, 5)
+    assert widget.e2m1_formula == "(+1) \u00d7 2^(2 \u2212 1) \u00d7 (1 + 1/2) = 3"
+    widget.code = 7
+    assert widget.e2m1_value == 6.0 and widget.e2m1_kind == "normal"
+    widget.code = 8
+    assert widget.e2m1_value == 0.0 and math.copysign(1, widget.e2m1_value) == -1.0
+    assert (widget.uint4, widget.int4, widget.e2m1_kind) == (8, -8, "zero")
+
+
+def test_nibble_decoder_rejects_a_code_above_15():
+    widget = NibbleDecoder()
+    with pytest.raises(CodeRangeError, match="0..15"):
+        widget.code = 16
+    assert widget.code == 5
+
+
+def test_scale_lab_article_row_at_half_and_eighth():
+    widget = ScaleLab()
+    assert widget.y == pytest.approx(-1.75, abs=1e-15)
+    assert widget.w_hat == [-1.0, 0.25, 1.0, 1.5] and widget.y_hat == -2.0
+    assert widget.delta_y == pytest.approx(-0.25, abs=1e-15)
+    widget.scale = 0.125
+    assert widget.w_hat == [-0.75, 0.25, 0.75, 0.75] and widget.y_hat == -1.625
+    assert widget.delta_y == pytest.approx(0.125, abs=1e-15)
+    assert widget.clipped == [True, False, True, True]
+
+
+@pytest.mark.parametrize(
+    ("w_text", "x_text", "scale", "problem"),
+    [
+        ("", "1", 0.5, "at least one number"),
+        ("1, abc", "1, 2", 0.5, '"abc"'),
+        ("1, 2", "1", 0.5, "same length"),
+        ("1, inf", "1, 2", 0.5, "finite"),
+        ("1", "1", float("nan"), "positive finite"),
+        ("1", "1", -2.0, "positive finite"),
+    ],
+)
+def test_scale_lab_bad_input_gives_a_message_not_an_exception(w_text, x_text, scale, problem):
+    widget = ScaleLab(w_text=w_text, x_text=x_text, scale=scale)
+    assert problem in widget.message
+    assert widget.w_hat == [] and widget.delta_y is None
+
+
+def test_ownership_view_traces_3_times_half_and_3_times_0_3125():
+    widget = OwnershipView()
+    assert widget.mx_scale == 0.5
+    assert widget.mx_formula == "3 \u00d7 0.5 = 1.5" and widget.mx_weights[0] == 1.5
+    assert widget.nv_formula == "3 \u00d7 0.3125 \u00d7 1 = 0.9375" and widget.nv_weights[0] == 0.9375
+    assert widget.nv_scales == [0.3125, 1.0]
+    assert widget.mx_bits_per_weight == 4.25 and widget.nv_bits_per_weight == 4.5
+
+
+def test_ownership_view_nan_scale_byte_makes_the_whole_block_nan():
+    widget = OwnershipView()
+    widget.mx_scale_byte = 0xFF
+    assert widget.mx_scale is None and widget.mx_weights == [None] * 32
+    assert widget.nv_weights[0] == 0.9375  # NVFP4's scales are separate bytes: untouched
+
+
+def test_ownership_view_tensor_scale_multiplies_nvfp4_only():
+    widget = OwnershipView(tensor_scale=2.0, selected=16)
+    assert widget.nv_weights[0] == 3 * 0.3125 * 2
+    assert widget.mx_weights[0] == 1.5
+
+
+def test_q4k_explorer_follows_0xa5_then_byte_zero():
+    widget = Q4KExplorer()
+    assert (widget.byte, widget.low_lane, widget.high_lane) == (0xA5, 0, 32)
+    assert (widget.low_weight, widget.high_weight) == (1.0, 3.25)
+    assert widget.low_formula == "0.25 \u00d7 5 \u2212 0.25 = 1"
+    assert widget.subblock_scales[4] == 33
+    widget.payload_index = 1  # the fixture's 0x00 byte
+    assert (widget.byte, widget.low_weight, widget.high_weight) == (0, -0.25, -0.5)
+    widget.payload_index = 2  # the fixture's 0xFF byte
+    assert (widget.low_weight, widget.high_weight) == (3.5, 5.125)
+
+
+def test_q4k_explorer_editing_a_byte_changes_its_weights():
+    widget = Q4KExplorer()
+    block = list(widget.block)
+    block[16] = 0x00
+    widget.block = block
+    assert (widget.low_weight, widget.high_weight) == (-0.25, -0.5)
+    assert widget.weights[0] == -0.25 and widget.weights[32] == -0.5
+
+
+def test_q4k_explorer_bad_index_gives_a_message():
+    widget = Q4KExplorer()
+    widget.payload_index = 200
+    assert "0..127" in widget.message

@@ -1,0 +1,229 @@
+"""The article's figures as anywidgets.
+
+Every widget keeps all of its state in synced traits. The browser side (one ES module per figure,
+bundled with the shared codec.js) computes what it shows from those traits, so a static HTML export
+re-renders and stays interactive with no kernel. The Python side recomputes the same derived traits
+with the `lab` codec, so notebooks and tests can read them; the golden-vector tests prove the two
+codecs agree bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import anywidget
+import numpy as np
+import traitlets as t
+
+from lab import e2m1, e8m0, mxfp4, nibble, nvfp4, q4k, scale, sizes
+from lab.errors import LabError
+
+from ._bundle import bundle, stylesheet
+
+__all__ = ["NibbleDecoder", "ScaleLab", "OwnershipView", "Q4KExplorer"]
+
+
+def _plain(values) -> list:
+    """Floats for JSON: NaN and infinities become None (JSON has no spelling for them)."""
+    return [float(v) if math.isfinite(v) else None for v in np.asarray(values, dtype=np.float64).ravel()]
+
+
+def _finite_or_none(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+class _LabWidget(anywidget.AnyWidget):
+    _css = stylesheet()
+    message = t.Unicode("").tag(sync=True)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.observe(lambda _change: self._derive(), names=self._inputs)
+        self._derive()
+
+    _inputs: tuple[str, ...] = ()
+
+    def _derive(self) -> None:
+        raise NotImplementedError
+
+
+class NibbleDecoder(_LabWidget):
+    """One nibble read three ways. Input trait: `code` (0..15)."""
+
+    _esm = bundle("nibble.js")
+    _inputs = ("code",)
+
+    code = t.Int(0b0101).tag(sync=True)
+    bits = t.Unicode().tag(sync=True)
+    e2m1_value = t.Float().tag(sync=True)
+    e2m1_formula = t.Unicode().tag(sync=True)
+    e2m1_kind = t.Unicode().tag(sync=True)
+    uint4 = t.Int().tag(sync=True)
+    int4 = t.Int().tag(sync=True)
+
+    @t.validate("code")
+    def _check_code(self, proposal):
+        nibble.as_uint4(proposal["value"])  # raises CodeRangeError naming 0..15
+        return proposal["value"]
+
+    def _derive(self) -> None:
+        parts = e2m1.explain(self.code)
+        readings = nibble.three_decoders(self.code)
+        self.set_trait("bits", readings["bits"])
+        self.set_trait("e2m1_value", parts["value"])
+        self.set_trait("e2m1_formula", parts["formula"])
+        self.set_trait("e2m1_kind", parts["kind"])
+        self.set_trait("uint4", readings["uint4"])
+        self.set_trait("int4", readings["int4"])
+
+
+def _parse_row(text: str, label: str) -> list[float]:
+    items = [item for item in text.replace(";", ",").replace(",", " ").split() if item]
+    if not items:
+        raise LabError(f"{label}: enter at least one number, separated by commas")
+    values = []
+    for position, item in enumerate(items, start=1):
+        try:
+            value = float(item.replace("\u2212", "-"))
+        except ValueError:
+            raise LabError(f'{label}, item {position} ("{item}") is not a number') from None
+        if not math.isfinite(value):
+            raise LabError(f'{label}, item {position} ("{item}") must be a finite number')
+        values.append(value)
+    return values
+
+
+class ScaleLab(_LabWidget):
+    """The article's scale lab. Input traits: `w_text`, `x_text` (comma-separated) and `scale`."""
+
+    _esm = bundle("scale_lab.js")
+    _inputs = ("w_text", "x_text", "scale")
+
+    w_text = t.Unicode("-1, 0.3, 0.9, 1.7").tag(sync=True)
+    x_text = t.Unicode("2, 1, -1, 0.5").tag(sync=True)
+    scale = t.Float(0.5).tag(sync=True)
+    w_hat = t.List(t.Float()).tag(sync=True)
+    weight_error = t.List(t.Float()).tag(sync=True)
+    clipped = t.List(t.Bool()).tag(sync=True)
+    codes = t.List(t.Int()).tag(sync=True)
+    y = t.Float(allow_none=True).tag(sync=True)
+    y_hat = t.Float(allow_none=True).tag(sync=True)
+    delta_y = t.Float(allow_none=True).tag(sync=True)
+
+    def _derive(self) -> None:
+        try:
+            row = scale.analyse(_parse_row(self.w_text, "weights"), _parse_row(self.x_text, "inputs"), self.scale)
+        except LabError as error:
+            self.set_trait("message", str(error))
+            for name in ("w_hat", "weight_error", "clipped", "codes"):
+                self.set_trait(name, [])
+            for name in ("y", "y_hat", "delta_y"):
+                self.set_trait(name, None)
+            return
+        self.set_trait("message", "")
+        self.set_trait("w_hat", row.w_hat.tolist())
+        self.set_trait("weight_error", row.weight_error.tolist())
+        self.set_trait("clipped", row.clipped.tolist())
+        self.set_trait("codes", row.codes.tolist())
+        self.set_trait("y", row.y)
+        self.set_trait("y_hat", row.y_hat)
+        self.set_trait("delta_y", row.delta_y)
+
+
+# 32 element codes, all different neighbours; element 0 is 0101 (E2M1 3) for the article's trace.
+_OWNERSHIP_CODES = [5, 1, 10, 7, 2, 12, 0, 14, 3, 9, 6, 11, 4, 15, 8, 13, 6, 2, 9, 5, 12, 1, 7, 10, 3, 14, 0, 11, 4, 13, 2, 8]
+
+
+class OwnershipView(_LabWidget):
+    """Who owns which scale: the same 32 codes as one MXFP4 block and as two NVFP4 blocks.
+
+    Input traits: `codes` (32 nibbles), `mx_scale_byte` (E8M0), `nv_scale_bytes` (two E4M3 bytes),
+    `tensor_scale` (the FP32 multiplier applied on decode), `selected` (the traced element).
+    """
+
+    _esm = bundle("ownership.js")
+    _inputs = ("codes", "mx_scale_byte", "nv_scale_bytes", "tensor_scale", "selected")
+
+    codes = t.List(t.Int(), default_value=_OWNERSHIP_CODES, minlen=32, maxlen=32).tag(sync=True)
+    mx_scale_byte = t.Int(0x7E).tag(sync=True)
+    nv_scale_bytes = t.List(t.Int(), default_value=[(5 << 3) | 2, 0x38], minlen=2, maxlen=2).tag(sync=True)
+    tensor_scale = t.Float(1.0).tag(sync=True)
+    selected = t.Int(0).tag(sync=True)
+    mx_scale = t.Float(allow_none=True).tag(sync=True)
+    mx_weights = t.List(t.Float(allow_none=True)).tag(sync=True)
+    mx_formula = t.Unicode().tag(sync=True)
+    nv_scales = t.List(t.Float(allow_none=True)).tag(sync=True)
+    nv_weights = t.List(t.Float(allow_none=True)).tag(sync=True)
+    nv_formula = t.Unicode().tag(sync=True)
+    mx_bits_per_weight = t.Float(mxfp4.BITS_PER_WEIGHT).tag(sync=True)
+    nv_bits_per_weight = t.Float(sizes.FORMAT_BITS_PER_WEIGHT["NVFP4"]).tag(sync=True)
+    nv_tensor_scale_bits_per_weight = t.Float(32 / 32).tag(sync=True)  # one FP32 over these 32 weights
+
+    def _derive(self) -> None:
+        try:
+            mx_block = mxfp4.from_parts(np.array(self.codes), np.array([self.mx_scale_byte]))
+            if not (math.isfinite(self.tensor_scale) and self.tensor_scale > 0):
+                raise LabError("the tensor scale must be a positive finite number")
+            # The multiplier f the article calls the tensor scale is MLX's global_scale / 2688.
+            nv_block = nvfp4.from_parts(
+                np.array(self.codes), np.array(self.nv_scale_bytes), global_scale=self.tensor_scale * nvfp4.TENSOR_SCALE_RANGE
+            )
+            if not 0 <= self.selected < 32:
+                raise LabError(f"selected must be an element index 0..31, got {self.selected}")
+        except LabError as error:
+            self.set_trait("message", str(error))
+            return
+        self.set_trait("message", "")
+        self.set_trait("mx_scale", _finite_or_none(float(e8m0.decode(self.mx_scale_byte))))
+        self.set_trait("mx_weights", _plain(mx_block.dequantize()))
+        self.set_trait("mx_formula", mx_block.explain(self.selected)["formula"])
+        self.set_trait("nv_scales", _plain(nv_block.block_scales))
+        self.set_trait("nv_weights", _plain(nv_block.dequantize()))
+        self.set_trait("nv_formula", nv_block.explain(self.selected)["formula"])
+
+
+class Q4KExplorer(_LabWidget):
+    """Follow one payload byte of a 144-byte Q4_K block to its two weights.
+
+    Input traits: `block` (144 bytes; default the article's presentation fixture), `payload_index`.
+    """
+
+    _esm = bundle("q4k_explorer.js")
+    _inputs = ("block", "payload_index")
+
+    block = t.List(t.Int(), default_value=q4k.presentation_fixture().tolist(), minlen=144, maxlen=144).tag(sync=True)
+    payload_index = t.Int(0).tag(sync=True)
+    byte = t.Int().tag(sync=True)
+    low_lane = t.Int().tag(sync=True)
+    high_lane = t.Int().tag(sync=True)
+    low_weight = t.Float(allow_none=True).tag(sync=True)
+    high_weight = t.Float(allow_none=True).tag(sync=True)
+    low_formula = t.Unicode().tag(sync=True)
+    high_formula = t.Unicode().tag(sync=True)
+    subblock_scales = t.List(t.Int()).tag(sync=True)
+    subblock_mins = t.List(t.Int()).tag(sync=True)
+    weights = t.List(t.Float(allow_none=True)).tag(sync=True)
+
+    def _derive(self) -> None:
+        try:
+            raw = np.array(self.block)
+            if raw.shape != (q4k.BLOCK_BYTES,):
+                raise LabError(f"a Q4_K block is {q4k.BLOCK_BYTES} bytes, got {raw.size}")
+            traced = q4k.explain_byte(raw, self.payload_index)
+            with np.errstate(all="ignore"):
+                weights = q4k.decode(raw)
+        except LabError as error:
+            self.set_trait("message", str(error))
+            return
+        self.set_trait("message", "")
+        scales, mins = q4k.unpack_scale_min(raw[q4k.METADATA_OFFSET : q4k.PAYLOAD_OFFSET])
+        self.set_trait("byte", traced["byte"])
+        self.set_trait("low_lane", traced["low_lane"])
+        self.set_trait("high_lane", traced["high_lane"])
+        self.set_trait("low_weight", _finite_or_none(traced["low"]["weight"]))
+        self.set_trait("high_weight", _finite_or_none(traced["high"]["weight"]))
+        self.set_trait("low_formula", traced["low"]["formula"])
+        self.set_trait("high_formula", traced["high"]["formula"])
+        self.set_trait("subblock_scales", scales.tolist())
+        self.set_trait("subblock_mins", mins.tolist())
+        self.set_trait("weights", _plain(weights))

@@ -1,0 +1,63 @@
+// A stand-in for the anywidget model, for pages with no kernel: the widget reads and writes its
+// traits here exactly as it would through anywidget. Input traits are mirrored into the URL
+// fragment, so a link reproduces what its author saw.
+
+export function createModel(defaults, inputNames) {
+  const state = { ...defaults };
+  const listeners = new Map();
+  const fire = (event) => {
+    for (const callback of listeners.get(event) ?? []) callback();
+  };
+  return {
+    get: (name) => state[name],
+    set(name, value) {
+      if (Object.is(state[name], value)) return;
+      state[name] = value;
+      fire(`change:${name}`);
+      fire("change");
+    },
+    save_changes() {
+      writeFragment(state, inputNames);
+    },
+    on(event, callback) {
+      if (!listeners.has(event)) listeners.set(event, new Set());
+      listeners.get(event).add(callback);
+    },
+    off(event, callback) {
+      listeners.get(event)?.delete(callback);
+    },
+    send() {},
+  };
+}
+
+function writeFragment(state, inputNames) {
+  const shared = Object.fromEntries(inputNames.map((name) => [name, state[name]]));
+  history.replaceState(null, "", "#" + encodeURIComponent(JSON.stringify(shared)));
+}
+
+function sameShape(value, reference) {
+  if (Array.isArray(reference)) return Array.isArray(value) && value.length === reference.length && value.every((item, i) => sameShape(item, reference[i]));
+  if (typeof reference === "number") return typeof value === "number" && Number.isFinite(value);
+  return typeof value === typeof reference;
+}
+
+// Traits from the fragment, keeping only known input traits whose values look like the defaults.
+// Anything else is ignored and reported, never evaluated.
+export function readFragment(defaults, inputNames) {
+  const text = decodeURIComponent(location.hash.slice(1));
+  if (!text) return { values: {}, problem: null };
+  let parsed;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return { values: {}, problem: "The link's state could not be read, so the defaults are shown." };
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return { values: {}, problem: "The link's state is not a set of named values; showing the defaults." };
+  const values = {};
+  const ignored = [];
+  for (const [name, value] of Object.entries(parsed)) {
+    if (inputNames.includes(name) && sameShape(value, defaults[name])) values[name] = value;
+    else ignored.push(name);
+  }
+  return { values, problem: ignored.length ? `Ignored from the link: ${ignored.join(", ")}.` : null };
+}

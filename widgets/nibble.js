@@ -1,0 +1,146 @@
+// Nibble decoder: four bit buttons, the same nibble as E2M1, UINT4 and INT4, the 16-code table and
+// the E2M1 ruler. All state is the synced trait `code`; everything shown is computed here from it,
+// so the widget works in a static page with no kernel.
+import { E2M1_VALUES, e2m1Explain, uint4, int4 } from "./codec.js";
+import { h, svg, formatNumber, bits, watch, setTraits, replaceKeepingFocus } from "./ui.js";
+
+const BIT_NAMES = ["sign", "exponent bit 1", "exponent bit 0", "fraction bit"];
+
+function clampCode(value) {
+  return Number.isInteger(value) && value >= 0 && value <= 15 ? value : 0;
+}
+
+function bitButtons(model, code) {
+  const buttons = [3, 2, 1, 0].map((bit, position) => {
+    const on = (code >> bit) & 1;
+    return h(
+      "button",
+      {
+        type: "button",
+        class: `lab-bit lab-bit-${position === 0 ? "sign" : position < 3 ? "exponent" : "fraction"}`,
+        "aria-pressed": on ? "true" : "false",
+        "aria-label": `bit ${bit}, ${BIT_NAMES[position]}, is ${on}`,
+        "data-bit": bit,
+        "data-focus": `bit-${bit}`,
+        onclick: () => setTraits(model, { code: code ^ (1 << bit) }),
+      },
+      String(on),
+    );
+  });
+  return h(
+    "div",
+    {
+      class: "lab-bits",
+      role: "group",
+      tabindex: "-1",
+      "aria-label": "the four bits of the nibble; arrow keys step the code",
+      onkeydown: (event) => {
+        const step = { ArrowUp: 1, ArrowRight: 1, ArrowDown: -1, ArrowLeft: -1 }[event.key];
+        if (step === undefined) return;
+        event.preventDefault();
+        setTraits(model, { code: (code + step + 16) % 16 });
+      },
+    },
+    buttons,
+  );
+}
+
+function readouts(code) {
+  const parts = e2m1Explain(code);
+  return h(
+    "div",
+    { class: "lab-readouts" },
+    h(
+      "div",
+      { class: "lab-card lab-e2m1" },
+      h("h4", {}, "E2M1 (MXFP4, NVFP4)"),
+      h("p", { class: "lab-big", "data-testid": "e2m1-value" }, formatNumber(parts.value)),
+      h(
+        "p",
+        {},
+        `sign ${parts.sign} · exponent ${bits(parts.exponentField, 2)} · fraction ${parts.fraction} · ${parts.kind}`,
+      ),
+      h("p", { class: "lab-formula", "data-testid": "e2m1-formula" }, parts.formula),
+    ),
+    h(
+      "div",
+      { class: "lab-card" },
+      h("h4", {}, "UINT4 (a Q4_K code)"),
+      h("p", { class: "lab-big", "data-testid": "uint4-value" }, String(uint4(code))),
+      h("p", {}, "before the block's gain and offset"),
+    ),
+    h(
+      "div",
+      { class: "lab-card" },
+      h("h4", {}, "INT4 (two's complement)"),
+      h("p", { class: "lab-big", "data-testid": "int4-value" }, formatNumber(int4(code))),
+      h("p", {}, "bit 3 weighs −8"),
+    ),
+  );
+}
+
+function codeTable(model, code) {
+  const rows = E2M1_VALUES.map((value, each) =>
+    h(
+      "tr",
+      { class: each === code ? "lab-current" : "", "aria-current": each === code ? "true" : null },
+      h("td", {}, bits(each, 4)),
+      h("td", {}, String(each)),
+      h("td", {}, formatNumber(value)),
+      h("td", {}, String(uint4(each))),
+      h("td", {}, formatNumber(int4(each))),
+      h(
+        "td",
+        {},
+        h("button", { type: "button", class: "lab-pick", "data-focus": `pick-${each}`, "aria-label": `pick code ${bits(each, 4)}`, onclick: () => setTraits(model, { code: each }) }, "pick"),
+      ),
+    ),
+  );
+  return h(
+    "table",
+    { class: "lab-table", "aria-label": "all sixteen codes" },
+    h("thead", {}, h("tr", {}, ["bits", "code", "E2M1", "UINT4", "INT4", ""].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, rows),
+  );
+}
+
+// The representable E2M1 values on a number line: uneven gaps, and two codes at zero.
+function ruler(code) {
+  const width = 640;
+  const x = (value) => 30 + ((value + 6) / 12) * (width - 60);
+  const current = E2M1_VALUES[code];
+  const marks = [];
+  for (let each = 0; each < 16; each += 1) {
+    const value = E2M1_VALUES[each];
+    if (each === 8) continue; // −0 shares +0's position; labelled below
+    const selected = value === current;
+    marks.push(svg("line", { x1: x(value), x2: x(value), y1: 30, y2: selected ? 8 : 18, class: selected ? "lab-mark lab-mark-current" : "lab-mark" }));
+    // Marks within 1.5 of zero are only 0.5 apart: stagger their labels so they stay legible.
+    const lowered = Math.abs(value) <= 1.5 && Math.round(Math.abs(value) * 2) % 2 === 1;
+    marks.push(svg("text", { x: x(value), y: lowered ? 64 : 50, "text-anchor": "middle", class: "lab-tick" }, formatNumber(value)));
+  }
+  marks.push(svg("text", { x: x(0), y: 84, "text-anchor": "middle", class: "lab-tick lab-zero-note" }, "+0 and −0 (codes 0000 and 1000)"));
+  return svg(
+    "svg",
+    { viewBox: `0 0 ${width} 92`, class: "lab-ruler", role: "img", "aria-label": "the E2M1 values on a number line: gaps of 0.5 near zero, 2 between 4 and 6" },
+    svg("line", { x1: x(-6), x2: x(6), y1: 30, y2: 30, class: "lab-axis" }),
+    marks,
+  );
+}
+
+function render({ model, el }) {
+  el.classList.add("four-bit-lab", "lab-nibble");
+  const draw = () => {
+    const code = clampCode(model.get("code"));
+    replaceKeepingFocus(el, [
+      h("div", { class: "lab-row" }, bitButtons(model, code), h("span", { class: "lab-caption" }, `code ${code} = ${bits(code, 4)}`)),
+      readouts(code),
+      ruler(code),
+      codeTable(model, code),
+    ]);
+  };
+  draw();
+  return watch(model, ["code"], draw);
+}
+
+export default { render };

@@ -1,0 +1,215 @@
+// Q4_K block explorer: the 144-byte map, one payload byte followed into its two lanes, the
+// 12-byte metadata unpacked field by field, and all 256 weights. State: synced traits `block`
+// (144 bytes) and `payload_index`. All arithmetic comes from codec.js.
+import {
+  Q4K_BLOCK_BYTES,
+  q4kDecodeBlock,
+  q4kUnpackScaleMin,
+  q4kExplainByte,
+  q4kMetadataSources,
+  fp16Decode,
+  fp16Encode,
+  parseByte,
+  parseNumber,
+} from "./codec.js";
+import { h, svg, formatNumber, hex2, bits, watch, setTraits, message, replaceKeepingFocus } from "./ui.js";
+
+const REGIONS = [
+  { name: "d", start: 0, end: 2, className: "lab-region-d" },
+  { name: "dmin", start: 2, end: 4, className: "lab-region-dmin" },
+  { name: "metadata B[0..11]", start: 4, end: 16, className: "lab-region-meta" },
+  { name: "payload", start: 16, end: 144, className: "lab-region-payload" },
+];
+
+function regionOf(offset) {
+  return REGIONS.find((region) => offset >= region.start && offset < region.end);
+}
+
+function validState(model) {
+  const block = model.get("block");
+  const payloadIndex = model.get("payload_index");
+  if (!Array.isArray(block) || block.length !== Q4K_BLOCK_BYTES || !block.every((b) => Number.isInteger(b) && b >= 0 && b <= 255))
+    return { problem: `a Q4_K block is ${Q4K_BLOCK_BYTES} bytes, each 0..255` };
+  if (!Number.isInteger(payloadIndex) || payloadIndex < 0 || payloadIndex > 127)
+    return { problem: `payload index must be 0..127, got ${payloadIndex}` };
+  return { block, payloadIndex };
+}
+
+function metadataBytesFeeding(subblocks) {
+  const feeding = new Set();
+  for (const j of subblocks) {
+    const sources = q4kMetadataSources(j);
+    for (const piece of [...sources.scale, ...sources.min]) feeding.add(4 + piece.byte);
+  }
+  return feeding;
+}
+
+function byteMap(model, view, traced) {
+  const feeding = metadataBytesFeeding([traced.low.subblock, traced.high.subblock]);
+  const cells = view.block.map((byte, offset) => {
+    const region = regionOf(offset);
+    const isPayload = offset >= 16;
+    const payloadIndex = offset - 16;
+    const selected = isPayload && payloadIndex === view.payloadIndex;
+    const classes = ["lab-cell", region.className, selected ? "lab-selected" : "", feeding.has(offset) ? "lab-feeds" : ""].join(" ");
+    const label = isPayload ? `payload byte ${payloadIndex} = ${hex2(byte)}` : `${region.name} byte ${offset} = ${hex2(byte)}`;
+    return isPayload
+      ? h("button", { type: "button", class: classes, "aria-pressed": selected ? "true" : "false", "aria-label": label, "data-focus": `byte-${offset}`, onclick: () => setTraits(model, { payload_index: payloadIndex }) }, hex2(byte).slice(2))
+      : h("div", { class: classes, title: label, "aria-label": label, role: "img" }, hex2(byte).slice(2));
+  });
+  return h(
+    "div",
+    {},
+    h("p", { class: "lab-caption" }, "144 bytes: d (2), dmin (2), metadata (12), payload (128). Dashed: the metadata bytes the two subblocks read."),
+    h("div", { class: "lab-cells", style: "grid-template-columns: repeat(16, minmax(0, 1fr));", role: "group", "aria-label": "the 144 bytes of the block" }, cells),
+  );
+}
+
+function trace(traced) {
+  const step = (half) =>
+    h(
+      "div",
+      { class: "lab-card" },
+      h("h4", {}, `${half.nibble} nibble ${half.codeBits} = ${half.code}`),
+      h("p", {}, `lane ${half.lane}, subblock ${half.subblock}`),
+      h("p", { class: "lab-formula" }, `gain d × s${half.subblock} = ${half.gainFormula}`),
+      h("p", { class: "lab-formula" }, `offset dmin × m${half.subblock} = ${half.offsetFormula}`),
+      h("p", { class: "lab-big", "data-testid": `${half.nibble}-weight` }, formatNumber(half.weight)),
+      h("p", { class: "lab-formula", "data-testid": `${half.nibble}-formula` }, half.formula),
+    );
+  return h(
+    "div",
+    {},
+    h(
+      "p",
+      { class: "lab-formula" },
+      `payload byte ${traced.payloadIndex} = 32 × ${traced.chunk} + ${traced.position} holds ${traced.hex} = ${traced.byteBits}`,
+    ),
+    h("div", { class: "lab-readouts" }, step(traced.low), step(traced.high)),
+  );
+}
+
+function editors(model, view, state) {
+  const d = fp16Decode(view.block[0] | (view.block[1] << 8));
+  const dmin = fp16Decode(view.block[2] | (view.block[3] << 8));
+  const reject = (text) => {
+    state.problem = text;
+    state.redraw();
+  };
+  const setFp16 = (offset, label) => (event) => {
+    const parsed = parseNumber(event.target.value);
+    if (!parsed.ok) return reject(`${label}: ${parsed.message}`);
+    const encoded = fp16Encode(parsed.value);
+    if (!encoded.ok) return reject(`${label}: ${encoded.message}`);
+    const block = [...view.block];
+    block[offset] = encoded.bits & 0xff;
+    block[offset + 1] = encoded.bits >> 8;
+    setTraits(model, { block });
+  };
+  const field = (label, value, focus, onchange) =>
+    h("label", { class: "lab-field" }, h("span", {}, label), h("input", { type: "text", value, "data-focus": focus, "aria-label": label, onchange }));
+  return h(
+    "div",
+    { class: "lab-row" },
+    field(`payload byte ${view.payloadIndex}`, hex2(view.block[16 + view.payloadIndex]), "edit-byte", (event) => {
+      const parsed = parseByte(event.target.value);
+      if (!parsed.ok) return reject(`payload byte: ${parsed.message}`);
+      const block = [...view.block];
+      block[16 + view.payloadIndex] = parsed.value;
+      setTraits(model, { block });
+    }),
+    field("d (fp16)", formatNumber(d), "edit-d", setFp16(0, "d")),
+    field("dmin (fp16)", formatNumber(dmin), "edit-dmin", setFp16(2, "dmin")),
+  );
+}
+
+function metadataTable(view, traced) {
+  const metadata = view.block.slice(4, 16);
+  const { scales, mins } = q4kUnpackScaleMin(metadata);
+  const describe = (pieces) => pieces.map((piece) => `B[${piece.byte}] bits ${piece.byteBits[0]}..${piece.byteBits[1]} → bits ${piece.fieldBits[0]}..${piece.fieldBits[1]}`).join(" + ");
+  const rows = scales.map((scale, j) => {
+    const sources = q4kMetadataSources(j);
+    const inUse = j === traced.low.subblock || j === traced.high.subblock;
+    return h(
+      "tr",
+      { class: inUse ? "lab-current" : "" },
+      h("td", {}, String(j)),
+      h("td", {}, `${scale} = ${bits(scale, 6)}`),
+      h("td", { style: "text-align:left" }, describe(sources.scale)),
+      h("td", {}, `${mins[j]} = ${bits(mins[j], 6)}`),
+      h("td", { style: "text-align:left" }, describe(sources.min)),
+    );
+  });
+  return h(
+    "table",
+    { class: "lab-table", "aria-label": "the eight 6-bit scales and mins unpacked from the 12 metadata bytes" },
+    h("thead", {}, h("tr", {}, ["j", "s_j", "s_j comes from", "m_j", "m_j comes from"].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, rows),
+  );
+}
+
+// All 256 weights as bars, subblocks in alternating colours, the traced lanes highlighted.
+function laneView(weights, traced) {
+  const width = 768;
+  const height = 160;
+  const finite = weights.filter(Number.isFinite);
+  const top = Math.max(1e-30, ...finite.map(Math.abs));
+  const y = (value) => height / 2 - (Number.isFinite(value) ? value / top : 0) * (height / 2 - 8);
+  const bars = weights.map((value, lane) => {
+    const current = lane === traced.low.lane || lane === traced.high.lane;
+    const className = current ? "lab-lane-current" : Math.floor(lane / 32) % 2 ? "lab-lane-odd" : "lab-lane";
+    return svg("rect", { x: lane * 3, width: 2.6, y: Math.min(y(value), height / 2), height: Math.abs(y(value) - height / 2) || 1, class: className }, svg("title", {}, `lane ${lane}: ${formatNumber(value)}`));
+  });
+  return svg(
+    "svg",
+    { viewBox: `0 0 ${width} ${height + 18}`, class: "lab-lanes", role: "img", "aria-label": `all 256 weights by lane; lanes ${traced.low.lane} and ${traced.high.lane} highlighted` },
+    svg("line", { x1: 0, x2: width, y1: height / 2, y2: height / 2, class: "lab-axis" }),
+    bars,
+    [0, 1, 2, 3, 4, 5, 6, 7].map((j) => svg("text", { x: j * 96 + 48, y: height + 14, "text-anchor": "middle", class: "lab-tick" }, `subblock ${j}`)),
+  );
+}
+
+function render({ model, el }) {
+  el.classList.add("four-bit-lab", "lab-q4k");
+  const state = { problem: null, redraw: null };
+  const draw = () => {
+    const view = validState(model);
+    const children = [];
+    if (state.problem) children.push(message(state.problem));
+    state.problem = null;
+    if (view.problem) {
+      children.push(message(view.problem));
+      replaceKeepingFocus(el, children);
+      return;
+    }
+    const traced = q4kExplainByte(view.block, view.payloadIndex);
+    const weights = q4kDecodeBlock(view.block);
+    children.push(
+      h(
+        "div",
+        {
+          tabindex: "0",
+          "data-focus": "explorer",
+          "aria-label": "Q4_K block explorer; arrow keys move between payload bytes",
+          onkeydown: (event) => {
+            const step = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: 16, ArrowUp: -16 }[event.key];
+            if (step === undefined) return;
+            event.preventDefault();
+            setTraits(model, { payload_index: (view.payloadIndex + step + 128) % 128 });
+          },
+        },
+        byteMap(model, view, traced),
+      ),
+      editors(model, view, state),
+      trace(traced),
+      metadataTable(view, traced),
+      laneView(weights, traced),
+    );
+    replaceKeepingFocus(el, children);
+  };
+  state.redraw = draw;
+  draw();
+  return watch(model, ["block", "payload_index"], draw);
+}
+
+export default { render };

@@ -1,0 +1,167 @@
+// Scale lab: a weight row, an input row and one scale. Shows each reconstructed weight (lab
+// convention: nearest scaled E2M1 value, lowest code on a tie, clipping at ±6·scale), the
+// per-weight error, y, ŷ and the signed output error, and the grid at the current scale.
+// State: the synced traits w_text, x_text and scale. Arithmetic: codec.js.
+import { scaleAnalyse, scaleRepresentable, parseNumber } from "./codec.js";
+import { h, svg, formatNumber, watch, setTraits, message, replaceKeepingFocus } from "./ui.js";
+
+const POWERS = [-6, -5, -4, -3, -2, -1, 0, 1, 2];
+
+function parseRow(text, label) {
+  const items = String(text).split(/[,;\s]+/).filter((item) => item.length > 0);
+  if (items.length === 0) return { ok: false, message: `${label}: enter at least one number, separated by commas` };
+  if (items.length > 64) return { ok: false, message: `${label}: at most 64 numbers, got ${items.length}` };
+  const values = [];
+  for (const [position, item] of items.entries()) {
+    const parsed = parseNumber(item);
+    if (!parsed.ok) return { ok: false, message: `${label}, item ${position + 1} ("${item}"): ${parsed.message}` };
+    values.push(parsed.value);
+  }
+  return { ok: true, values };
+}
+
+function controls(model, state) {
+  const scale = model.get("scale");
+  const powerButtons = POWERS.map((power) =>
+    h(
+      "button",
+      {
+        type: "button",
+        class: 2 ** power === scale ? "lab-chip lab-chip-on" : "lab-chip",
+        "aria-pressed": 2 ** power === scale ? "true" : "false",
+        "data-focus": `power-${power}`,
+        onclick: () => setTraits(model, { scale: 2 ** power }),
+      },
+      `2^${power}`.replace("-", "−"),
+    ),
+  );
+  const field = (name, label, focus) =>
+    h(
+      "label",
+      { class: "lab-field" },
+      h("span", {}, label),
+      h("input", {
+        type: "text",
+        value: model.get(name),
+        "data-focus": focus,
+        "aria-label": label,
+        onchange: (event) => setTraits(model, { [name]: event.target.value }),
+      }),
+    );
+  const scaleEntry = h("input", {
+    type: "text",
+    value: String(scale),
+    "data-focus": "scale-entry",
+    "aria-label": "scale, any positive number",
+    onchange: (event) => {
+      const parsed = parseNumber(event.target.value);
+      if (parsed.ok && parsed.value > 0) setTraits(model, { scale: parsed.value });
+      else state.scaleMessage = parsed.ok ? "the scale must be greater than zero" : `scale: ${parsed.message}`;
+      state.redraw();
+    },
+  });
+  return h(
+    "div",
+    { class: "lab-controls" },
+    field("w_text", "weights w", "w"),
+    field("x_text", "inputs x", "x"),
+    h("div", { class: "lab-row", role: "group", "aria-label": "power-of-two scales" }, h("span", {}, "scale"), powerButtons),
+    h("label", { class: "lab-field" }, h("span", {}, "or type a scale"), scaleEntry),
+  );
+}
+
+function resultTable(result) {
+  const rows = result.wHat.map((wHat, i) =>
+    h(
+      "tr",
+      { class: result.clipped[i] ? "lab-clipped" : "" },
+      h("td", {}, String(i + 1)),
+      h("td", {}, formatNumber(result.w[i])),
+      h("td", {}, formatNumber(wHat)),
+      h("td", {}, formatNumber(result.weightError[i])),
+      h("td", {}, formatNumber(result.x[i])),
+      h("td", {}, formatNumber(result.terms[i])),
+      h("td", {}, result.clipped[i] ? "clipped" : ""),
+    ),
+  );
+  return h(
+    "table",
+    { class: "lab-table", "aria-label": "each weight and its reconstruction" },
+    h("thead", {}, h("tr", {}, ["i", "w", "ŵ", "ŵ − w", "x", "(ŵ − w)·x", ""].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, rows),
+  );
+}
+
+function outputs(result) {
+  return h(
+    "div",
+    { class: "lab-readouts" },
+    h("div", { class: "lab-card" }, h("h4", {}, "y = w · x"), h("p", { class: "lab-big", "data-testid": "y" }, formatNumber(result.y))),
+    h("div", { class: "lab-card" }, h("h4", {}, "ŷ = ŵ · x"), h("p", { class: "lab-big", "data-testid": "y-hat" }, formatNumber(result.yHat))),
+    h(
+      "div",
+      { class: "lab-card" },
+      h("h4", {}, "Δy = Σ(ŵᵢ − wᵢ)xᵢ"),
+      h("p", { class: "lab-big", "data-testid": "delta-y" }, (result.deltaY > 0 ? "+" : "") + formatNumber(result.deltaY)),
+    ),
+  );
+}
+
+// The representable values at this scale, each weight (circle) and where it lands (diamond).
+function gridPlot(result) {
+  const grid = scaleRepresentable(result.scale);
+  const values = [...grid, ...result.w];
+  const extent = Math.max(...values.map(Math.abs)) * 1.08 || 1;
+  const width = 640;
+  const x = (value) => 30 + ((value + extent) / (2 * extent)) * (width - 60);
+  const marks = grid.map((value) => svg("line", { x1: x(value), x2: x(value), y1: 22, y2: 38, class: "lab-mark" }));
+  // Label the outermost marks and zero; the table below has every value.
+  const labelled = [grid[0], 0, grid[grid.length - 1]];
+  const labels = labelled.map((value) => svg("text", { x: x(value), y: 52, "text-anchor": "middle", class: "lab-tick" }, formatNumber(value)));
+  const weights = result.w.map((w, i) => [
+    svg("line", { x1: x(w), x2: x(result.wHat[i]), y1: 60 + i * 12, y2: 30, class: result.clipped[i] ? "lab-link lab-link-clipped" : "lab-link" }),
+    svg("circle", { cx: x(w), cy: 60 + i * 12, r: 4, class: "lab-weight" }, svg("title", {}, `w${i + 1} = ${formatNumber(w)}`)),
+    svg("rect", { x: x(result.wHat[i]) - 5, y: 25, width: 10, height: 10, transform: `rotate(45 ${x(result.wHat[i])} 30)`, class: "lab-recon" }, svg("title", {}, `ŵ${i + 1} = ${formatNumber(result.wHat[i])}`)),
+  ]);
+  const height = 84 + result.w.length * 12;
+  const legend = svg("text", { x: 30, y: height - 4, class: "lab-tick" }, "● weight w   ◆ reconstruction ŵ   dashed: clipped");
+  return svg(
+    "svg",
+    { viewBox: `0 0 ${width} ${height}`, class: "lab-grid", role: "img", "aria-label": `representable values at scale ${formatNumber(result.scale)}, each weight and its reconstruction` },
+    svg("line", { x1: 30, x2: width - 30, y1: 30, y2: 30, class: "lab-axis" }),
+    marks,
+    labels,
+    weights,
+    svg("text", { x: x(6 * result.scale), y: 16, "text-anchor": "middle", class: "lab-tick" }, `+6·scale = ${formatNumber(6 * result.scale)}`),
+    legend,
+  );
+}
+
+function render({ model, el }) {
+  el.classList.add("four-bit-lab", "lab-scale");
+  const state = { scaleMessage: null, redraw: null };
+  const draw = () => {
+    const children = [controls(model, state)];
+    if (state.scaleMessage) children.push(message(state.scaleMessage));
+    state.scaleMessage = null;
+    const w = parseRow(model.get("w_text"), "weights");
+    const x = parseRow(model.get("x_text"), "inputs");
+    const scale = model.get("scale");
+    let problem = !w.ok ? w.message : !x.ok ? x.message : null;
+    if (!problem && w.values.length !== x.values.length) problem = `the weight row has ${w.values.length} numbers and the input row ${x.values.length}; they must match`;
+    if (!problem && !(Number.isFinite(scale) && scale > 0)) problem = "the scale must be a positive finite number";
+    if (problem) {
+      children.push(message(problem));
+    } else {
+      const result = { ...scaleAnalyse(w.values, x.values, scale), w: w.values, x: x.values, scale };
+      children.push(h("p", { class: "lab-caption" }, `scale ${formatNumber(scale)}: the codes reach ±${formatNumber(6 * scale)}`));
+      children.push(outputs(result), gridPlot(result), resultTable(result));
+    }
+    replaceKeepingFocus(el, children);
+  };
+  state.redraw = draw;
+  draw();
+  return watch(model, ["w_text", "x_text", "scale"], draw);
+}
+
+export default { render };

@@ -1,0 +1,91 @@
+"""Single-file explainer pages: one per widget, opening straight from disk with no server.
+
+Each page inlines the widget's bundled ES module (its code, the shared codec and UI helpers), the
+lab stylesheet, the widget's default state as computed by the Python class, and host.js, which
+plays the anywidget model. A Content-Security-Policy of default-src 'none' means the page cannot
+fetch anything even if someone edits it to try.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+from . import NibbleDecoder, OwnershipView, Q4KExplorer, ScaleLab
+from ._bundle import HERE, bundle, stylesheet
+
+PAGES = {
+    "nibble-decoder": (NibbleDecoder, "nibble.js", "One nibble, three decoders"),
+    "scale-lab": (ScaleLab, "scale_lab.js", "The scale is a ruler"),
+    "ownership": (OwnershipView, "ownership.js", "Who owns which scale: MXFP4 and NVFP4"),
+    "q4k-explorer": (Q4KExplorer, "q4k_explorer.js", "Inside a Q4_K block"),
+}
+
+_CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
+
+
+def _module_body(source: str) -> str:
+    """An ES module's text with its `export` keywords removed, to sit inside one inline script."""
+    source = re.sub(r"^export default ", "const widgetModule = ", source, flags=re.MULTILINE)
+    return re.sub(r"^export (?=(const|function|let|class) )", "", source, flags=re.MULTILINE)
+
+
+def page(slug: str) -> str:
+    widget_class, module_file, title = PAGES[slug]
+    widget = widget_class()
+    state = {name: getattr(widget, name) for name in widget_class._inputs}
+    host = _module_body((HERE / "host.js").read_text(encoding="utf-8"))
+    script = "\n".join(
+        [
+            _module_body(bundle(module_file)),
+            host,
+            f"const defaults = {json.dumps(state, sort_keys=True)};",
+            f"const inputNames = {json.dumps(list(widget_class._inputs))};",
+            "const fromLink = readFragment(defaults, inputNames);",
+            "const model = createModel({ ...defaults, ...fromLink.values }, inputNames);",
+            'const mount = document.getElementById("widget");',
+            "if (fromLink.problem) document.getElementById(\"link-note\").textContent = fromLink.problem;",
+            "widgetModule.render({ model, el: mount });",
+            'document.body.dataset.ready = "true";',
+        ]
+    )
+    # "</script" inside the code would end the element early; the sources never contain it.
+    if "</script" in script.lower():
+        raise ValueError(f"{module_file} contains '</script', which cannot be inlined")
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="{_CSP}">
+<title>{html.escape(title)} · the four-bit lab</title>
+<style>
+body {{ margin: 0; padding: 16px; background: #fff; }}
+h1 {{ font-family: system-ui, sans-serif; font-size: 26px; }}
+{stylesheet()}
+</style>
+</head>
+<body>
+<main>
+<h1>{html.escape(title)}</h1>
+<p id="link-note" role="status"></p>
+<div id="widget"></div>
+</main>
+<script type="module">
+{script}
+</script>
+</body>
+</html>
+"""
+
+
+def write_all(directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for slug in PAGES:
+        path = directory / f"{slug}.html"
+        path.write_text(page(slug), encoding="utf-8")
+        written.append(path)
+    return written

@@ -1,0 +1,71 @@
+// Small DOM helpers shared by every widget. No arithmetic lives here: numbers come from codec.js.
+import { formatLabNumber } from "./codec.js";
+
+export function h(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+export function svg(tag, attributes = {}, ...children) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value !== undefined && value !== null) node.setAttribute(name, String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+// A number as the Python lab writes it (codec.formatLabNumber), plus a dash for "no value".
+export function formatNumber(value) {
+  if (value === null || value === undefined) return "—";
+  return formatLabNumber(value);
+}
+
+export function hex2(byte) {
+  return "0x" + byte.toString(16).toUpperCase().padStart(2, "0");
+}
+
+export function bits(value, width) {
+  return value.toString(2).padStart(width, "0");
+}
+
+// Re-render on any change of the listed traits; returns the cleanup anywidget expects.
+export function watch(model, names, rerender) {
+  const handler = () => rerender();
+  for (const name of names) model.on(`change:${name}`, handler);
+  return () => {
+    for (const name of names) model.off(`change:${name}`, handler);
+  };
+}
+
+export function setTraits(model, values) {
+  for (const [name, value] of Object.entries(values)) model.set(name, value);
+  model.save_changes();
+}
+
+export function message(text, kind = "error") {
+  return h("p", { class: `lab-message lab-${kind}`, role: kind === "error" ? "alert" : "status" }, text);
+}
+
+// Replace a widget's content and give focus back to the control that had it (matched by its
+// data-focus key), so keyboard users keep their place when a click re-renders the figure.
+export function replaceKeepingFocus(el, children) {
+  const active = el.contains(document.activeElement) ? document.activeElement.getAttribute("data-focus") : null;
+  el.replaceChildren(...children.filter((child) => child !== null && child !== undefined));
+  if (active) el.querySelector(`[data-focus="${active}"]`)?.focus();
+}
