@@ -3,6 +3,9 @@
 
     python3 labctl.py open     set up, then open the course in marimo
     python3 labctl.py test     set up, then run every test (node's runner for the JS codec, then pytest)
+    python3 labctl.py site     set up, then build the static offline site into site/
+    python3 labctl.py serve    serve the built site on 127.0.0.1 (for pages that need HTTP)
+    python3 labctl.py bench    set up, then run the benchmark (bench/run.py)
 
 Set-up is idempotent: the virtual environment is (re)installed only when pyproject.toml changed.
 Only the Python standard library is used here, because this runs before anything is installed.
@@ -74,15 +77,18 @@ def run_tests(python: Path, extra: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("open", "test", "setup"):
+    commands = {
+        "open": lambda python, extra: open_lab(python, extra),
+        "test": run_tests,
+        "site": lambda python, extra: subprocess.call([str(python), "-m", "widgets.sitebuild", *extra], cwd=ROOT),
+        "serve": lambda python, extra: subprocess.call([str(python), "-m", "widgets.sitebuild", "serve", *extra], cwd=ROOT),
+        "bench": lambda python, extra: subprocess.call([str(python), str(ROOT / "bench" / "run.py"), *extra], cwd=ROOT),
+        "setup": lambda python, extra: 0,
+    }
+    if not argv or argv[0] not in commands:
         print(__doc__)
         return 2
-    python = setup()
-    if argv[0] == "open":
-        return open_lab(python, argv[1:])
-    if argv[0] == "test":
-        return run_tests(python, argv[1:])
-    return 0
+    return commands[argv[0]](setup(), argv[1:])
 
 
 if __name__ == "__main__":

@@ -10,4 +10,7 @@
     lab.errors                                 the typed errors every module raises
 """
 
+from ._blocks import fmt as format_number
+
 __version__ = "0.1.0"
+__all__ = ["format_number"]

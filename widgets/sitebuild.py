@@ -1,0 +1,218 @@
+"""Build the static, offline site: every notebook exported to HTML, marimo's front-end served from
+a local copy, the standalone explainers, and an index page.
+
+    python3 labctl.py site       # builds into site/
+    python3 labctl.py serve      # serves site/ on 127.0.0.1 only
+
+`marimo export html` points its pages at marimo's front-end on a CDN, so an exported page is blank
+offline. The marimo wheel ships the same files; the build copies them into site/assets/marimo/
+and rewrites the CDN prefix to that relative path. The prefix is detected from each page (it
+names the marimo version) and checked against the installed copy, so a marimo upgrade either
+keeps working or fails here, loudly, instead of producing a blank page.
+
+Output is deterministic: the ids marimo draws at random for each export (widget model ids and
+UI-element random ids) are replaced by ids derived from the page name and their order, so two
+builds of one commit are byte-identical and site/ diffs stay reviewable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import marimo
+
+from lab import course
+
+from . import standalone
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+MARIMO_STATIC = Path(marimo.__file__).resolve().parent / "_static"
+ASSET_DIR = "assets/marimo"
+# The front-end marimo's export points at: a CDN path that names the marimo version.
+CDN_PREFIX = re.compile(r"https://cdn\.jsdelivr\.net/npm/@marimo-team/frontend@(?P<version>[^/\"'\s]+)/dist/")
+# vega-embed reads the library and version out of "$schema" (".../schema/vega-lite/vX.json") and
+# never fetches it, so a relative spelling keeps the chart working without naming a host.
+VEGA_SCHEMA = re.compile(r"https://vega\.github\.io/schema/")
+# XML namespace names are identifiers, not addresses; nothing fetches them.
+NAMESPACES = ("http://www.w3.org/2000/svg", "http://www.w3.org/1999/xhtml", "http://www.w3.org/1999/xlink")
+EXTERNAL = re.compile(r"(?:https?:)?//[A-Za-z0-9.-]+\.[A-Za-z]{2,}[^\s\"'<>)]*")
+MODEL_ID = re.compile(r'"model_id": "([0-9a-f]{32})"')
+RANDOM_ID = re.compile(r"random-id=\\?'([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+
+
+class SiteBuildError(RuntimeError):
+    """The site could not be built offline-clean; the message says which page and why."""
+
+
+def export_notebook(notebook: Path) -> str:
+    """A notebook as static HTML with its outputs and without its code."""
+    result = subprocess.run(
+        [sys.executable, "-m", "marimo", "export", "html", "--no-include-code", str(notebook), "-o", "/dev/stdout"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    if result.returncode != 0 or "<html" not in result.stdout:
+        raise SiteBuildError(f"marimo could not export {notebook.name}:\n{result.stderr[-3000:]}")
+    return result.stdout
+
+
+def localise_frontend(page: str, name: str) -> str:
+    versions = {match.group("version") for match in CDN_PREFIX.finditer(page)}
+    if not versions:
+        raise SiteBuildError(
+            f"{name}: the export names no marimo front-end on the CDN, so marimo's export format has "
+            "changed; update widgets/sitebuild.py before trusting the site"
+        )
+    if versions != {marimo.__version__}:
+        raise SiteBuildError(f"{name}: the export asks for marimo front-end {sorted(versions)} but marimo {marimo.__version__} is installed")
+    page = CDN_PREFIX.sub(f"{ASSET_DIR}/", page)
+    for asset in re.findall(rf"{re.escape(ASSET_DIR)}/([^\"'\s?#)]+)", page):
+        if not (MARIMO_STATIC / asset).is_file():
+            raise SiteBuildError(f"{name}: the page needs {asset}, which the installed marimo does not ship")
+    return VEGA_SCHEMA.sub("./schema/", page)
+
+
+def stable_ids(page: str, name: str) -> str:
+    """Replace the per-export random ids by ids derived from the page name and their order."""
+    replacements: dict[str, str] = {}
+    for pattern, width in ((MODEL_ID, 32), (RANDOM_ID, 36)):
+        for original in pattern.findall(page):
+            if original in replacements:
+                continue
+            digest = hashlib.sha256(f"{name}:{len(replacements)}".encode()).hexdigest()
+            if width == 36:
+                digest = f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+            replacements[original] = digest[:width]
+    for original, stable in replacements.items():
+        page = page.replace(original, stable)
+    return page
+
+
+def link_notebooks(page: str) -> str:
+    """Links between notebooks use marimo's ?file= form live; on the site they are sibling pages."""
+    return re.sub(r"\?file=(\d\d_[a-z0-9_]+)\.py", r"\1.html", page)
+
+
+def external_references(page: str) -> list[str]:
+    found = []
+    for match in EXTERNAL.finditer(page):
+        start = match.start()
+        if any(page.startswith(namespace, start) for namespace in NAMESPACES):
+            continue
+        found.append(match.group(0))
+    return found
+
+
+def check_offline(site: Path) -> None:
+    """Fail if any page, or any stylesheet we wrote, names a non-relative address."""
+    problems = []
+    for path in sorted(site.rglob("*.html")):
+        if ASSET_DIR in path.relative_to(site).as_posix():
+            continue
+        hits = external_references(path.read_text(encoding="utf-8"))
+        if hits:
+            problems.append(f"{path.relative_to(site)}: {', '.join(sorted(set(hits))[:5])}")
+    if problems:
+        raise SiteBuildError("pages still reference non-relative URLs:\n  " + "\n  ".join(problems))
+
+
+def index_page() -> str:
+    notebooks = "\n".join(
+        f'<li><a href="{file.removesuffix(".py")}.html">{html.escape(title)}</a>: {html.escape(summary)}</li>'
+        for file, title, summary in course.NOTEBOOKS
+        if (NOTEBOOKS / file).exists()
+    )
+    explainers = "\n".join(
+        f'<li><a href="explainers/{slug}.html">{html.escape(title)}</a></li>' for slug, (_, _, title) in standalone.PAGES.items()
+    )
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'self'; style-src 'unsafe-inline'">
+<title>The four-bit lab</title>
+<style>
+body {{ font-family: system-ui, sans-serif; font-size: 19px; line-height: 1.5; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; color: #1a1a1a; }}
+a {{ color: #0072b2; }}
+li {{ margin: 0.4rem 0; }}
+</style>
+</head>
+<body>
+<h1>The four-bit lab</h1>
+<p>What a 4-bit weight really is: open one byte, do the arithmetic by hand, and see the lab agree.
+Every page here works offline.</p>
+<h2>The course</h2>
+<ol>
+{notebooks}
+</ol>
+<h2>Single-page explainers</h2>
+<p>Each is one self-contained file that opens straight from disk; its state lives in the link.</p>
+<ul>
+{explainers}
+</ul>
+</body>
+</html>
+"""
+
+
+def build(site: Path = ROOT / "site", notebooks: list[Path] | None = None) -> list[Path]:
+    """Build the site into `site` and return the pages written. Raises SiteBuildError."""
+    notebooks = notebooks if notebooks is not None else [NOTEBOOKS / file for file, _, _ in course.NOTEBOOKS if (NOTEBOOKS / file).exists()]
+    for generated in ("assets", "explainers"):
+        shutil.rmtree(site / generated, ignore_errors=True)
+    for old_page in site.glob("*.html"):
+        old_page.unlink()
+    site.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(MARIMO_STATIC, site / ASSET_DIR, ignore=shutil.ignore_patterns("index.html", "*.md"))
+    written = []
+    for notebook in notebooks:
+        name = notebook.stem
+        page = export_notebook(notebook)
+        page = stable_ids(link_notebooks(localise_frontend(page, name)), name)
+        path = site / f"{name}.html"
+        path.write_text(page, encoding="utf-8")
+        written.append(path)
+    written += standalone.write_all(site / "explainers")
+    (site / "index.html").write_text(index_page(), encoding="utf-8")
+    written.append(site / "index.html")
+    check_offline(site)
+    return written
+
+
+def serve(site: Path = ROOT / "site", port: int = 8765) -> None:
+    """Serve the built site on 127.0.0.1 only."""
+    import functools
+    import http.server
+
+    if not (site / "index.html").exists():
+        raise SiteBuildError(f"{site} has no index.html; build the site first (python3 labctl.py site)")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
+        print(f"serving {site} at http://127.0.0.1:{port}/ (Ctrl+C to stop)")
+        server.serve_forever()
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] == "serve":
+        serve(port=int(argv[1]) if len(argv) > 1 else 8765)
+        return 0
+    try:
+        pages = build()
+    except SiteBuildError as error:
+        print(f"site build failed: {error}", file=sys.stderr)
+        return 1
+    print(f"built {len(pages)} pages into {ROOT / 'site'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
