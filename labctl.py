@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import shutil
+import socket
 import subprocess
 import sys
+import time
 import venv
+import webbrowser
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -57,8 +61,31 @@ def setup() -> Path:
 
 
 def open_lab(python: Path, extra: list[str]) -> int:
-    command = [str(python), "-m", "marimo", "edit", str(ROOT / "notebooks"), *extra]
-    return subprocess.call(command, cwd=ROOT)
+    """Serve the notebooks folder on 127.0.0.1 and open the course's index in the browser."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = secrets.token_urlsafe(16)
+    server = subprocess.Popen(
+        [str(python), "-m", "marimo", "edit", str(ROOT / "notebooks"), "--headless", "--host", "127.0.0.1",
+         "--port", str(port), "--token-password", token, "--skip-update-check", *extra],
+        cwd=ROOT,
+    )
+    url = f"http://127.0.0.1:{port}/?file=00_index.py&access_token={token}"
+    for _ in range(200):
+        if server.poll() is not None:
+            return server.returncode
+        with socket.socket() as client:
+            if client.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    print(f"\nThe four-bit lab is open at {url}\n(Ctrl+C stops it.)\n", flush=True)
+    webbrowser.open(url)
+    try:
+        return server.wait()
+    except KeyboardInterrupt:
+        server.terminate()
+        return server.wait()
 
 
 def run_tests(python: Path, extra: list[str]) -> int:
