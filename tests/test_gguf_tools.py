@@ -1,0 +1,222 @@
+"""GGUF tools: the lab writes files with gguf-py's GGUFWriter, gguf-py reads them back, and every
+tensor decodes to the same values in both; the inventory and the recipe summary say what is in
+the file."""
+
+from __future__ import annotations
+
+import gguf
+import numpy as np
+import pytest
+
+from lab import gguf_tools, mxfp4, nvfp4, q4k, real_weights
+from lab.errors import DTypeError, LabError, ShapeError, UnsupportedTypeError
+from test_real_weights import require_real_model
+
+LLAMA_NAMES = {
+    "token_embd.weight": (64, 512),
+    "blk.0.attn_norm.weight": (512,),
+    "blk.0.attn_q.weight": (32, 512),
+    "blk.0.attn_v.weight": (16, 512),
+    "blk.0.ffn_down.weight": (8, 768),
+    "blk.1.attn_v.weight": (16, 512),
+    "blk.1.ffn_down.weight": (8, 768),
+    "blk.1.ffn_up.weight": (24, 384),  # a row Q4_K cannot take, but Q8_0 can
+    "blk.1.odd.weight": (2, 40),  # a row neither can take
+    "output_norm.weight": (512,),
+}
+
+
+def bits(values) -> np.ndarray:
+    return np.asarray(values, dtype=np.float32).view(np.uint32)
+
+
+@pytest.fixture(scope="module")
+def llama_like():
+    rng = np.random.default_rng(3)
+    return {name: (rng.standard_t(4, size=shape) * 0.02).astype(np.float32) for name, shape in LLAMA_NAMES.items()}
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory, llama_like):
+    path = tmp_path_factory.mktemp("gguf") / "mixture.gguf"
+    plan = gguf_tools.q4_k_m_style_plan(llama_like)
+    gguf_tools.write_gguf(path, llama_like, plan, name="lab mixture", file_type="Q4_K_M", metadata={"lab.seed": 3})
+    return path, plan
+
+
+def test_the_q4_k_m_style_plan(llama_like):
+    plan = gguf_tools.q4_k_m_style_plan(llama_like)
+    assert plan == {
+        "token_embd.weight": "Q4_K",
+        "blk.0.attn_norm.weight": "F32",
+        "blk.0.attn_q.weight": "Q4_K",
+        "blk.0.attn_v.weight": "Q8_0",  # where llama.cpp's Q4_K_M uses Q6_K
+        "blk.0.ffn_down.weight": "Q4_K",
+        "blk.1.attn_v.weight": "Q8_0",
+        "blk.1.ffn_down.weight": "Q8_0",  # the last layer's FFN down
+        "blk.1.ffn_up.weight": "Q8_0",  # row 384: not a multiple of 256
+        "blk.1.odd.weight": "F16",  # row 40: not even a multiple of 32
+        "output_norm.weight": "F32",
+    }
+
+
+def test_default_promotions_read_minilm_names_too():
+    parts = ("attention.self.value", "attention.output.dense", "output.dense")
+    names = [f"encoder.layer.{i}.{part}.weight" for i in range(6) for part in parts]
+    values = {f"encoder.layer.{i}.attention.self.value.weight" for i in range(6)}
+    assert gguf_tools.default_promotions(names) == values | {"encoder.layer.5.output.dense.weight"}
+
+
+def test_round_trip_gguf_py_reads_the_lab_file_and_decodes_the_same_values(written, llama_like):
+    path, plan = written
+    reader = gguf.GGUFReader(path)
+    assert {t.name: t.tensor_type.name for t in reader.tensors} == plan
+    with gguf_tools.open_gguf(path) as gf:
+        for tensor in reader.tensors:
+            theirs = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
+            ours = gf.decode(tensor.name)
+            assert ours.shape == llama_like[tensor.name].shape == theirs.shape
+            assert np.array_equal(bits(ours), bits(theirs)), tensor.name
+            if plan[tensor.name] == "Q4_K":
+                assert np.array_equal(np.asarray(tensor.data), q4k.quantize(llama_like[tensor.name]).raw)
+            if plan[tensor.name] == "F32":
+                assert np.array_equal(ours, llama_like[tensor.name])
+
+
+def test_the_inventory_lists_every_tensor_with_its_storage(written, llama_like):
+    path, plan = written
+    with gguf_tools.open_gguf(path) as gf:
+        rows = {row["name"]: row for row in gf.inventory()}
+        assert list(rows) == list(llama_like)
+        q = rows["blk.0.attn_q.weight"]
+        assert (q["type"], q["shape"], q["n_elements"]) == ("Q4_K", (32, 512), 16384)
+        assert (q["bytes"], q["bits_per_weight"]) == (32 * 2 * 144, 4.5)
+        assert rows["blk.0.attn_v.weight"]["bits_per_weight"] == 8.5
+        assert rows["output_norm.weight"]["bits_per_weight"] == 32.0
+        assert rows["blk.1.odd.weight"]["type"] == "F16"
+        assert gf.metadata("general.name") == "lab mixture"
+        assert gf.metadata("lab.seed") == 3
+        assert gf.metadata("general.alignment", default="absent") == "absent"
+
+
+def test_explain_recipe_reads_the_label_against_the_contents(written):
+    path, _ = written
+    with gguf_tools.open_gguf(path) as gf:
+        recipe = gguf_tools.explain_recipe(gf)
+        summary = {row["type"]: row for row in gguf_tools.type_summary(gf)}
+    assert recipe["label"] == "Q4_K_M"
+    assert recipe["main_type"] == "Q4_K"
+    assert set(recipe["higher_precision"]) == {"Q8_0", "F16", "F32"}
+    assert sorted(recipe["higher_precision"]["Q8_0"]) == [
+        "blk.0.attn_v.weight",
+        "blk.1.attn_v.weight",
+        "blk.1.ffn_down.weight",
+        "blk.1.ffn_up.weight",
+    ]
+    assert summary["F32"]["tensors"] == summary["F32"]["one_dimensional"] == 2
+    assert sum(row["share_of_bytes"] for row in summary.values()) == pytest.approx(1.0)
+    assert summary["Q4_K"]["bytes"] == (64 * 2 + 32 * 2 + 8 * 3) * 144
+    assert "Q4_K_M (general.file_type)" in recipe["text"] and "Q8_0: 4 tensors" in recipe["text"]
+    total_bytes = sum(row["bytes"] for row in summary.values())
+    total_weights = sum(row["weights"] for row in summary.values())
+    assert recipe["bits_per_weight"] == pytest.approx(8 * total_bytes / total_weights)
+
+
+def test_a_file_without_a_label_says_so(tmp_path):
+    path = gguf_tools.write_gguf(tmp_path / "plain.gguf", {"w": np.ones((2, 32), np.float32)}, {"w": "F32"})
+    with gguf_tools.open_gguf(path) as gf:
+        assert gguf_tools.recipe_label(gf) is None
+        assert gguf_tools.explain_recipe(gf)["text"].startswith("The file carries no general.file_type label.")
+
+
+@pytest.mark.parametrize("decoder", ["ocp", "ggml"])
+def test_mxfp4_and_nvfp4_tensors_decode_with_the_lab_gguf_layout_decoders(tmp_path, decoder):
+    rng = np.random.default_rng(11)
+    tensors = {"mx": rng.normal(0, 1, (4, 128)).astype(np.float32), "nv": rng.normal(0, 1, (4, 128)).astype(np.float32)}
+    tensors["mx"][0, :32] = 0.0  # a zero block: the "ggml" preset stores scale byte 0
+    path = gguf_tools.write_gguf(tmp_path / "fp4.gguf", tensors, {"mx": "MXFP4", "nv": "NVFP4"})
+    reader = gguf.GGUFReader(path)
+    with gguf_tools.open_gguf(path) as gf:
+        mx_raw, nv_raw = gf.raw("mx"), gf.raw("nv")
+        assert np.array_equal(mx_raw, mxfp4.to_gguf(mxfp4.quantize(tensors["mx"], rule="ggml")))
+        assert np.array_equal(nv_raw, nvfp4.quantize(tensors["nv"]).to_gguf())
+        assert np.array_equal(gf.decode("mx", decoder), mxfp4.dequantize_gguf(mx_raw, decoder))
+        assert np.array_equal(gf.decode("nv", decoder), nvfp4.dequantize_gguf(nv_raw, decoder))
+        for tensor in reader.tensors:
+            theirs = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
+            # The quantizers never store -0 codes or NaN scales, so both readings agree with ggml here.
+            assert np.array_equal(bits(gf.decode(tensor.name, decoder)), bits(theirs))
+
+
+def test_bf16_and_f16_tensors_decode(tmp_path):
+    rng = np.random.default_rng(12)
+    w = rng.normal(0, 1, (3, 64)).astype(np.float32)
+    path = tmp_path / "half.gguf"
+    writer = gguf.GGUFWriter(path, "lab")
+    bf16 = gguf.GGMLQuantizationType.BF16
+    writer.add_tensor("bf", gguf.quants.quantize(w, bf16), raw_dtype=bf16)
+    writer.add_tensor("f16", w.astype(np.float16))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    reader = gguf.GGUFReader(path)
+    with gguf_tools.open_gguf(path) as gf:
+        for tensor in reader.tensors:
+            theirs = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
+            assert np.array_equal(bits(gf.decode(tensor.name)), bits(theirs))
+        assert gf.decode("bf").shape == (3, 64)
+
+
+def test_raw_bytes_are_a_read_only_view_of_the_mapped_file(written):
+    path, _ = written
+    with gguf_tools.open_gguf(path) as gf:
+        raw = gf.raw("blk.0.attn_q.weight")
+        assert raw.shape == (32, 2 * 144) and raw.dtype == np.uint8
+        assert not raw.flags.writeable
+    with pytest.raises(LabError, match="is closed"):
+        gf.decode("blk.0.attn_q.weight")
+
+
+def test_unknown_tensor_names_and_unwritable_types_are_refused(written, tmp_path):
+    path, _ = written
+    with gguf_tools.open_gguf(path) as gf, pytest.raises(LabError, match="no tensor named 'nope'"):
+        gf.decode("nope")
+    w = np.ones((2, 256), np.float32)
+    with pytest.raises(UnsupportedTypeError, match="the lab does not write type Q6_K; supported: F32, F16, Q8_0, Q4_K"):
+        gguf_tools.write_gguf(tmp_path / "x.gguf", {"w": w}, {"w": "Q6_K"})
+    with pytest.raises(LabError, match=r"no type given for tensors \['w'\]"):
+        gguf_tools.write_gguf(tmp_path / "y.gguf", {"w": w}, {})
+    with pytest.raises(ShapeError, match="Q8_0 needs rows that are a multiple of 32"):
+        gguf_tools.encode_tensor(np.ones((2, 40), np.float32), "Q8_0")
+    with pytest.raises(DTypeError, match="metadata 'k' must be a str, int or float"):
+        gguf_tools.write_gguf(tmp_path / "z.gguf", {"w": w}, {"w": "F32"}, metadata={"k": [1]})
+
+
+def test_decode_q8_0_checks_its_input():
+    with pytest.raises(ShapeError, match="whole 34-byte blocks"):
+        gguf_tools.decode_q8_0(np.zeros(35, np.uint8))
+    with pytest.raises(DTypeError, match="uint8"):
+        gguf_tools.decode_q8_0(np.zeros(34, np.int16))
+
+
+def test_the_real_model_as_a_q4_k_m_style_file(tmp_path):
+    require_real_model()
+    layer_five = [
+        "encoder.layer.5.attention.self.value.weight",
+        "encoder.layer.5.attention.self.value.bias",
+        "encoder.layer.5.intermediate.dense.weight",
+        "encoder.layer.4.output.dense.weight",
+        "encoder.layer.5.output.dense.weight",
+    ]
+    weights = real_weights.load_weights(names=layer_five)
+    plan = gguf_tools.q4_k_m_style_plan(weights)
+    assert plan["encoder.layer.4.output.dense.weight"] == "Q4_K"  # 384 x 1536: rows of 1536
+    assert plan["encoder.layer.5.output.dense.weight"] == "Q8_0"  # the last FFN down, promoted
+    assert plan["encoder.layer.5.intermediate.dense.weight"] == "Q8_0"  # rows of 384: Q4_K cannot
+    path = gguf_tools.write_gguf(tmp_path / "minilm.gguf", weights, plan, arch="bert", file_type="Q4_K_M")
+    with gguf_tools.open_gguf(path) as gf:
+        decoded = gf.decode("encoder.layer.4.output.dense.weight")
+        original = weights["encoder.layer.4.output.dense.weight"]
+        assert np.linalg.norm(decoded - original) / np.linalg.norm(original) < 0.1
+        assert gguf_tools.explain_recipe(gf)["main_type"] == "Q8_0"  # the label says Q4_K_M; the bytes disagree
