@@ -1,0 +1,144 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="4 · NVFP4: two local rulers and a tensor scale")
+
+
+@app.cell(hide_code=True)
+def _():
+    import marimo as mo
+    import numpy as np
+
+    from lab import device, e4m3, format_number, nvfp4, sizes
+    from widgets import OwnershipView
+
+    return OwnershipView, device, e4m3, format_number, mo, np, nvfp4, sizes
+
+
+@app.cell(hide_code=True)
+def _(e4m3, mo):
+    _parts = e4m3.explain((5 << 3) | 2)
+    mo.md(
+        f"""
+        # 4 · NVFP4: keep the codebook, change the scales
+
+        NVFP4 keeps the E2M1 element codes and changes who owns the scale: each group of **16**
+        elements has its own E4M3 scale, and one FP32 scale is shared by the whole tensor.
+
+        E4M3 has a sign bit, four exponent bits (bias 7) and three fraction bits, so unlike E8M0 it
+        can land between powers of two. With exponent field 5 and fraction field 2:
+
+        `{_parts['formula']}`
+
+        and an element with E2M1 value 3 in that group, with tensor scale 1, reconstructs to
+        3 × 0.3125 × 1 = 0.9375.
+        """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(OwnershipView, mo):
+    ownership = mo.ui.anywidget(OwnershipView())
+    ownership
+    return (ownership,)
+
+
+@app.cell(hide_code=True)
+def _(mo, ownership):
+    mo.md(f"**Traced element:** {ownership.widget.nv_formula}")
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(
+        r"""
+        ## The reciprocal-scale trap
+
+        In this course "scale" always means the number you **multiply by** to reconstruct. Not
+        every API agrees. MLX's `global_scale` is the tensor's absolute maximum g, and decoding
+        multiplies by g / 2688 (2688 = 6 × 448, the largest E2M1 value times the largest E4M3
+        value). torchao and Transformer Engine store amax / 2688, a different number for the same
+        idea. Pass MLX's value to a tool that expects the other and every weight is off by a
+        constant factor; the names alone will not warn you.
+        """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    seed = mo.ui.number(start=0, stop=10_000, value=3, label="random seed")
+    use_tensor_scale = mo.ui.switch(value=True, label="use an FP32 tensor scale (MLX convention)")
+    mo.hstack([seed, use_tensor_scale])
+    return seed, use_tensor_scale
+
+
+@app.cell(hide_code=True)
+def _(format_number, mo, np, nvfp4, seed, use_tensor_scale):
+    _rng = np.random.default_rng(seed.value)
+    weights = (_rng.normal(0, 1, (1, 32)) * np.repeat([0.05, 40.0], 16)).astype(np.float32)
+    global_scale = nvfp4.tensor_amax(weights) if use_tensor_scale.value else None
+    tensor = nvfp4.quantize(weights, global_scale=global_scale)
+    _error = tensor.dequantize() - weights
+    mo.md(
+        f"""
+        Two groups with very different spreads (σ = 0.05 and σ = 40) get their own E4M3 scales:
+        bytes `0x{int(tensor.scale_bytes[0, 0]):02X}` and `0x{int(tensor.scale_bytes[0, 1]):02X}`,
+        decoded {", ".join(format_number(float(v)) for v in tensor.block_scales[0])}, times a tensor
+        factor {format_number(tensor.tensor_factor)}. RMS error per group:
+        {", ".join(format_number(float(np.sqrt(np.mean(_error[0, g * 16:(g + 1) * 16] ** 2)))) for g in range(2))}.
+        """
+    )
+    return global_scale, tensor, weights
+
+
+@app.cell(hide_code=True)
+def _(format_number, mo, sizes):
+    _n = 4096 * 4096
+    mo.md(
+        f"""
+        ## Bits per weight, with the 32/N term
+
+        Codes and the local scale: (16 × 4 + 8) / 16 = **4.5** bits per weight. One FP32 tensor
+        scale adds 32/N for a tensor of N weights: **{format_number(sizes.nvfp4_bits_per_weight(32))}**
+        for the 32 weights above, **{format_number(sizes.nvfp4_bits_per_weight(_n))}** for a
+        4096 × 4096 matrix. Smaller groups buy local freedom with more metadata; they do not make
+        accuracy automatic.
+        """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(device, global_scale, mo, weights):
+    mo.vstack(
+        [
+            mo.md("## On device: the same tensor through MLX"),
+            mo.md(device.run_block("nvfp4", w=weights, global_scale=global_scale).to_markdown()),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(
+        r"""
+        ## Try this
+
+        1. In the ownership view set the first E4M3 byte to `0x2A`. What is its value? *(Check:
+           exponent 5, fraction 2: 0.3125.)*
+        2. Set the tensor scale to 2. Which row changes, and by what factor? *(Check: only NVFP4,
+           every weight doubles.)*
+        3. Turn the tensor scale off. What do the two block-scale bytes become, and does the error
+           change? *(Check the bytes and RMS errors above.)*
+        4. Compute the bits per weight for a 64-weight tensor by hand. *(Check: 4.5 + 32/64 = 5.)*
+        """
+    )
+    return
+
+
+if __name__ == "__main__":
+    app.run()

@@ -1,0 +1,139 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="5 · Q4_K: a gain, an offset and a lane")
+
+
+@app.cell(hide_code=True)
+def _():
+    import marimo as mo
+    import numpy as np
+
+    from lab import device, format_number, q4k
+    from lab.charts import q4k_lane_chart
+    from widgets import Q4KExplorer
+
+    return Q4KExplorer, device, format_number, mo, np, q4k, q4k_lane_chart
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(
+        r"""
+        # 5 · Q4_K: integer codes with a gain and an offset
+
+        Q4_K changes the decoding rule again. Its codes are plain unsigned integers 0…15, and each
+        32-weight subblock j turns code q into a weight with a gain and an offset:
+
+        ŵ = d × sⱼ × q − dmin × mⱼ
+
+        d and dmin are FP16 numbers for the whole 256-weight block; sⱼ and mⱼ are 6-bit integers
+        per subblock. The offset is **subtracted**: mⱼ says how far below zero the subblock reaches.
+
+        | bytes | what |
+        |---|---|
+        | 0–1 | d (FP16) |
+        | 2–3 | dmin (FP16) |
+        | 4–15 | eight 6-bit scales and eight 6-bit mins, packed into 12 bytes |
+        | 16–143 | 128 payload bytes, two codes each |
+
+        144 bytes for 256 weights: 144 × 8 / 256 = 4.5 bits per weight.
+        """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(Q4KExplorer, mo):
+    explorer = mo.ui.anywidget(Q4KExplorer())
+    explorer
+    return (explorer,)
+
+
+@app.cell(hide_code=True)
+def _(explorer, mo, np, q4k):
+    traced = q4k.explain_byte(np.array(explorer.widget.block, dtype=np.uint8), explorer.widget.payload_index)
+    mo.md(
+        f"""
+        ## Following byte {traced['payload_index']} = {traced['hex']} by hand
+
+        Low nibble {traced['low']['code']}, high nibble {traced['high']['code']}; d = {traced['d']:g}, dmin = {traced['dmin']:g}.
+
+        * low → lane **{traced['low']['lane']}**, subblock {traced['low']['subblock']}:
+          gain {traced['low']['gain_formula']}, offset {traced['low']['offset_formula']},
+          weight **{traced['low']['formula']}**
+        * high → lane **{traced['high']['lane']}**, subblock {traced['high']['subblock']}:
+          gain {traced['high']['gain_formula']}, offset {traced['high']['offset_formula']},
+          weight **{traced['high']['formula']}**
+
+        The two codes share a byte but not a lane and not their metadata: in each 64-weight chunk c,
+        payload byte 32c + l sends its low code to lane 64c + l (subblock 2c) and its high code to
+        lane 64c + 32 + l (subblock 2c + 1).
+        """
+    )
+    return (traced,)
+
+
+@app.cell(hide_code=True)
+def _(explorer, mo, np, q4k, q4k_lane_chart, traced):
+    _weights = q4k.decode(np.array(explorer.widget.block, dtype=np.uint8))
+    q4k_lane_chart(_weights, highlight=(traced["low"]["lane"], traced["high"]["lane"]))
+    return
+
+
+@app.cell(hide_code=True)
+def _(explorer, mo, np, q4k):
+    _metadata = np.array(explorer.widget.block[4:16], dtype=np.uint8)
+    _lines = "\n".join(
+        f"| {j} | {q4k.explain_metadata(_metadata, j)['scale_formula']} | {q4k.explain_metadata(_metadata, j)['min_formula']} |"
+        for j in range(8)
+    )
+    mo.md(
+        "## The 12-byte metadata puzzle\n\n"
+        "Sixteen 6-bit fields make 96 bits. For j = 0…3 the low six bits of a byte hold the field; "
+        "for j = 4…7 the low four bits come from bytes 8…11 and the top two are borrowed from the "
+        "spare bits 6–7 of bytes 0…7. Reading B[4] as s₄ looks plausible and is wrong.\n\n"
+        "| j | scale | min |\n|---|---|---|\n" + _lines
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(explorer, device, mo, np):
+    _block = np.array(explorer.widget.block, dtype=np.uint8)
+    _x = np.random.default_rng(5).normal(0, 1, 256).astype(np.float32)
+    mo.vstack(
+        [
+            mo.md(
+                "## On device: this block through MLX\n\nTwo routes: the block repacked as MLX affine "
+                "(group 32, scale d·sⱼ, bias −dmin·mⱼ) through `mx.quantized_matmul`, and a real GGUF "
+                "file written with gguf-py and opened with `mx.load`. The reference is gguf-py's decoder."
+            ),
+            mo.md(device.run_q4k(_block, x=_x).to_markdown()),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(
+        r"""
+        ## Try this
+
+        1. Click payload byte 1 (`00`). Both codes are 0: why are the weights −0.25 and −0.5, not
+           0? *(Check: the offsets dmin × m₀ = 0.25 and dmin × m₁ = 0.5 remain.)*
+        2. Click payload byte 2 (`FF`). Both codes are 15: why do the weights differ? *(Check:
+           3.5 and 5.125, different gains and offsets.)*
+        3. Click payload byte 32. Which lanes does it feed? *(Check: 64 and 96.)*
+        4. In the metadata table, which bytes make s₄? *(Check: B[8]'s low four bits and B[0]'s
+           top two: (33 & 15) | ((130 >> 6) << 4) = 33.)*
+        5. Change d to 0.25. Which weights change, and which part of the formula did you touch?
+           *(Check: every gain doubles; the offsets stay.)*
+        """
+    )
+    return
+
+
+if __name__ == "__main__":
+    app.run()

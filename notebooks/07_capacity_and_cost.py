@@ -1,0 +1,115 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="7 · Capacity and cost")
+
+
+@app.cell(hide_code=True)
+def _():
+    import marimo as mo
+
+    from lab import format_number, sizes
+    from lab.charts import bits_per_weight_chart
+
+    return bits_per_weight_chart, format_number, mo, sizes
+
+
+@app.cell(hide_code=True)
+def _(format_number, mo, sizes):
+    _table = sizes.seven_billion_table()
+    mo.md(
+        f"""
+        # 7 · Capacity and cost
+
+        Storage arithmetic is easy and worth doing. For a dense model of seven billion weights,
+        counting payload only, in decimal gigabytes:
+
+        | storage | bits per weight | payload |
+        |---|---|---|
+        | BF16 | 16 | **{format_number(_table['BF16'])} GB** |
+        | ideal 4-bit | 4 | **{format_number(_table['ideal 4-bit'])} GB** |
+        | MXFP4 | 4.25 | {format_number(_table['MXFP4'])} GB |
+        | Q4_K (every weight) | 4.5 | **{format_number(_table['Q4_K'])} GB** |
+        | NVFP4 (block scales) | 4.5 | {format_number(_table['NVFP4'])} GB |
+
+        7 × 10⁹ × 4.5 / 8 / 10⁹ = 3.9375. Real files add higher-precision tensors and metadata;
+        runtime adds activations, scratch space, the KV cache and any copies the loader makes.
+        """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    weights_in_billions = mo.ui.slider(start=0.5, stop=70, step=0.5, value=7, label="weights (billions)")
+    weights_in_billions
+    return (weights_in_billions,)
+
+
+@app.cell(hide_code=True)
+def _(format_number, mo, sizes, weights_in_billions):
+    _n = int(weights_in_billions.value * 1e9)
+    _rows = "\n".join(
+        f"| {name} | {format_number(bpw)} | {format_number(round(sizes.payload_gigabytes(_n, bpw), 4))} GB |"
+        for name, bpw in sizes.FORMAT_BITS_PER_WEIGHT.items()
+    )
+    mo.md(f"**{format_number(weights_in_billions.value)} B weights:**\n\n| format | bits/weight | payload |\n|---|---|---|\n{_rows}")
+    return
+
+
+@app.cell(hide_code=True)
+def _(bits_per_weight_chart, mo, sizes):
+    _grid = sizes.affine_grid()
+    _rows = "\n".join(
+        f"| {bits} | " + " | ".join(f"{_grid[(bits, g)]:g}" for g in (32, 64, 128)) + " |" for bits in (1, 2, 3, 4, 5, 6, 8)
+    )
+    mo.vstack(
+        [
+            mo.md(
+                "## MLX's affine grid\n\nMLX stores a 16-bit scale and a 16-bit bias per group, so a "
+                "group of G weights at b bits costs b + 32/G bits per weight.\n\n"
+                "| bits | g32 | g64 | g128 |\n|---|---|---|---|\n" + _rows
+            ),
+            bits_per_weight_chart(),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(
+        r"""
+        ## Why storage is not speed
+
+        Halving the bytes does not halve the time. What you save is memory traffic; what you pay
+        is decode work, and whether that trade wins depends on the kernel, the instructions the
+        hardware has, batching and reuse. Prefill (many tokens at once, weights reused across
+        them) and decode (one token at a time, weights streamed) stress different things, and the
+        same packed weights can go through different kernels in each. An optimized kernel may
+        never materialise the dequantized matrix at all. The only honest speed number is a
+        measurement of the real workload on the real machine: see `bench/` and notebook 8.
+        """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(
+        r"""
+        ## Try this
+
+        1. Move the slider to 70 B. How many GB is Q4_K, and how many does BF16 need?
+           *(Check: 39.375 and 140.)*
+        2. Which MLX affine setting is closest to Q4_K's 4.5 bits per weight? *(Check the grid:
+           4-bit g64, also 4.5.)*
+        3. Why is MXFP4 cheaper than NVFP4 per weight? *(Check: one 8-bit scale per 32 weights
+           versus one per 16: 8/32 = 0.25 against 8/16 = 0.5.)*
+        """
+    )
+    return
+
+
+if __name__ == "__main__":
+    app.run()

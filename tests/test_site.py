@@ -1,0 +1,134 @@
+"""The static site: offline pages, interactive widgets with no kernel, deterministic output, and a
+build that refuses external URLs. Pages load in headless Chromium with every non-local request
+aborted and counted."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import threading
+from urllib.parse import quote
+
+import pytest
+
+from browser import browser_page
+from widgets import sitebuild
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("site")
+    sitebuild.build(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def test_every_page_loads_offline_with_no_errors(site, server):
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if "assets/" not in p.as_posix())
+    assert "index.html" in pages and "01_one_nibble.html" in pages and "explainers/q4k-explorer.html" in pages
+    with browser_page() as (page, log):
+        for name in pages:
+            page.goto(f"{server}/{name}")
+            page.wait_for_load_state("networkidle")
+            assert log.blocked == [], f"{name} tried to reach {log.blocked}"
+            assert log.console_errors == [], f"{name}: {log.console_errors}"
+
+
+def test_index_links_every_notebook(site):
+    index = (site / "index.html").read_text()
+    for notebook in sorted(site.glob("[0-9][0-9]_*.html")):
+        assert f'href="{notebook.name}"' in index
+
+
+def _widget_text(page, testid):
+    locator = page.get_by_test_id(testid)
+    locator.wait_for(timeout=20000)
+    return locator.inner_text()
+
+
+def test_exported_nibble_widget_responds_without_a_kernel(server):
+    with browser_page() as (page, log):
+        page.goto(f"{server}/01_one_nibble.html")
+        page.get_by_role("button", name="pick code 0000").click()
+        assert _widget_text(page, "e2m1-value") == "0"
+        page.get_by_role("button", name="bit 2, exponent bit 1, is 0").click()
+        page.get_by_role("button", name="bit 0, fraction bit, is 0").click()
+        assert _widget_text(page, "uint4-value") == "5"
+        assert _widget_text(page, "e2m1-value") == "3"
+        assert log.blocked == []
+
+
+def test_exported_ownership_widget_reads_0x7e_as_half(server):
+    with browser_page() as (page, log):
+        page.goto(f"{server}/03_mxfp4.html")
+        field = page.get_by_role("textbox", name="E8M0 scale byte")
+        field.fill("0x80")
+        field.press("Enter")
+        assert _widget_text(page, "mx-scale").endswith("= 2")
+        field = page.get_by_role("textbox", name="E8M0 scale byte")
+        field.fill("0x7E")
+        field.press("Enter")
+        assert _widget_text(page, "mx-scale") == "2^(126 \u2212 127) = 0.5"
+        assert log.blocked == []
+
+
+def test_exported_q4k_widget_follows_the_zero_byte(server):
+    with browser_page() as (page, log):
+        page.goto(f"{server}/05_q4k.html")
+        page.get_by_role("button", name="payload byte 1 = 0x00").click()
+        assert _widget_text(page, "low-weight") == "\u22120.25"
+        assert _widget_text(page, "high-weight") == "\u22120.5"
+        assert log.blocked == []
+
+
+def test_standalone_explainers_open_from_disk_and_restore_the_link(site):
+    with browser_page() as (page, log):
+        for slug, fragment, testid, expected in [
+            ("nibble-decoder", {"code": 8}, "e2m1-value", "\u22120"),
+            ("ownership", {"mx_scale_byte": 126}, "mx-trace", "element 0: 3 \u00d7 0.5 = 1.5"),
+            ("q4k-explorer", {"payload_index": 2}, "high-weight", "5.125"),
+            ("scale-lab", {"scale": 0.125}, "delta-y", "+0.125"),
+        ]:
+            page.goto((site / "explainers" / f"{slug}.html").as_uri() + "#" + quote(json.dumps(fragment)))
+            assert _widget_text(page, testid) == expected
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_build_is_deterministic(tmp_path):
+    notebook = [sitebuild.NOTEBOOKS / "01_one_nibble.py"]
+    first, second = tmp_path / "a", tmp_path / "b"
+    sitebuild.build(first, notebooks=notebook)
+    sitebuild.build(second, notebooks=notebook)
+    for page in sorted(first.rglob("*.html")):
+        twin = second / page.relative_to(first)
+        assert page.read_bytes() == twin.read_bytes(), f"{page.relative_to(first)} differs between builds"
+
+
+def test_build_fails_on_a_planted_external_url(tmp_path):
+    planted = tmp_path / "99_planted.py"
+    planted.write_text(
+        "import marimo\napp = marimo.App()\n\n@app.cell\ndef _():\n    import marimo as mo\n"
+        "    mo.md('<img src=\"https://example.com/tracker.png\">')\n    return\n"
+    )
+    with pytest.raises(sitebuild.SiteBuildError, match="example.com"):
+        sitebuild.build(tmp_path / "site", notebooks=[planted])
+
+
+def test_build_fails_loudly_if_the_export_format_changes():
+    with pytest.raises(sitebuild.SiteBuildError, match="export format has changed"):
+        sitebuild.localise_frontend("<html><script src='/static/app.js'></script></html>", "changed")
