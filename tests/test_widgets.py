@@ -106,3 +106,26 @@ def test_q4k_explorer_bad_index_gives_a_message():
     widget = Q4KExplorer()
     widget.payload_index = 200
     assert "0..127" in widget.message
+
+
+@pytest.mark.parametrize("module_file", ["nibble.js", "scale_lab.js", "ownership.js", "q4k_explorer.js"])
+def test_each_bundle_and_standalone_script_parses(module_file, tmp_path):
+    """The bundler joins codec.js, ui.js and a widget into one module (and a standalone page adds
+    its host), so a name declared twice would break the widget; node's parser catches that."""
+    import re
+    import shutil
+    import subprocess
+
+    from widgets import standalone
+    from widgets._bundle import bundle
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    slug = next(slug for slug, (_, file, _) in standalone.PAGES.items() if file == module_file)
+    script = re.search(r'<script type="module">\n(.*)\n</script>', standalone.page(slug), re.DOTALL).group(1)
+    for name, source in (("bundle.mjs", bundle(module_file)), ("page.mjs", script)):
+        path = tmp_path / name
+        path.write_text(source)
+        result = subprocess.run([node, "--check", str(path)], capture_output=True, text=True)
+        assert result.returncode == 0, f"{module_file} {name}: {result.stderr}"

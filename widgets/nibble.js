@@ -2,7 +2,7 @@
 // the E2M1 ruler. All state is the synced trait `code`; everything shown is computed here from it,
 // so the widget works in a static page with no kernel.
 import { E2M1_VALUES, e2m1Explain, uint4, int4 } from "./codec.js";
-import { h, svg, formatNumber, bits, watch, setTraits, replaceKeepingFocus } from "./ui.js";
+import { h, svg, formatNumber, bits, mount, setTraits } from "./ui.js";
 
 const BIT_NAMES = ["sign", "exponent bit 1", "exponent bit 0", "fraction bit"];
 
@@ -129,18 +129,19 @@ function ruler(code) {
 }
 
 function render({ model, el }) {
-  el.classList.add("four-bit-lab", "lab-nibble");
-  const draw = () => {
-    const code = clampCode(model.get("code"));
-    replaceKeepingFocus(el, [
+  return mount({
+    model,
+    el,
+    className: "lab-nibble",
+    traits: ["code"],
+    validate: (m) => ({ code: clampCode(m.get("code")) }),
+    build: ({ code }) => [
       h("div", { class: "lab-row" }, bitButtons(model, code), h("span", { class: "lab-caption" }, `code ${code} = ${bits(code, 4)}`)),
       readouts(code),
       ruler(code),
       codeTable(model, code),
-    ]);
-  };
-  draw();
-  return watch(model, ["code"], draw);
+    ],
+  });
 }
 
 export default { render };

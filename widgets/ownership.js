@@ -13,7 +13,7 @@ import {
   parseByte,
   parseNumber,
 } from "./codec.js";
-import { h, formatNumber, hex2, bits, watch, setTraits, message, replaceKeepingFocus } from "./ui.js";
+import { h, formatNumber, hex2, bits, mount, setTraits, message } from "./ui.js";
 
 // The article's "tensor scale" is the multiplier applied on decode; MLX stores global_scale = 2688 × it.
 const TENSOR_SCALE_RANGE = 6 * 448;
@@ -33,7 +33,7 @@ function validState(model) {
   return { codes, mxByte, nvBytes, tensorScale, selected: Number.isInteger(selected) && selected >= 0 && selected < 32 ? selected : 0 };
 }
 
-function byteEditor(label, value, focus, onValid, state) {
+function byteEditor(label, value, focus, onValid, ui) {
   return h(
     "label",
     { class: "lab-field" },
@@ -46,10 +46,7 @@ function byteEditor(label, value, focus, onValid, state) {
       onchange: (event) => {
         const parsed = parseByte(event.target.value);
         if (parsed.ok) onValid(parsed.value);
-        else {
-          state.problem = `${label}: ${parsed.message}`;
-          state.redraw();
-        }
+        else ui.reject(`${label}: ${parsed.message}`);
       },
     }),
   );
@@ -77,88 +74,79 @@ function cells(model, view, weights, ownerOf, label) {
   );
 }
 
-function render({ model, el }) {
-  el.classList.add("four-bit-lab", "lab-ownership");
-  const state = { problem: null, redraw: null };
-  const draw = () => {
-    const view = validState(model);
-    const children = [];
-    if (state.problem) children.push(message(state.problem));
-    state.problem = null;
-    if (view.problem) {
-      children.push(message(view.problem));
-      replaceKeepingFocus(el, children);
-      return;
-    }
-    const mxScale = e8m0Decode(view.mxByte);
-    const mxWeights = mxfp4Dequantize(view.codes, [view.mxByte]);
-    const tensorFactor = nvfp4TensorFactor(view.tensorScale * TENSOR_SCALE_RANGE);
-    const nvWeights = nvfp4Dequantize(view.codes, view.nvBytes, tensorFactor);
-    const nvScales = view.nvBytes.map(e4m3Decode);
-    const element = e2m1Decode(view.codes[view.selected]);
-    const group = view.selected < 16 ? 0 : 1;
+function figure(model, view, ui) {
+  const mxScale = e8m0Decode(view.mxByte);
+  const mxWeights = mxfp4Dequantize(view.codes, [view.mxByte]);
+  const tensorFactor = nvfp4TensorFactor(view.tensorScale * TENSOR_SCALE_RANGE);
+  const nvWeights = nvfp4Dequantize(view.codes, view.nvBytes, tensorFactor);
+  const nvScales = view.nvBytes.map(e4m3Decode);
+  const element = e2m1Decode(view.codes[view.selected]);
+  const group = view.selected < 16 ? 0 : 1;
 
-    children.push(
-      h("h4", {}, "MXFP4: 32 codes, one E8M0 scale"),
+  return [
+    h("h4", {}, "MXFP4: 32 codes, one E8M0 scale"),
+    h(
+      "div",
+      { class: "lab-row" },
+      byteEditor("E8M0 scale byte", view.mxByte, "mx-byte", (value) => setTraits(model, { mx_scale_byte: value }), ui),
+      h("span", { class: "lab-formula", "data-testid": "mx-scale" }, Number.isNaN(mxScale) ? "0xFF is NaN" : `2^(${view.mxByte} − 127) = ${formatNumber(mxScale)}`),
+    ),
+    Number.isNaN(mxScale) ? message("Scale byte 0xFF encodes NaN: every one of the 32 weights that shares it becomes NaN.", "note") : null,
+    cells(model, view, mxWeights, () => "lab-owner-all", "mxfp4"),
+    h(
+      "p",
+      { class: "lab-formula", "data-testid": "mx-trace" },
+      `element ${view.selected}: ${formatNumber(element)} × ${formatNumber(mxScale)} = ${formatNumber(mxWeights[view.selected])}`,
+    ),
+    h("p", {}, `storage: (32 × 4 + 8) / 32 = ${formatNumber(bitsPerWeight("MXFP4"))} bits per weight`),
+    h("h4", {}, "NVFP4: the same codes as two groups of 16, each with an E4M3 scale, plus a tensor scale"),
+    h(
+      "div",
+      { class: "lab-row" },
+      byteEditor("E4M3 scale, elements 0–15", view.nvBytes[0], "nv-byte-0", (value) => setTraits(model, { nv_scale_bytes: [value, view.nvBytes[1]] }), ui),
+      byteEditor("E4M3 scale, elements 16–31", view.nvBytes[1], "nv-byte-1", (value) => setTraits(model, { nv_scale_bytes: [view.nvBytes[0], value] }), ui),
       h(
-        "div",
-        { class: "lab-row" },
-        byteEditor("E8M0 scale byte", view.mxByte, "mx-byte", (value) => setTraits(model, { mx_scale_byte: value }), state),
-        h("span", { class: "lab-formula", "data-testid": "mx-scale" }, Number.isNaN(mxScale) ? "0xFF is NaN" : `2^(${view.mxByte} − 127) = ${formatNumber(mxScale)}`),
+        "label",
+        { class: "lab-field" },
+        h("span", {}, "FP32 tensor scale (multiplier)"),
+        h("input", {
+          type: "text",
+          value: String(view.tensorScale),
+          "data-focus": "tensor-scale",
+          "aria-label": "FP32 tensor scale (multiplier)",
+          onchange: (event) => {
+            const parsed = parseNumber(event.target.value);
+            if (parsed.ok && parsed.value > 0) setTraits(model, { tensor_scale: parsed.value });
+            else ui.reject(parsed.ok ? "the tensor scale must be greater than zero" : `tensor scale: ${parsed.message}`);
+          },
+        }),
       ),
-      Number.isNaN(mxScale) ? message("Scale byte 0xFF encodes NaN: every one of the 32 weights that shares it becomes NaN.", "note") : null,
-      cells(model, view, mxWeights, () => "lab-owner-all", "mxfp4"),
-      h(
-        "p",
-        { class: "lab-formula", "data-testid": "mx-trace" },
-        `element ${view.selected}: ${formatNumber(element)} × ${formatNumber(mxScale)} = ${formatNumber(mxWeights[view.selected])}`,
-      ),
-      h("p", {}, `storage: (32 × 4 + 8) / 32 = ${formatNumber(bitsPerWeight("MXFP4"))} bits per weight`),
-      h("h4", {}, "NVFP4: the same codes as two groups of 16, each with an E4M3 scale, plus a tensor scale"),
-      h(
-        "div",
-        { class: "lab-row" },
-        byteEditor("E4M3 scale, elements 0–15", view.nvBytes[0], "nv-byte-0", (value) => setTraits(model, { nv_scale_bytes: [value, view.nvBytes[1]] }), state),
-        byteEditor("E4M3 scale, elements 16–31", view.nvBytes[1], "nv-byte-1", (value) => setTraits(model, { nv_scale_bytes: [view.nvBytes[0], value] }), state),
-        h(
-          "label",
-          { class: "lab-field" },
-          h("span", {}, "FP32 tensor scale (multiplier)"),
-          h("input", {
-            type: "text",
-            value: String(view.tensorScale),
-            "data-focus": "tensor-scale",
-            "aria-label": "FP32 tensor scale (multiplier)",
-            onchange: (event) => {
-              const parsed = parseNumber(event.target.value);
-              if (parsed.ok && parsed.value > 0) setTraits(model, { tensor_scale: parsed.value });
-              else {
-                state.problem = parsed.ok ? "the tensor scale must be greater than zero" : `tensor scale: ${parsed.message}`;
-                state.redraw();
-              }
-            },
-          }),
-        ),
-      ),
-      h("p", { class: "lab-caption" }, `local scales ${formatNumber(nvScales[0])} and ${formatNumber(nvScales[1])}; MLX would store this tensor scale as global_scale = 2688 × ${formatNumber(view.tensorScale)}`),
-      cells(model, view, nvWeights, (index) => (index < 16 ? "lab-owner-a" : "lab-owner-b"), "nvfp4"),
-      h(
-        "p",
-        { class: "lab-formula", "data-testid": "nv-trace" },
-        `element ${view.selected}: ${formatNumber(element)} × ${formatNumber(nvScales[group])} × ${formatNumber(tensorFactor)} = ${formatNumber(nvWeights[view.selected])}`,
-      ),
-      h(
-        "p",
-        {},
-        `storage: (16 × 4 + 8) / 16 = ${formatNumber(bitsPerWeight("NVFP4"))} bits per weight, plus 32/N for the FP32 tensor scale: ` +
-          `${formatNumber(bitsPerWeight("NVFP4", { nWeights: 32 }))} for these 32 weights, ${formatNumber(bitsPerWeight("NVFP4", { nWeights: 4096 * 4096 }))} for a 4096 × 4096 matrix`,
-      ),
-    );
-    replaceKeepingFocus(el, children);
-  };
-  state.redraw = draw;
-  draw();
-  return watch(model, ["codes", "mx_scale_byte", "nv_scale_bytes", "tensor_scale", "selected"], draw);
+    ),
+    h("p", { class: "lab-caption" }, `local scales ${formatNumber(nvScales[0])} and ${formatNumber(nvScales[1])}; MLX would store this tensor scale as global_scale = 2688 × ${formatNumber(view.tensorScale)}`),
+    cells(model, view, nvWeights, (index) => (index < 16 ? "lab-owner-a" : "lab-owner-b"), "nvfp4"),
+    h(
+      "p",
+      { class: "lab-formula", "data-testid": "nv-trace" },
+      `element ${view.selected}: ${formatNumber(element)} × ${formatNumber(nvScales[group])} × ${formatNumber(tensorFactor)} = ${formatNumber(nvWeights[view.selected])}`,
+    ),
+    h(
+      "p",
+      {},
+      `storage: (16 × 4 + 8) / 16 = ${formatNumber(bitsPerWeight("NVFP4"))} bits per weight, plus 32/N for the FP32 tensor scale: ` +
+        `${formatNumber(bitsPerWeight("NVFP4", { nWeights: 32 }))} for these 32 weights, ${formatNumber(bitsPerWeight("NVFP4", { nWeights: 4096 * 4096 }))} for a 4096 × 4096 matrix`,
+    ),
+  ];
+}
+
+function render({ model, el }) {
+  return mount({
+    model,
+    el,
+    className: "lab-ownership",
+    traits: ["codes", "mx_scale_byte", "nv_scale_bytes", "tensor_scale", "selected"],
+    validate: validState,
+    build: (view, ui) => figure(model, view, ui),
+  });
 }
 
 export default { render };

@@ -12,7 +12,7 @@ import {
   parseByte,
   parseNumber,
 } from "./codec.js";
-import { h, svg, formatNumber, hex2, bits, watch, setTraits, message, replaceKeepingFocus } from "./ui.js";
+import { h, svg, formatNumber, hex2, bits, mount, setTraits } from "./ui.js";
 
 const REGIONS = [
   { name: "d", start: 0, end: 2, className: "lab-region-d" },
@@ -89,13 +89,10 @@ function trace(traced) {
   );
 }
 
-function editors(model, view, state) {
+function editors(model, view, ui) {
   const d = fp16Decode(view.block[0] | (view.block[1] << 8));
   const dmin = fp16Decode(view.block[2] | (view.block[3] << 8));
-  const reject = (text) => {
-    state.problem = text;
-    state.redraw();
-  };
+  const reject = (text) => ui.reject(text);
   const setFp16 = (offset, label) => (event) => {
     const parsed = parseNumber(event.target.value);
     if (!parsed.ok) return reject(`${label}: ${parsed.message}`);
@@ -169,47 +166,41 @@ function laneView(weights, traced) {
   );
 }
 
-function render({ model, el }) {
-  el.classList.add("four-bit-lab", "lab-q4k");
-  const state = { problem: null, redraw: null };
-  const draw = () => {
-    const view = validState(model);
-    const children = [];
-    if (state.problem) children.push(message(state.problem));
-    state.problem = null;
-    if (view.problem) {
-      children.push(message(view.problem));
-      replaceKeepingFocus(el, children);
-      return;
-    }
-    const traced = q4kExplainByte(view.block, view.payloadIndex);
-    const weights = q4kDecodeBlock(view.block);
-    children.push(
-      h(
-        "div",
-        {
-          tabindex: "0",
-          "data-focus": "explorer",
-          "aria-label": "Q4_K block explorer; arrow keys move between payload bytes",
-          onkeydown: (event) => {
-            const step = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: 16, ArrowUp: -16 }[event.key];
-            if (step === undefined) return;
-            event.preventDefault();
-            setTraits(model, { payload_index: (view.payloadIndex + step + 128) % 128 });
-          },
+function figure(model, view, ui) {
+  const traced = q4kExplainByte(view.block, view.payloadIndex);
+  const weights = q4kDecodeBlock(view.block);
+  return [
+    h(
+      "div",
+      {
+        tabindex: "0",
+        "data-focus": "explorer",
+        "aria-label": "Q4_K block explorer; arrow keys move between payload bytes",
+        onkeydown: (event) => {
+          const step = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: 16, ArrowUp: -16 }[event.key];
+          if (step === undefined) return;
+          event.preventDefault();
+          setTraits(model, { payload_index: (view.payloadIndex + step + 128) % 128 });
         },
-        byteMap(model, view, traced),
-      ),
-      editors(model, view, state),
-      trace(traced),
-      metadataTable(view, traced),
-      laneView(weights, traced),
-    );
-    replaceKeepingFocus(el, children);
-  };
-  state.redraw = draw;
-  draw();
-  return watch(model, ["block", "payload_index"], draw);
+      },
+      byteMap(model, view, traced),
+    ),
+    editors(model, view, ui),
+    trace(traced),
+    metadataTable(view, traced),
+    laneView(weights, traced),
+  ];
+}
+
+function render({ model, el }) {
+  return mount({
+    model,
+    el,
+    className: "lab-q4k",
+    traits: ["block", "payload_index"],
+    validate: validState,
+    build: (view, ui) => figure(model, view, ui),
+  });
 }
 
 export default { render };

@@ -3,7 +3,7 @@
 // per-weight error, y, ŷ and the signed output error, and the grid at the current scale.
 // State: the synced traits w_text, x_text and scale. Arithmetic: codec.js.
 import { scaleAnalyse, scaleRepresentable, parseNumber } from "./codec.js";
-import { h, svg, formatNumber, watch, setTraits, message, replaceKeepingFocus } from "./ui.js";
+import { h, svg, formatNumber, mount, setTraits } from "./ui.js";
 
 const POWERS = [-6, -5, -4, -3, -2, -1, 0, 1, 2];
 
@@ -20,7 +20,7 @@ function parseRow(text, label) {
   return { ok: true, values };
 }
 
-function controls(model, state) {
+function controls(model, ui) {
   const scale = model.get("scale");
   const powerButtons = POWERS.map((power) =>
     h(
@@ -56,8 +56,7 @@ function controls(model, state) {
     onchange: (event) => {
       const parsed = parseNumber(event.target.value);
       if (parsed.ok && parsed.value > 0) setTraits(model, { scale: parsed.value });
-      else state.scaleMessage = parsed.ok ? "the scale must be greater than zero" : `scale: ${parsed.message}`;
-      state.redraw();
+      else ui.reject(parsed.ok ? "the scale must be greater than zero" : `scale: ${parsed.message}`);
     },
   });
   return h(
@@ -137,31 +136,33 @@ function gridPlot(result) {
   );
 }
 
+function validRow(model) {
+  const w = parseRow(model.get("w_text"), "weights");
+  const x = parseRow(model.get("x_text"), "inputs");
+  const scale = model.get("scale");
+  if (!w.ok) return { problem: w.message };
+  if (!x.ok) return { problem: x.message };
+  if (w.values.length !== x.values.length)
+    return { problem: `the weight row has ${w.values.length} numbers and the input row ${x.values.length}; they must match` };
+  if (!(Number.isFinite(scale) && scale > 0)) return { problem: "the scale must be a positive finite number" };
+  return { ...scaleAnalyse(w.values, x.values, scale), w: w.values, x: x.values, scale };
+}
+
 function render({ model, el }) {
-  el.classList.add("four-bit-lab", "lab-scale");
-  const state = { scaleMessage: null, redraw: null };
-  const draw = () => {
-    const children = [controls(model, state)];
-    if (state.scaleMessage) children.push(message(state.scaleMessage));
-    state.scaleMessage = null;
-    const w = parseRow(model.get("w_text"), "weights");
-    const x = parseRow(model.get("x_text"), "inputs");
-    const scale = model.get("scale");
-    let problem = !w.ok ? w.message : !x.ok ? x.message : null;
-    if (!problem && w.values.length !== x.values.length) problem = `the weight row has ${w.values.length} numbers and the input row ${x.values.length}; they must match`;
-    if (!problem && !(Number.isFinite(scale) && scale > 0)) problem = "the scale must be a positive finite number";
-    if (problem) {
-      children.push(message(problem));
-    } else {
-      const result = { ...scaleAnalyse(w.values, x.values, scale), w: w.values, x: x.values, scale };
-      children.push(h("p", { class: "lab-caption" }, `scale ${formatNumber(scale)}: the codes reach ±${formatNumber(6 * scale)}`));
-      children.push(outputs(result), gridPlot(result), resultTable(result));
-    }
-    replaceKeepingFocus(el, children);
-  };
-  state.redraw = draw;
-  draw();
-  return watch(model, ["w_text", "x_text", "scale"], draw);
+  return mount({
+    model,
+    el,
+    className: "lab-scale",
+    traits: ["w_text", "x_text", "scale"],
+    validate: validRow,
+    controls: (ui) => controls(model, ui),
+    build: (result) => [
+      h("p", { class: "lab-caption" }, `scale ${formatNumber(result.scale)}: the codes reach ±${formatNumber(6 * result.scale)}`),
+      outputs(result),
+      gridPlot(result),
+      resultTable(result),
+    ],
+  });
 }
 
 export default { render };

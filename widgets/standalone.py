@@ -45,9 +45,9 @@ def page(slug: str) -> str:
             f"const inputNames = {json.dumps(list(widget_class._inputs))};",
             "const fromLink = readFragment(defaults, inputNames);",
             "const model = createModel({ ...defaults, ...fromLink.values }, inputNames);",
-            'const mount = document.getElementById("widget");',
+            'const widgetRoot = document.getElementById("widget");',
             "if (fromLink.problem) document.getElementById(\"link-note\").textContent = fromLink.problem;",
-            "widgetModule.render({ model, el: mount });",
+            "widgetModule.render({ model, el: widgetRoot });",
             'document.body.dataset.ready = "true";',
         ]
     )

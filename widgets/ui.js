@@ -44,12 +44,34 @@ export function bits(value, width) {
   return value.toString(2).padStart(width, "0");
 }
 
-// Re-render on any change of the listed traits; returns the cleanup anywidget expects.
-export function watch(model, names, rerender) {
-  const handler = () => rerender();
-  for (const name of names) model.on(`change:${name}`, handler);
+// Render a figure and re-render it whenever one of `traits` changes. `validate(model)` returns
+// either the view's values or {problem}; `build(view, ui)` returns the figure's children, and
+// `controls(ui)`, if given, returns inputs shown even while the traits have a problem, so the
+// learner can fix it. Either may call ui.reject(text) when the learner types something unusable:
+// the text is shown and the traits stay as they were. Returns the cleanup anywidget expects.
+export function mount({ model, el, className, traits, validate, build, controls = null }) {
+  el.classList.add("four-bit-lab", className);
+  let rejection = null;
+  const ui = {
+    reject(text) {
+      rejection = text;
+      draw();
+    },
+  };
+  function draw() {
+    const children = controls ? [controls(ui)] : [];
+    if (rejection) children.push(message(rejection));
+    rejection = null;
+    const view = validate(model);
+    if (view.problem) children.push(message(view.problem));
+    else children.push(...build(view, ui));
+    replaceKeepingFocus(el, children);
+  }
+  draw();
+  const handler = () => draw();
+  for (const name of traits) model.on(`change:${name}`, handler);
   return () => {
-    for (const name of names) model.off(`change:${name}`, handler);
+    for (const name of traits) model.off(`change:${name}`, handler);
   };
 }
 
