@@ -145,6 +145,54 @@ function metadataTable(view, traced) {
   );
 }
 
+// The twelve metadata bytes bit by bit (bit 7 on the left), with the bits that make s_j and m_j
+// of the two traced subblocks coloured: for j = 4..7 each field is two pieces in two bytes.
+function metadataBits(view, traced) {
+  const metadata = view.block.slice(4, 16);
+  const owners = new Map(); // "byte:bit" -> field label and colour class
+  const fields = [
+    [traced.low.subblock, "scale", "lab-field-low-scale"],
+    [traced.low.subblock, "min", "lab-field-low-min"],
+    [traced.high.subblock, "scale", "lab-field-high-scale"],
+    [traced.high.subblock, "min", "lab-field-high-min"],
+  ];
+  for (const [j, kind, className] of fields) {
+    for (const piece of q4kMetadataSources(j)[kind]) {
+      for (let bit = piece.byteBits[0]; bit <= piece.byteBits[1]; bit += 1) {
+        owners.set(`${piece.byte}:${bit}`, { label: `${kind === "scale" ? "s" : "m"}${j}`, className });
+      }
+    }
+  }
+  const cell = 22;
+  const rows = metadata.map((byte, index) => {
+    const y = index * (cell + 4);
+    const bitCells = [7, 6, 5, 4, 3, 2, 1, 0].map((bit, column) => {
+      const owner = owners.get(`${index}:${bit}`);
+      const x = 70 + column * cell;
+      return [
+        svg("rect", { x, y, width: cell - 2, height: cell, class: owner ? `lab-bitcell ${owner.className}` : "lab-bitcell" }, svg("title", {}, owner ? `B[${index}] bit ${bit}: part of ${owner.label}` : `B[${index}] bit ${bit}`)),
+        svg("text", { x: x + (cell - 2) / 2, y: y + 16, "text-anchor": "middle", class: "lab-tick" }, String((byte >> bit) & 1)),
+      ];
+    });
+    const labels = [...new Set([7, 6, 5, 4, 3, 2, 1, 0].map((bit) => owners.get(`${index}:${bit}`)?.label).filter(Boolean))];
+    return [
+      svg("text", { x: 0, y: y + 16, class: "lab-tick" }, `B[${index}]`),
+      bitCells,
+      svg("text", { x: 70 + 8 * cell + 10, y: y + 16, class: "lab-tick" }, `${hex2(byte)}${labels.length ? "  → " + labels.join(", ") : ""}`),
+    ];
+  });
+  return svg(
+    "svg",
+    {
+      viewBox: `0 0 520 ${12 * (cell + 4)}`,
+      class: "lab-metadata-bits",
+      role: "img",
+      "aria-label": `the 12 metadata bytes bit by bit; coloured bits make s${traced.low.subblock}, m${traced.low.subblock}, s${traced.high.subblock} and m${traced.high.subblock}`,
+    },
+    rows,
+  );
+}
+
 // All 256 weights as bars, subblocks in alternating colours, the traced lanes highlighted.
 function laneView(weights, traced) {
   const width = 768;
@@ -187,6 +235,8 @@ function figure(model, view, ui) {
     ),
     editors(model, view, ui),
     trace(traced),
+    h("h4", {}, `Where s${traced.low.subblock}, m${traced.low.subblock}, s${traced.high.subblock} and m${traced.high.subblock} live in the metadata bytes`),
+    metadataBits(view, traced),
     metadataTable(view, traced),
     laneView(weights, traced),
   ];
