@@ -8,6 +8,11 @@
     lab.rounding                               named rounding presets ("mlx", "ggml", "ocp")
     lab.sizes                                  bits per weight and capacity arithmetic
     lab.errors                                 the typed errors every module raises
+    lab.mlx_bridge, lab.device                 MLX's layout, and the on-device pane's reports
+    lab.gguf_tools                             validated GGUF reading, inventories, writing
+    lab.real_weights                           a real transformer through every format
+    lab.zoo                                    deliberately broken decoders and the checks that catch them
+    lab.charts, lab.course                     the course's charts and table of contents
 """
 
 from ._blocks import fmt as format_number
