@@ -14,8 +14,12 @@ def check_group(mode: str, group_size: int, expected: int) -> None:
 
 
 def float_input(w, group_size: int) -> tuple[np.ndarray, str]:
-    """The weights as float32 plus the dtype to emulate; the last dimension must split into groups."""
-    weights, dtype = to_float32_input(w, what="w")
+    """The weights as float32 plus the dtype to emulate; the last dimension must split into groups.
+
+    A float32 input is not copied (the quantizers only read their weights), which spares a pass
+    over every weight; float16 and bfloat16 inputs are widened into a new array.
+    """
+    weights, dtype = to_float32_input(w, what="w", copy=False)
     if weights.ndim == 0 or weights.shape[-1] == 0 or weights.shape[-1] % group_size:
         shape = "(" + ",".join(str(n) for n in weights.shape) + ")"
         raise ShapeError(
@@ -27,6 +31,17 @@ def float_input(w, group_size: int) -> tuple[np.ndarray, str]:
 
 def grouped(array: np.ndarray, group_size: int) -> np.ndarray:
     return array.reshape(*array.shape[:-1], array.shape[-1] // group_size, group_size)
+
+
+def block_amax(magnitude: np.ndarray) -> np.ndarray:
+    """The largest value of each block of non-negative float32 magnitudes [..., n, group] -> [..., n].
+
+    Non-negative float32 numbers are ordered like their bit patterns read as integers, so the
+    max of the int32 view is the bit pattern of the float max. numpy's integer max over short
+    rows runs about twice as fast as its float max, which has to watch for NaN (the magnitudes
+    here are finite), and starting from 0 spares it a copy per row.
+    """
+    return magnitude.view(np.int32).max(axis=-1, initial=0).view(np.float32)
 
 
 def element_index(shape: tuple[int, ...], index) -> tuple[int, ...]:

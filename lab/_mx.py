@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import e2m1, e4m3, e8m0, mlx_bridge
-from ._arrays import as_code_array, round_to
-from ._blocks import check_group, element_index, float_input, fmt, grouped
+from ._arrays import as_code_array, as_float_array, round_to
+from ._blocks import block_amax, check_group, element_index, float_input, fmt, grouped
 from .errors import ShapeError
 from .rounding import preset as get_preset
 
@@ -33,7 +33,8 @@ E4M3_ELEMENT = ElementFormat(mode="mxfp8", name="E4M3", bits=8, max_value=e4m3.M
 
 
 def _element_values(element: ElementFormat, codes: np.ndarray) -> np.ndarray:
-    return (e2m1.decode(codes) if element.bits == 4 else e4m3.decode(codes)).astype(np.float64)
+    """float32 value of each element code."""
+    return e2m1.decode(codes) if element.bits == 4 else e4m3.decode(codes)
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,12 @@ class MXTensor:
     def dequantize(self) -> np.ndarray:
         """Reconstructed weights in float32; a block whose scale byte is 0xFF is all NaN."""
         values = grouped(_element_values(self.element, self.codes), GROUP_SIZE)
-        scales = self.scales.astype(np.float64)[..., None]
+        # float32 is enough: an element (at most 4 significant bits) times a power of two is
+        # exact wherever the product is a normal float32, and elsewhere the one float32 multiply
+        # rounds the exact product, just as computing in float64 and rounding at the end would.
         with np.errstate(over="ignore"):  # 6 * 2^127 is beyond float32: inf, as in every float32 decoder
-            return (values * scales).reshape(self.shape).astype(np.float32)
+            values *= self.scales[..., None]
+        return values.reshape(self.shape)
 
     def explain(self, index) -> dict:
         """One weight traced from its code and its block's scale byte to its value."""
@@ -120,21 +124,16 @@ def quantize(w, element: ElementFormat, rule: str = "mlx", group_size: int = GRO
     check_group(element.mode, group_size, GROUP_SIZE)
     rules = get_preset(rule)
     weights, dtype = float_input(w, GROUP_SIZE)
-    blocks = grouped(weights, GROUP_SIZE).astype(np.float64)
-    amax = np.abs(blocks).max(axis=-1)
+    blocks = grouped(weights, GROUP_SIZE)
+    # The scale is a positive power of two, so it never changes a sign: the elements are worked
+    # out from the magnitudes, and the signs are read off the weights.
+    magnitude = np.abs(blocks)
+    amax = block_amax(magnitude)
     scale_dtype = dtype if rules.computes_in_input_dtype else "float32"
     exponent = e8m0.exponent_for(amax, rules.scale_rule, element.max_value, scale_dtype)
     exponent = np.clip(exponent, -e8m0.BIAS, e8m0.BIAS)
     scale_bytes = np.where(amax == 0, rules.zero_block_byte, exponent + e8m0.BIAS).astype(np.uint8)
-    # Dividing by a power of two is exact except where the quotient falls into the subnormal
-    # range of a narrow input dtype; MLX rounds it there, so the lab does too.
-    scaled = blocks / np.ldexp(1.0, scale_bytes.astype(np.int64) - e8m0.BIAS)[..., None]
-    if rules.computes_in_input_dtype:
-        scaled = round_to(scaled, dtype).astype(np.float64)
-    if element.bits == 4:
-        codes = e2m1.encode(scaled, rules.element_rounding)
-    else:
-        codes = e4m3.encode(scaled)
+    codes = element_codes(magnitude, np.signbit(blocks), scale_bytes, element, rules, dtype)
     return MXTensor(
         element=element,
         codes=np.asarray(codes).reshape(weights.shape),
@@ -142,6 +141,29 @@ def quantize(w, element: ElementFormat, rule: str = "mlx", group_size: int = GRO
         rule=rule,
         source_dtype=dtype,
     )
+
+
+def element_codes(magnitude, negative, scale_bytes, element: ElementFormat, rules, dtype: str) -> np.ndarray:
+    """Element codes for blocks given as magnitudes [..., n, 32] and signs, under E8M0 scale bytes
+    [..., n] (0..254); `rules` is a lab.rounding preset, `dtype` the input dtype. The magnitudes
+    are left as they are.
+
+    Dividing by 2^e and multiplying by 2^-e both round the same exact quotient once, and in
+    float32 that quotient is exact unless it falls below the normal range (2^-126), far under
+    the smallest element, where both roundings keep the code 0 and the sign. So float32 gives
+    the codes float64 would. The quotient can also fall into the subnormal range of a narrow
+    input dtype; MLX rounds it there, so the lab does too.
+    """
+    scaled = magnitude * np.ldexp(np.float32(1), e8m0.BIAS - np.asarray(scale_bytes, dtype=np.int32))[..., None]
+    if rules.computes_in_input_dtype:
+        # Under the rule's own scale the quotient stays within the element's range, but a
+        # hand-picked scale far too small for its block overflows the input dtype; the encoder
+        # refuses that infinity.
+        what = f"value to encode as {element.name}"
+        scaled = as_float_array(round_to(scaled, dtype), what=what, keep_float32=True)
+    if element.bits == 4:
+        return e2m1.encode_magnitude(scaled, negative, rules.element_rounding)
+    return e4m3.encode_magnitude(scaled, negative)
 
 
 def from_mlx(packed, scales, element: ElementFormat) -> MXTensor:

@@ -87,9 +87,25 @@ class AffineTensor:
         return self.bits + 2 * parameter_bits / self.group_size
 
     def dequantize(self) -> np.ndarray:
-        codes = grouped(self.codes.astype(np.float64), self.group_size)
-        weights = codes * self.scales.astype(np.float64)[..., None] + self.biases.astype(np.float64)[..., None]
-        return weights.reshape(self.shape).astype(np.float32)
+        """scale * q + bias in float64, rounded once to float32 at the end.
+
+        float64 matters here: scale * q can need 32 bits, so float32 arithmetic would round it
+        before the bias is added. The work goes a slice of groups at a time through a small
+        float64 scratch array, so no full-size float64 temporary is ever made.
+        """
+        codes = self.codes.reshape(-1, self.group_size)
+        scales = self.scales.reshape(-1, 1).astype(np.float64)
+        biases = self.biases.reshape(-1, 1).astype(np.float64)
+        weights = np.empty(codes.shape, dtype=np.float32)
+        groups_per_pass = max(1, _CODE_CHUNK_WEIGHTS // self.group_size)
+        scratch = np.empty((groups_per_pass, self.group_size), dtype=np.float64)
+        for start in range(0, codes.shape[0], groups_per_pass):
+            rows = slice(start, start + groups_per_pass)
+            work = scratch[: codes[rows].shape[0]]
+            np.multiply(codes[rows], scales[rows], out=work)
+            work += biases[rows]
+            weights[rows] = work  # the one rounding to float32
+        return weights.reshape(self.shape)
 
     def explain(self, index) -> dict:
         position = element_index(self.shape, index)
@@ -125,20 +141,22 @@ def quantize(w, bits: int = 4, group_size: int = 64) -> AffineTensor:
     """Quantize [..., group_size*k] weights exactly as MLX 0.32.4's affine mode does on the CPU."""
     check_bits_and_group(bits, group_size)
     weights, dtype = float_input(w, group_size)
-    groups = grouped(weights, group_size)  # float32
+    groups = weights.reshape(-1, group_size)  # float32, one group per row
     n_levels = np.float32(2**bits - 1)
     # MLX's reduction keeps the first of equal extremes, which decides the sign of a zero bias.
-    w_min = np.take_along_axis(groups, groups.argmin(axis=-1)[..., None], axis=-1)[..., 0]
-    w_max = np.take_along_axis(groups, groups.argmax(axis=-1)[..., None], axis=-1)[..., 0]
+    w_min = np.take_along_axis(groups, groups.argmin(axis=-1)[:, None], axis=-1)[:, 0]
+    w_max = np.take_along_axis(groups, groups.argmax(axis=-1)[:, None], axis=-1)[:, 0]
     if bits == 1:
         # MLX 0.32.4's one-bit path keeps the docstring's min/max form.
         scale = np.maximum(w_max - w_min, SCALE_FLOOR).astype(np.float32)
         bias = w_min
     else:
         scale, bias = _edge_snapped_scale_and_bias(w_min, w_max, n_levels)
-    codes = np.clip(np.rint((groups - bias[..., None]) / scale[..., None]), 0, n_levels)
+    codes = _codes(groups, scale, bias, n_levels)
+    group_shape = weights.shape[:-1] + (weights.shape[-1] // group_size,)
+    scale, bias = scale.reshape(group_shape), bias.reshape(group_shape)
     return AffineTensor(
-        codes=codes.astype(np.uint8).reshape(weights.shape),
+        codes=codes.reshape(weights.shape),
         scales=round_to(scale, dtype),
         biases=round_to(bias, dtype),
         bits=bits,
@@ -155,6 +173,30 @@ def from_mlx(packed, scales, biases, bits: int = 4, group_size: int = 64) -> Aff
         packed, scales, biases = (mlx_bridge.to_numpy(a) for a in (packed, scales, biases))
     codes = mlx_bridge.unpack(np.asarray(packed, dtype=np.uint32), bits)
     return AffineTensor(codes=codes, scales=scales, biases=biases, bits=bits, group_size=group_size, dtype=dtype)
+
+
+#: weights coded per pass: the float32 scratch array (1 MiB) then stays in the CPU's cache
+_CODE_CHUNK_WEIGHTS = 1 << 18
+
+
+def _codes(groups, scale, bias, n_levels) -> np.ndarray:
+    """uint8 codes clip(rint((w - bias) / scale), 0, n) for groups [n_groups, group_size].
+
+    Worked a slice of groups at a time in one small float32 scratch array, in place, rather
+    than as four passes that each write a full-size temporary to memory.
+    """
+    codes = np.empty(groups.shape, dtype=np.uint8)
+    groups_per_pass = max(1, _CODE_CHUNK_WEIGHTS // groups.shape[-1])
+    scratch = np.empty((groups_per_pass, groups.shape[-1]), dtype=np.float32)
+    for start in range(0, groups.shape[0], groups_per_pass):
+        rows = slice(start, start + groups_per_pass)
+        work = scratch[: groups[rows].shape[0]]
+        np.subtract(groups[rows], bias[rows, None], out=work)
+        work /= scale[rows, None]
+        np.rint(work, out=work)  # half to even
+        np.clip(work, 0, n_levels, out=work)
+        codes[rows] = work
+    return codes
 
 
 def _edge_snapped_scale_and_bias(w_min, w_max, n_levels):

@@ -25,8 +25,9 @@ SUBNORMAL_STEP = 2.0**-9
 BITS = 8
 
 
-def decode(byte) -> np.ndarray | np.float32:
-    codes = as_code_array(byte, limit=256, what="E4M3 byte").astype(np.int32)
+def _value_of(codes: np.ndarray) -> np.ndarray:
+    """The value each byte stands for, straight from the bit layout in the module docstring."""
+    codes = codes.astype(np.int32)
     sign = np.where(codes >> 7, -1.0, 1.0)
     exponent = (codes >> 3) & 15
     mantissa = codes & 7
@@ -36,24 +37,47 @@ def decode(byte) -> np.ndarray | np.float32:
         np.ldexp(1.0 + mantissa / 8.0, exponent - BIAS),
     )
     values = (sign * magnitude).astype(np.float32)
-    values = np.where((codes & 0x7F) == 0x7F, np.float32(np.nan), values).astype(np.float32)
+    return np.where((codes & 0x7F) == 0x7F, np.float32(np.nan), values).astype(np.float32)
+
+
+#: the value of every byte 0..255, worked out once: decoding is then a table lookup
+VALUES = _value_of(np.arange(256))
+
+
+def decode(byte) -> np.ndarray | np.float32:
+    codes = as_code_array(byte, limit=256, what="E4M3 byte")
+    values = VALUES[codes]
     return values[()] if values.ndim == 0 else values
 
 
 def encode(x) -> np.ndarray | np.uint8:
     """Nearest E4M3 byte, round half to even, saturating at +-448; the sign of zero is kept."""
-    values = as_float_array(x, what="value to encode as E4M3")
-    magnitude = np.abs(values)
-    _, binary_exponent = np.frexp(magnitude)
-    exponent = np.maximum(binary_exponent - 1, -6)  # subnormals share the step of exponent -6
-    step = np.ldexp(1.0, exponent - 3)
-    steps = np.rint(magnitude / step)  # 8..16 for normals, 0..8 for subnormals; rint ties to even
-    # Codes are contiguous across binades: code = (exponent + 7) * 8 + steps - 8 for normals, and the
-    # same expression gives the subnormal codes because their exponent is pinned at -6.
-    magnitude_code = np.where(magnitude < MIN_NORMAL, steps, (exponent + BIAS) * 8 + steps - 8)
-    magnitude_code = np.minimum(magnitude_code, MAX_BYTE).astype(np.uint8)
-    codes = magnitude_code | (np.signbit(values).astype(np.uint8) << 7)
+    # float32 input stays float32: every step below is exact in either width.
+    values = as_float_array(x, what="value to encode as E4M3", keep_float32=True)
+    codes = encode_magnitude(np.abs(values), np.signbit(values))
     return codes[()] if codes.ndim == 0 else codes
+
+
+def encode_magnitude(magnitude, negative) -> np.ndarray:
+    """E4M3 bytes from magnitudes |x| (finite) and signs (signbit of x) given separately.
+
+    The arithmetic runs in the magnitudes' own float type and is exact in float32 as in
+    float64: frexp is exact, and scaling by a power of two to a quotient of at most 16 only
+    moves the exponent.
+    """
+    magnitude = np.asarray(magnitude)
+    _, binary_exponent = np.frexp(magnitude)  # magnitude = m * 2^binary_exponent, m in [0.5, 1)
+    # Subnormals (and zero) share the step of exponent -6.
+    exponent = np.where(magnitude < MIN_NORMAL, -6, binary_exponent - 1)
+    # The magnitude in units of the step 2^(exponent - 3): 8..16 for normals, 0..8 for
+    # subnormals; rint rounds half to even.
+    steps = np.rint(np.ldexp(magnitude, 3 - exponent))
+    # Codes are contiguous across binades: code = (exponent + 7) * 8 + steps - 8, and the
+    # subnormal codes come out of the same expression because their exponent is pinned at -6.
+    # A magnitude that rounds up to 16 steps moves into the next binade's code by itself.
+    magnitude_code = (exponent + BIAS - 1) * 8 + steps.astype(np.int32)
+    magnitude_code = np.minimum(magnitude_code, MAX_BYTE).astype(np.uint8)  # saturate at 448
+    return magnitude_code | (np.asarray(negative).astype(np.uint8) << np.uint8(7))
 
 
 def decode_ggml_unsigned(byte) -> np.ndarray:

@@ -33,7 +33,7 @@ import numpy as np
 
 from . import e2m1, e4m3, mlx_bridge
 from ._arrays import as_byte_array, as_code_array, as_float_array, round_to
-from ._blocks import check_group, element_index, float_input, fmt, grouped
+from ._blocks import block_amax, check_group, element_index, float_input, fmt, grouped
 from .errors import LabError, NonFiniteError, RuleError, ShapeError
 
 GROUP_SIZE = 16
@@ -91,9 +91,14 @@ class NVFP4Tensor:
         return e4m3.decode(self.scale_bytes)
 
     def dequantize(self) -> np.ndarray:
-        values = grouped(e2m1.decode(self.codes).astype(np.float64), GROUP_SIZE)
-        scales = self.block_scales.astype(np.float64)[..., None] * self.tensor_factor
-        return (values * scales).reshape(self.shape).astype(np.float32)
+        values = grouped(e2m1.decode(self.codes), GROUP_SIZE)
+        # float32 is enough. An element times its block scale has at most 2 + 4 significant bits
+        # and lies between 2^-10 and 2688, so that product is exact; the tensor factor is then
+        # the one rounding, the same one a float64 product rounded to float32 at the end gets.
+        values *= self.block_scales[..., None]
+        if self.global_scale is not None:
+            values *= np.float32(self.tensor_factor)
+        return values.reshape(self.shape)
 
     def explain(self, index) -> dict:
         position = element_index(self.shape, index)
@@ -168,12 +173,14 @@ def quantize(w, global_scale=None, group_size: int = GROUP_SIZE) -> NVFP4Tensor:
     """
     check_group("nvfp4", group_size, GROUP_SIZE)
     weights, dtype = float_input(w, GROUP_SIZE)
-    blocks = grouped(weights, GROUP_SIZE).astype(np.float64)
-    amax = np.abs(blocks).max(axis=-1)
+    blocks = grouped(weights, GROUP_SIZE)
+    # Block scales are never negative, so dividing by one never changes a sign: the elements are
+    # worked out from the magnitudes, and the signs are read off the weights.
+    magnitude = np.abs(blocks)
+    amax = block_amax(magnitude).astype(np.float64)
     block_scale = round_to(amax / e2m1.MAX, dtype).astype(np.float64)
-    if global_scale is None:
-        scale_encode = 1.0
-    else:
+    scale_encode = None  # 2688 / global_scale, with a tensor scale
+    if global_scale is not None:
         global_scale = _check_global_scale(global_scale)
         with np.errstate(over="ignore"):
             scale_encode = float(np.float32(TENSOR_SCALE_RANGE) / np.float32(global_scale))
@@ -183,20 +190,35 @@ def quantize(w, global_scale=None, group_size: int = GROUP_SIZE) -> NVFP4Tensor:
             )
         block_scale = round_to(block_scale * scale_encode, "float32").astype(np.float64)
     scale_bytes = np.asarray(e4m3.encode(block_scale), dtype=np.uint8)
-    scale_values = e4m3.decode(scale_bytes).astype(np.float64)[..., None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scaled = round_to(blocks / scale_values, dtype).astype(np.float64)
-        if global_scale is not None:
-            scaled = round_to(scaled * scale_encode, "float32").astype(np.float64)
-    # A block whose scale rounds to zero holds only values too small to keep: store +0 codes.
-    scaled = np.where(scale_values == 0, 0.0, scaled)
-    codes = e2m1.encode(scaled, "mlx")
+    scale_values = e4m3.decode(scale_bytes)
+    codes = element_codes(magnitude, np.signbit(blocks), scale_values, dtype, scale_encode)
     return NVFP4Tensor(
         codes=np.asarray(codes).reshape(weights.shape),
         scale_bytes=scale_bytes,
         global_scale=global_scale,
         source_dtype=dtype,
     )
+
+
+def element_codes(magnitude, negative, scale_values, dtype: str, scale_encode: float | None = None) -> np.ndarray:
+    """E2M1 codes (rule "mlx") for blocks given as magnitudes [..., n, 16] and signs, under decoded
+    block scales [..., n] (float32, never negative) and, with a tensor scale, the factor
+    2688 / global_scale; `dtype` is the input dtype. The magnitudes are left as they are.
+
+    The arithmetic runs in float32, as MLX's does for float32 input. Rounding a float64 quotient
+    or product of two float32 numbers to float32 gives the float32 result itself (float64 carries
+    more than twice float32's 24 bits), so this matches computing in float64.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = round_to(magnitude / scale_values[..., None], dtype)
+        if scale_encode is not None:
+            scaled *= np.float32(scale_encode)
+    # A block whose scale rounds to zero holds only values too small to keep: store +0 codes.
+    scaled[scale_values == 0] = 0
+    # Under the rule's own scale the quotient stays near +-6, but a hand-picked scale far too
+    # small for its block overflows float32; the encoder refuses that infinity.
+    scaled = as_float_array(scaled, what="value to encode as E2M1", keep_float32=True)
+    return e2m1.encode_magnitude(scaled, negative, "mlx")
 
 
 def from_parts(codes, scale_bytes, global_scale=None) -> NVFP4Tensor:

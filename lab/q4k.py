@@ -209,11 +209,19 @@ def payload_of_lane(lane) -> tuple:
 
 def _codes_in_lane_order(payload: np.ndarray) -> np.ndarray:
     """Payload bytes [..., 128] -> codes [..., 256] in output-lane order."""
-    by_chunk = payload.reshape(*payload.shape[:-1], 4, 1, 32)  # (chunk c, -, position l)
+    codes = np.empty((*payload.shape[:-1], BLOCK_WEIGHTS), dtype=np.uint8)
+    _write_lane_codes(payload, codes)
+    return codes
+
+
+def _write_lane_codes(payload: np.ndarray, out: np.ndarray) -> None:
+    """Write the codes of payload bytes [..., 128] into the contiguous array `out` [..., 256]
+    (any number type, e.g. float32 straight away) in lane order."""
+    by_chunk = payload.reshape(*payload.shape[:-1], 4, 32)  # (chunk c, position l)
+    lanes = out.reshape(*payload.shape[:-1], 4, 2, 32)  # (chunk c, nibble h, position l)
     # Lane 64c + 32h + l takes nibble h (0 = bits 0..3, 1 = bits 4..7) of byte 32c + l.
-    nibble_shift = np.array([0, 4], dtype=np.uint8).reshape(2, 1)
-    codes = (by_chunk >> nibble_shift) & np.uint8(15)  # (chunk, nibble h, position)
-    return codes.reshape(*payload.shape[:-1], BLOCK_WEIGHTS)
+    np.bitwise_and(by_chunk, 15, out=lanes[..., 0, :])
+    np.right_shift(by_chunk, 4, out=lanes[..., 1, :])
 
 
 def _payload_from_codes(codes: np.ndarray) -> np.ndarray:
@@ -261,17 +269,28 @@ def _gains_and_offsets(parts: dict) -> tuple[np.ndarray, np.ndarray]:
     return gain, offset
 
 
+#: blocks decoded per pass: 1024 blocks are 1 MiB of float32 weights, which stay in the CPU's
+#: cache while their codes become weights in place
+_DECODE_CHUNK_BLOCKS = 1024
+
+
 def decode(raw) -> np.ndarray:
     """Weights float32 [..., 256k] from Q4_K bytes [..., 144k]; bit-identical to gguf-py's dequantize."""
     raw = _as_raw(raw)
     parts = _split_blocks(raw)
     gain, offset = _gains_and_offsets(parts)
-    codes = _codes_in_lane_order(parts["payload"]).astype(np.float32)
-    subblock_codes = codes.reshape(*codes.shape[:-1], SUBBLOCKS, SUBBLOCK_WEIGHTS)
+    payload = parts["payload"].reshape(-1, PAYLOAD_BYTES)
+    gain = gain.reshape(-1, SUBBLOCKS, 1)
+    offset = offset.reshape(-1, SUBBLOCKS, 1)
+    weights = np.empty((payload.shape[0], SUBBLOCKS, SUBBLOCK_WEIGHTS), dtype=np.float32)
     with np.errstate(invalid="ignore", over="ignore"):
-        # Two separate float32 roundings (no fused multiply-add), as gguf-py computes it.
-        scaled = gain[..., None] * subblock_codes
-        weights = scaled - offset[..., None]
+        for start in range(0, payload.shape[0], _DECODE_CHUNK_BLOCKS):
+            blocks = slice(start, start + _DECODE_CHUNK_BLOCKS)
+            chunk = weights[blocks]
+            _write_lane_codes(payload[blocks], chunk)  # codes 0..15, exact in float32
+            # Two separate float32 roundings (no fused multiply-add), as gguf-py computes it.
+            chunk *= gain[blocks]
+            chunk -= offset[blocks]
     return weights.reshape(*raw.shape[:-1], raw.shape[-1] // BLOCK_BYTES * BLOCK_WEIGHTS)
 
 

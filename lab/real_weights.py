@@ -41,8 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import affine, e2m1, e4m3, mxfp4, mxfp8, nvfp4, q4k
-from ._arrays import round_to
+from . import _mx, affine, e4m3, mxfp4, mxfp8, nvfp4, q4k
 from ._blocks import float_input, grouped
 from ._mx import MXTensor
 from .errors import LabError, RuleError
@@ -132,7 +131,9 @@ def load_weights(path=None, names: Iterable[str] | None = None, rows: int | None
 
 
 def _squared_block_error(reconstructed: np.ndarray, blocks: np.ndarray) -> np.ndarray:
-    return np.square(reconstructed.astype(np.float64) - blocks).sum(axis=-1)
+    """Sum of squared errors per block, in float64 (a float32 difference of two float32 numbers can round)."""
+    error = np.subtract(reconstructed, blocks, dtype=np.float64)
+    return np.square(error, out=error).sum(axis=-1)
 
 
 def mxfp4_scale_search(w, rule: str = "mlx", offsets: Iterable[int] = SEARCH_OFFSETS) -> MXTensor:
@@ -145,25 +146,23 @@ def mxfp4_scale_search(w, rule: str = "mlx", offsets: Iterable[int] = SEARCH_OFF
     rules = rounding_preset(rule)
     base = mxfp4.quantize(w, rule=rule)
     weights, dtype = float_input(w, mxfp4.GROUP_SIZE)
-    blocks = grouped(weights, mxfp4.GROUP_SIZE).astype(np.float64)
+    blocks = grouped(weights, mxfp4.GROUP_SIZE)
+    magnitude, negative = np.abs(blocks), np.signbit(blocks)
     best_bytes = base.scale_bytes.copy()
     best_codes = grouped(base.codes, mxfp4.GROUP_SIZE).copy()
     best_error = np.full(base.scale_bytes.shape, np.inf)
     for offset in offsets:
         # Byte 255 is the NaN scale; 0..254 are all real powers of two.
         candidate = np.clip(base.scale_bytes.astype(np.int64) + offset, 0, 254)
-        scale = np.ldexp(1.0, candidate - 127)[..., None]
-        scaled = blocks / scale
-        if rules.computes_in_input_dtype:
-            scaled = round_to(scaled, dtype).astype(np.float64)
-        codes = e2m1.encode(scaled, rules.element_rounding)
+        # The same arithmetic as mxfp4.quantize, with the candidate scale in place of the rule's.
+        codes = _mx.element_codes(magnitude, negative, candidate, base.element, rules, dtype)
         with np.errstate(over="ignore"):  # a scale that overflows float32 loses the comparison
-            reconstructed = (e2m1.decode(codes).astype(np.float64) * scale).astype(np.float32)
-        error = _squared_block_error(reconstructed, blocks)
+            reconstructed = mxfp4.from_parts(codes.reshape(base.shape), candidate).dequantize()
+        error = _squared_block_error(reconstructed.reshape(blocks.shape), blocks)
         better = error < best_error
         best_error = np.where(better, error, best_error)
         best_bytes = np.where(better, candidate, best_bytes).astype(np.uint8)
-        best_codes = np.where(better[..., None], codes, best_codes)
+        np.copyto(best_codes, codes, where=better[..., None])
     return MXTensor(
         element=base.element,
         codes=best_codes.reshape(base.shape),
@@ -182,7 +181,8 @@ def nvfp4_scale_search(w, global_scale=None, offsets: Iterable[int] = SEARCH_OFF
     """
     base = nvfp4.quantize(w, global_scale=global_scale)
     weights, dtype = float_input(w, nvfp4.GROUP_SIZE)
-    blocks = grouped(weights, nvfp4.GROUP_SIZE).astype(np.float64)
+    blocks = grouped(weights, nvfp4.GROUP_SIZE)
+    magnitude, negative = np.abs(blocks), np.signbit(blocks)
     scale_encode = None
     if base.global_scale is not None:
         scale_encode = float(np.float32(nvfp4.TENSOR_SCALE_RANGE) / np.float32(base.global_scale))
@@ -191,20 +191,14 @@ def nvfp4_scale_search(w, global_scale=None, offsets: Iterable[int] = SEARCH_OFF
     best_error = np.full(base.scale_bytes.shape, np.inf)
     for offset in offsets:
         candidate = np.clip(base.scale_bytes.astype(np.int64) + offset, 0, e4m3.MAX_BYTE).astype(np.uint8)
-        scale = e4m3.decode(candidate).astype(np.float64)[..., None]
         # The same arithmetic as nvfp4.quantize, with the candidate scale in place of the rule's.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scaled = round_to(blocks / scale, dtype).astype(np.float64)
-            if scale_encode is not None:
-                scaled = round_to(scaled * scale_encode, "float32").astype(np.float64)
-        scaled = np.where(scale == 0, 0.0, scaled)
-        codes = e2m1.encode(scaled, "mlx")
-        reconstructed = (e2m1.decode(codes).astype(np.float64) * scale * base.tensor_factor).astype(np.float32)
-        error = _squared_block_error(reconstructed, blocks)
+        codes = nvfp4.element_codes(magnitude, negative, e4m3.decode(candidate), dtype, scale_encode)
+        reconstructed = nvfp4.from_parts(codes.reshape(base.shape), candidate, base.global_scale).dequantize()
+        error = _squared_block_error(reconstructed.reshape(blocks.shape), blocks)
         better = error < best_error
         best_error = np.where(better, error, best_error)
         best_bytes = np.where(better, candidate, best_bytes).astype(np.uint8)
-        best_codes = np.where(better[..., None], codes, best_codes)
+        np.copyto(best_codes, codes, where=better[..., None])
     return NVFP4Tensor(
         codes=best_codes.reshape(base.shape),
         scale_bytes=best_bytes,
@@ -361,20 +355,45 @@ class ModelReport:
 UNMEASURED = ("relative_rmse", "max_abs_error", "outlier_share", "outlier_relative_rmse", "bits_per_weight")
 
 
-def error_metrics(w: np.ndarray, reconstructed: np.ndarray) -> dict:
-    """Relative RMSE, max abs error and outlier figures of `reconstructed` against `w` (see the module docstring)."""
-    original = np.asarray(w, dtype=np.float64)
-    error = np.asarray(reconstructed, dtype=np.float64) - original
-    squared_norm = float(np.square(original).sum())
-    squared_error = float(np.square(error).sum())
-    rms = np.sqrt(squared_norm / original.size)
-    outliers = np.abs(original) > OUTLIER_RMS_MULTIPLE * rms
-    outlier_norm = float(np.square(original[outliers]).sum())
-    outlier_error = float(np.square(error[outliers]).sum())
+@dataclass(frozen=True)
+class OriginalFigures:
+    """What the error metrics need from the original tensor alone; the same for every format,
+    so evaluate_model works it out once per tensor."""
+
+    squared_norm: float  # ||w||², summed in float64
+    outliers: np.ndarray  # bool mask: |w| > 6·rms(w)
+    outlier_share: float  # the outliers' share of the weights
+    outlier_norm: float  # ||w||² over the outliers
+
+    @classmethod
+    def of(cls, w: np.ndarray) -> OriginalFigures:
+        original = np.asarray(w)
+        squared_norm = float(np.square(original, dtype=np.float64).sum())
+        rms = np.sqrt(squared_norm / original.size)
+        # A float64 threshold, so that float32 weights are compared in float64 rather than the
+        # threshold being rounded to float32.
+        outliers = np.abs(original) > np.float64(OUTLIER_RMS_MULTIPLE * rms)
+        outlier_norm = float(np.square(original[outliers], dtype=np.float64).sum())
+        return cls(squared_norm, outliers, float(outliers.mean()), outlier_norm)
+
+
+def error_metrics(w: np.ndarray, reconstructed: np.ndarray, original: OriginalFigures | None = None) -> dict:
+    """Relative RMSE, max abs error and outlier figures of `reconstructed` against `w` (see the module docstring).
+
+    `original` is `OriginalFigures.of(w)` when the caller already has it.
+    """
+    figures = OriginalFigures.of(w) if original is None else original
+    # Every sum is taken over float64 values; the error array is the only full-size float64 copy.
+    error = np.subtract(reconstructed, w, dtype=np.float64)
+    outlier_error = float(np.square(error[figures.outliers]).sum())
+    np.abs(error, out=error)  # from here on only |error| matters
+    max_abs_error = float(error.max())
+    squared_error = float(np.square(error, out=error).sum())
+    squared_norm, outlier_norm = figures.squared_norm, figures.outlier_norm
     return {
         "relative_rmse": float(np.sqrt(squared_error / squared_norm)) if squared_norm else 0.0,
-        "max_abs_error": float(np.abs(error).max()),
-        "outlier_share": float(outliers.mean()),
+        "max_abs_error": max_abs_error,
+        "outlier_share": figures.outlier_share,
         "outlier_relative_rmse": float(np.sqrt(outlier_error / outlier_norm)) if outlier_norm else float("nan"),
         "squared_error": squared_error,
         "squared_norm": squared_norm,
@@ -426,6 +445,7 @@ def evaluate_model(
     total = len(matrices) * len(chosen)
     done = 0
     for name, w in matrices.items():
+        original = OriginalFigures.of(w)
         for spec in chosen:
             started = time.perf_counter()
             reason = spec.skip_reason(w.shape[-1])
@@ -435,7 +455,7 @@ def evaluate_model(
                 squared_error = squared_norm = 0.0
             else:
                 quantized = spec.quantize(w)
-                metrics = error_metrics(w, quantized.dequantize())
+                metrics = error_metrics(w, quantized.dequantize(), original)
                 squared_error, squared_norm = metrics.pop("squared_error"), metrics.pop("squared_norm")
                 bits_per_weight = float(quantized.bits_per_weight)
                 result = TensorResult(name, spec.name, w.shape, w.size, bits_per_weight=bits_per_weight, **metrics)
