@@ -518,11 +518,19 @@ def quantize(w) -> Q4KTensor:
 
 
 def _six_bit_fields(values: np.ndarray, largest: np.ndarray) -> np.ndarray:
-    inverse = np.where(largest > 0, _F32(FIELD_MAX) / np.where(largest > 0, largest, _F32(1)), _F32(0))
+    with np.errstate(over="ignore", invalid="ignore"):  # handled just below
+        inverse = np.where(largest > 0, _F32(FIELD_MAX) / np.where(largest > 0, largest, _F32(1)), _F32(0))
+        fields = inverse[:, None] * values
+    # Below about 1.9e-37, 63 / largest overflows float32 (the C reference then rounds inf and
+    # NaN, which is undefined). Such a super-block's fp16 d or dmin is 0 whatever the fields say,
+    # so take the ratio the other way round there: same fields, no overflow.
+    overflowed = ~np.isfinite(inverse)
+    if overflowed.any():
+        fields[overflowed] = values[overflowed] / largest[overflowed, None] * _F32(FIELD_MAX)
     # The C reference stores the rounded value straight into a uint8, so a negative one would
     # wrap around; clamping at 0 is the sane reading. (A winning step below zero needs a
     # subblock whose best line slopes the wrong way; it does not arise from real weights.)
-    return np.clip(np.rint(inverse[:, None] * values), 0, FIELD_MAX).astype(np.uint8)
+    return np.clip(np.rint(fields), 0, FIELD_MAX).astype(np.uint8)
 
 
 def _fit_subblocks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -104,3 +104,18 @@ def test_global_scale_must_be_positive():
 def test_global_scale_so_small_that_its_reciprocal_overflows():
     with pytest.raises(NonFiniteError, match="overflows float32"):
         nvfp4.quantize(np.full((1, 16), 1e-45, np.float32), global_scale=1e-45)
+
+
+def test_q4k_quantize_of_weights_too_small_for_fp16_gives_zeros_without_warnings():
+    """d = max_scale / 63 underflows float16; 63 / max_scale would overflow float32 on the way."""
+    import warnings
+
+    import gguf
+
+    w = np.full((2, 256), 1e-40, np.float32)
+    w[1] = np.linspace(-1e-38, 1e-38, 256, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        raw = q4k.quantize(w).raw
+    decoded = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q4_K)
+    assert np.all(decoded == 0)
