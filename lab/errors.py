@@ -47,3 +47,7 @@ class UnsupportedTypeError(LabError):
 
 class GGUFFormatError(LabError):
     """A GGUF file that is malformed: truncated, inconsistent, or pointing outside itself."""
+
+
+class InputError(LabError):
+    """Text a learner typed that the lab cannot read as the number (or row of numbers) it needs."""

@@ -153,10 +153,16 @@ class NVFP4Tensor:
 
 
 def _check_global_scale(global_scale) -> float:
+    """The tensor scale as the float32 it is stored as; it must stay positive and finite there."""
     value = float(as_float_array(global_scale, what="global_scale", allow_nonfinite=True))
-    if not np.isfinite(value) or value <= 0:
-        raise NonFiniteError(f"global_scale must be a positive finite float32 (the tensor amax), got {value!r}")
-    return float(np.float32(value))
+    with np.errstate(over="ignore"):
+        stored = float(np.float32(value))
+    if not np.isfinite(stored) or stored <= 0:
+        raise NonFiniteError(
+            f"global_scale must be a positive finite float32 (the tensor amax), got {value!r}"
+            + (f", which is {stored!r} as a float32" if np.isfinite(value) and value > 0 else "")
+        )
+    return stored
 
 
 def tensor_amax(w) -> float:

@@ -118,8 +118,9 @@ def load_weights(path=None, names: Iterable[str] | None = None, rows: int | None
             tensor_slice = handle.get_slice(name)
             if tensor_slice.get_dtype() not in FLOAT_DTYPES:
                 continue
-            if rows is not None and len(tensor_slice.get_shape()) > 1:
-                weights[name] = tensor_slice[:rows]
+            shape = tensor_slice.get_shape()
+            if rows is not None and len(shape) > 1:
+                weights[name] = tensor_slice[: min(rows, shape[0])]  # safetensors refuses a slice past the end
             else:
                 weights[name] = handle.get_tensor(name)
     return weights

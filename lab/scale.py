@@ -33,8 +33,10 @@ def quantize_codes(w, scale) -> np.ndarray:
     """E2M1 code of each weight under the lab convention."""
     weights = as_float_array(w, what="weights")
     scale = _check_scale(scale)
-    candidates = scale * e2m1.VALUES.astype(np.float64)
-    distance = np.abs(weights[..., None] - candidates)
+    # Near float64's top a scaled value can overflow to inf; it is then never the nearest.
+    with np.errstate(over="ignore", invalid="ignore"):
+        candidates = scale * e2m1.VALUES.astype(np.float64)
+        distance = np.abs(weights[..., None] - candidates)
     # argmin returns the first minimum, which is the lowest unsigned code on an exact tie.
     return np.argmin(distance, axis=-1).astype(np.uint8)
 
@@ -76,9 +78,10 @@ def analyse(w, x, scale) -> ScaleLabRow:
     scale = _check_scale(scale)
     codes = quantize_codes(weights, scale)
     w_hat = scale * e2m1.VALUES.astype(np.float64)[codes]
-    # fsum keeps the sums exact up to one final rounding, so the article's numbers come out clean.
-    y = math.fsum(weights * inputs)
-    y_hat = math.fsum(w_hat * inputs)
+    y = _exact_dot(weights, inputs)
+    y_hat = _exact_dot(w_hat, inputs)
+    if not (math.isfinite(y) and math.isfinite(y_hat)):
+        raise NonFiniteError("y = w · x or ŷ = ŵ · x overflows float64 (beyond about 1.8e308); use smaller numbers")
     return ScaleLabRow(
         w=weights,
         x=inputs,
@@ -91,6 +94,19 @@ def analyse(w, x, scale) -> ScaleLabRow:
         y_hat=y_hat,
         delta_y=y_hat - y,
     )
+
+
+def _exact_dot(a: np.ndarray, b: np.ndarray) -> float:
+    """Σ aᵢbᵢ with fsum, which keeps the sum exact up to one final rounding, so the article's
+    numbers come out clean; inf where a product or the sum leaves float64's range."""
+    with np.errstate(over="ignore"):
+        products = a * b
+    if not np.all(np.isfinite(products)):
+        return math.inf
+    try:
+        return math.fsum(products)
+    except OverflowError:  # fsum's intermediate sum overflowed
+        return math.inf
 
 
 def output_error(w, x, scale) -> float:

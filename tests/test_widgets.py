@@ -129,3 +129,30 @@ def test_each_bundle_and_standalone_script_parses(module_file, tmp_path):
         path.write_text(source)
         result = subprocess.run([node, "--check", str(path)], capture_output=True, text=True)
         assert result.returncode == 0, f"{module_file} {name}: {result.stderr}"
+
+
+def test_a_refused_input_clears_what_was_derived_from_the_last_good_one():
+    widget = OwnershipView()
+    assert widget.mx_weights[0] == 1.5
+    widget.mx_scale_byte = 300
+    assert "0..255" in widget.message and widget.mx_weights == [] and widget.mx_formula == ""
+    widget.mx_scale_byte = 0x7E
+    assert widget.message == "" and widget.mx_weights[0] == 1.5
+    explorer = Q4KExplorer()
+    explorer.payload_index = 128
+    assert explorer.low_formula == "" and explorer.weights == []
+
+
+@pytest.mark.parametrize("tensor_scale", [1e36, float("inf"), 1e-50])
+def test_ownership_view_refuses_a_tensor_scale_float32_cannot_hold(tensor_scale):
+    widget = OwnershipView(tensor_scale=tensor_scale)
+    assert "global_scale" in widget.message or "tensor scale" in widget.message
+    assert widget.nv_weights == []
+
+
+def test_scale_lab_reads_the_same_grammar_as_the_browser():
+    widget = ScaleLab(w_text="2^-3, 3/8, \u22121", x_text="1 1 1", scale=0.125)
+    assert widget.message == "" and widget.w_hat == [0.125, 0.375, -0.75]
+    widget.w_text = "1e308, 1e308"
+    widget.x_text = "1, 1"
+    assert "overflows float64" in widget.message and widget.delta_y is None

@@ -15,7 +15,7 @@ import anywidget
 import numpy as np
 import traitlets as t
 
-from lab import e2m1, e8m0, mxfp4, nibble, nvfp4, q4k, scale, sizes
+from lab import e2m1, e8m0, mxfp4, nibble, nvfp4, q4k, scale, sizes, text
 from lab.errors import LabError
 
 from ._bundle import bundle, stylesheet
@@ -41,10 +41,21 @@ class _LabWidget(anywidget.AnyWidget):
         self.observe(lambda _change: self._derive(), names=self._inputs)
         self._derive()
 
+    #: traits the widget reads (and the standalone pages keep in the link)
     _inputs: tuple[str, ...] = ()
 
     def _derive(self) -> None:
+        """Recompute every derived trait from the input traits with the `lab` codec."""
         raise NotImplementedError
+
+    def _refuse(self, error: LabError) -> None:
+        """Say what is wrong and reset every derived trait, so nothing stale looks current."""
+        self.set_trait("message", str(error))
+        inherited = anywidget.AnyWidget.class_traits()
+        for name, trait in self.traits(sync=True).items():
+            if name in self._inputs or name in inherited or name.startswith("_") or name == "message":
+                continue
+            self.set_trait(name, None if trait.allow_none else trait.default())
 
 
 class NibbleDecoder(_LabWidget):
@@ -77,22 +88,6 @@ class NibbleDecoder(_LabWidget):
         self.set_trait("int4", readings["int4"])
 
 
-def _parse_row(text: str, label: str) -> list[float]:
-    items = [item for item in text.replace(";", ",").replace(",", " ").split() if item]
-    if not items:
-        raise LabError(f"{label}: enter at least one number, separated by commas")
-    values = []
-    for position, item in enumerate(items, start=1):
-        try:
-            value = float(item.replace("\u2212", "-"))
-        except ValueError:
-            raise LabError(f'{label}, item {position} ("{item}") is not a number') from None
-        if not math.isfinite(value):
-            raise LabError(f'{label}, item {position} ("{item}") must be a finite number')
-        values.append(value)
-    return values
-
-
 class ScaleLab(_LabWidget):
     """The article's scale lab. Input traits: `w_text`, `x_text` (comma-separated) and `scale`."""
 
@@ -112,13 +107,11 @@ class ScaleLab(_LabWidget):
 
     def _derive(self) -> None:
         try:
-            row = scale.analyse(_parse_row(self.w_text, "weights"), _parse_row(self.x_text, "inputs"), self.scale)
+            row = scale.analyse(
+                text.parse_number_row(self.w_text, "weights"), text.parse_number_row(self.x_text, "inputs"), self.scale
+            )
         except LabError as error:
-            self.set_trait("message", str(error))
-            for name in ("w_hat", "weight_error", "clipped", "codes"):
-                self.set_trait(name, [])
-            for name in ("y", "y_hat", "delta_y"):
-                self.set_trait(name, None)
+            self._refuse(error)
             return
         self.set_trait("message", "")
         self.set_trait("w_hat", row.w_hat.tolist())
@@ -157,7 +150,6 @@ class OwnershipView(_LabWidget):
     nv_formula = t.Unicode().tag(sync=True)
     mx_bits_per_weight = t.Float(mxfp4.BITS_PER_WEIGHT).tag(sync=True)
     nv_bits_per_weight = t.Float(sizes.FORMAT_BITS_PER_WEIGHT["NVFP4"]).tag(sync=True)
-    nv_tensor_scale_bits_per_weight = t.Float(32 / 32).tag(sync=True)  # one FP32 over these 32 weights
 
     def _derive(self) -> None:
         try:
@@ -171,7 +163,7 @@ class OwnershipView(_LabWidget):
             if not 0 <= self.selected < 32:
                 raise LabError(f"selected must be an element index 0..31, got {self.selected}")
         except LabError as error:
-            self.set_trait("message", str(error))
+            self._refuse(error)
             return
         self.set_trait("message", "")
         self.set_trait("mx_scale", _finite_or_none(float(e8m0.decode(self.mx_scale_byte))))
@@ -213,7 +205,7 @@ class Q4KExplorer(_LabWidget):
             with np.errstate(all="ignore"):
                 weights = q4k.decode(raw)
         except LabError as error:
-            self.set_trait("message", str(error))
+            self._refuse(error)
             return
         self.set_trait("message", "")
         scales, mins = q4k.unpack_scale_min(raw[q4k.METADATA_OFFSET : q4k.PAYLOAD_OFFSET])

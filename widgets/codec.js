@@ -291,7 +291,7 @@ function binary(value, width) {
 export const E2M1_VALUES = Object.freeze([
   0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6,
 ]);
-const E2M1_MAX = 6;
+export const E2M1_MAX = 6;
 
 export function e2m1Decode(code) {
   return E2M1_VALUES[checkCode(code, 16, "E2M1 code")];
@@ -617,6 +617,18 @@ export function scaleReconstruct(w, scale) {
  * ŵ − w, which weights clipped (|w| > 6·scale), y = w·x, ŷ = ŵ·x (both fsum-exact), Δy = ŷ − y,
  * and each weight's share of Δy, terms[i] = (ŵᵢ − wᵢ)·xᵢ.
  */
+// The scale lab's dot product (lab.scale._exact_dot): Infinity where a product or the sum leaves
+// float64's range, so the caller can say so instead of showing a meaningless number.
+function dotOrInfinity(a, b) {
+  if (Array.from(a, (value, index) => value * b[index]).some((product) => !Number.isFinite(product))) return Infinity;
+  try {
+    return dot(a, b);
+  } catch (error) {
+    if (error.name === "OverflowError") return Infinity;
+    throw error;
+  }
+}
+
 export function scaleAnalyse(w, x, scale) {
   const weights = checkFiniteRow(w, "weights");
   const inputs = checkFiniteRow(x, "inputs");
@@ -630,8 +642,11 @@ export function scaleAnalyse(w, x, scale) {
   const codes = weights.map((weight) => nearestScaledCode(weight, scale));
   const wHat = codes.map((code) => scale * E2M1_VALUES[code]);
   const weightError = wHat.map((value, i) => value - weights[i]);
-  const y = dot(weights, inputs);
-  const yHat = dot(wHat, inputs);
+  const y = dotOrInfinity(weights, inputs);
+  const yHat = dotOrInfinity(wHat, inputs);
+  if (!Number.isFinite(y) || !Number.isFinite(yHat)) {
+    throw labError("NonFiniteError", "y = w · x or ŷ = ŵ · x overflows float64 (beyond about 1.8e308); use smaller numbers");
+  }
   return {
     w: weights,
     x: inputs,
@@ -665,7 +680,7 @@ export function scaleRepresentable(scale) {
 // Python multiplies in float64 and rounds the weight to float32 once; so does this code.
 export const MXFP4_GROUP_SIZE = 32;
 export const NVFP4_GROUP_SIZE = 16;
-const NVFP4_TENSOR_SCALE_RANGE = E2M1_MAX * 448; // 2688: largest E2M1 times largest E4M3
+export const NVFP4_TENSOR_SCALE_RANGE = E2M1_MAX * 448; // 2688: largest E2M1 times largest E4M3
 
 function checkBlocks(codes, scaleBytes, groupSize, format, scaleName) {
   const elementCodes = checkCodes(codes, 16, "E2M1 code");
@@ -720,13 +735,16 @@ export function mxExplain(codes, scaleBytes, index) {
 }
 
 function checkGlobalScale(globalScale) {
-  if (typeof globalScale !== "number" || !Number.isFinite(globalScale) || globalScale <= 0) {
+  // Checked as the float32 it is stored as: 1e39 would become Infinity and 1e-50 zero.
+  const stored = typeof globalScale === "number" ? Math.fround(globalScale) : NaN;
+  if (!Number.isFinite(stored) || stored <= 0) {
+    const asFloat32 = Number.isFinite(globalScale) && globalScale > 0 ? `, which is ${describe(stored)} as a float32` : "";
     throw labError(
       "NonFiniteError",
-      `global_scale must be a positive finite float32 (the tensor amax), got ${describe(globalScale)}`,
+      `global_scale must be a positive finite float32 (the tensor amax), got ${describe(globalScale)}${asFloat32}`,
     );
   }
-  return Math.fround(globalScale);
+  return stored;
 }
 
 /**
@@ -789,10 +807,10 @@ export function nvExplain(codes, scaleBytes, index, globalScale = null) {
 // Subblock j (32 lanes) reconstructs code q as  w = d·s_j·q − dmin·m_j, in float32 with each of
 // d·s_j, dmin·m_j, gain·q and the final subtraction rounded (gguf-py's order, no fused multiply-add).
 export const Q4K_BLOCK_BYTES = 144;
-const Q4K_BLOCK_WEIGHTS = 256;
-const Q4K_METADATA_OFFSET = 4;
-const Q4K_PAYLOAD_OFFSET = 16;
-const Q4K_PAYLOAD_BYTES = 128;
+export const Q4K_BLOCK_WEIGHTS = 256;
+export const Q4K_METADATA_OFFSET = 4;
+export const Q4K_PAYLOAD_OFFSET = 16;
+export const Q4K_PAYLOAD_BYTES = 128;
 
 // Metadata packing, bit 7 first:
 //   B[0..3]   = hh ssssss   s_0..s_3 in bits 0..5; bits 6..7 are bits 4..5 of s_4..s_7
@@ -1129,6 +1147,22 @@ export function parseNumber(text) {
 }
 
 const BYTE_EXAMPLES = "126, 0x7E or 0b01111110";
+
+const MAX_ROW_LENGTH = 64;
+
+/** A row of numbers separated by commas, semicolons or spaces, at most 64 (lab.text.parse_number_row). */
+export function parseNumberRow(text, label) {
+  const items = String(text).split(/[,;\s]+/).filter((item) => item.length > 0);
+  if (items.length === 0) return { ok: false, values: null, message: `${label}: enter at least one number, separated by commas` };
+  if (items.length > MAX_ROW_LENGTH) return { ok: false, values: null, message: `${label}: at most ${MAX_ROW_LENGTH} numbers, got ${items.length}` };
+  const values = [];
+  for (const [position, item] of items.entries()) {
+    const parsed = parseNumber(item);
+    if (!parsed.ok) return { ok: false, values: null, message: `${label}, item ${position + 1} ("${item}"): ${parsed.message}` };
+    values.push(parsed.value);
+  }
+  return { ok: true, values, message: "" };
+}
 
 /**
  * A byte 0..255 from text: decimal "126", hex "0x7E" or binary "0b01111110" (hex and binary may

@@ -187,6 +187,26 @@ describe("golden vectors from the Python codec", () => {
     }
   });
 
+  test("reading typed numbers and rows: same values and same messages as lab.text", () => {
+    for (const { text, value, message } of golden.parse.numbers) {
+      const parsed = codec.parseNumber(text);
+      if (message !== undefined) assert.deepEqual([parsed.ok, parsed.message], [false, message], `parseNumber(${JSON.stringify(text)})`);
+      else assertSameBits(parsed.value, value, `parseNumber(${JSON.stringify(text)})`);
+    }
+    for (const { text, value, message } of golden.parse.rows) {
+      const parsed = codec.parseNumberRow(text, "weights");
+      if (message !== undefined) assert.deepEqual([parsed.ok, parsed.message], [false, message], `parseNumberRow(${JSON.stringify(text)})`);
+      else assertSameBits(parsed.values, value, `parseNumberRow(${JSON.stringify(text)})`);
+    }
+  });
+
+  test("NVFP4: tensor scales at float32's edges are accepted or refused as in Python", () => {
+    for (const { globalScale, value, error } of golden.nvfp4TensorFactor) {
+      if (error) assert.throws(() => codec.nvfp4TensorFactor(globalScale), { name: error }, `global_scale ${globalScale}`);
+      else assertSameBits(codec.nvfp4TensorFactor(globalScale), value, `global_scale ${globalScale}`);
+    }
+  });
+
   test("NVFP4: random blocks with and without a tensor scale", () => {
     for (const [i, row] of golden.nvfp4.entries()) {
       const { codes, scaleBytes, globalScale, tensorFactor, weights, explain } = row;

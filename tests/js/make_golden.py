@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from lab import e2m1, e4m3, e8m0, mxfp4, nibble, nvfp4, q4k, scale, sizes
+from lab.errors import InputError
+from lab.text import parse_number, parse_number_row
 from lab._blocks import fmt as format_lab_number
 from lab.q4k import _fmt as format_float32
 
@@ -249,7 +251,9 @@ def scale_lab_cases() -> list:
         scale_row([], [], 0.5),
         scale_row([math.nan], [1.0], 0.5),
         scale_row([1.0], [math.inf], 0.5),
-        scale_row([1e308, 1e308], [1.0, 1.0], 1e308),  # the sum overflows: fsum raises
+        scale_row([1e308, 1e308], [1.0, 1.0], 1e308),  # the sum overflows
+        scale_row([1e200, 1.0], [1e200, 1.0], 0.5),  # a product overflows
+        scale_row([1.0, -1.0], [1e308, 1e308], 0.5),  # exact, then reconstructed products overflow
     ]
     return article + rows + errors
 
@@ -318,6 +322,39 @@ def nvfp4_cases() -> list:
             }
         )
     return cases
+
+
+def nvfp4_tensor_factor_cases() -> list:
+    """Tensor scales at and beyond float32's edges: accepted, or refused with the error class."""
+    scales = [2688.0, 1.0, 3.4e38, 3.5e38, 1e39, 1.5e-45, 1e-46, 1e-50, 0.0, -1.0]
+    return [
+        {"global_scale": g, **outcome(lambda g=g: nvfp4.from_parts([0] * 16, [0x38], g).tensor_factor)}
+        for g in scales
+    ]
+
+
+NUMBER_TEXTS = [
+    "0.5", "-1e-3", " 1.5 ", ".5", "1.", "+2", "\u22120.25", "3/8", "-3 / 8", "1/0", "0/0", "2^-3", "2^(-3)",
+    "-2^10", "2^1024", "2^-1075", "2^-1074", "1e308", "1e309", "-1e999", "5e-324", "1e-400", "", "   ", "abc",
+    "NaN", "-inf", "Infinity", "0x10", "1,5", "1_0", "\u0661", "1e", "e5", "--1", "2^", "2^1.5", "3/8/2",
+]
+ROW_TEXTS = [
+    "-1, 0.3, 0.9, 1.7", "2 1 -1 0.5", "1;2;3", "", " , ", "1, abc", "1, 2^-3, 3/8", ", ".join(["1"] * 64),
+    ", ".join(["1"] * 65), "1e999, 1", "\u22121, \u22122",
+]
+
+
+def parse_cases() -> dict:
+    def read(call, *args):
+        try:
+            return {"value": call(*args)}
+        except InputError as error:
+            return {"message": str(error)}
+
+    return {
+        "numbers": [{"text": text, **read(parse_number, text)} for text in NUMBER_TEXTS],
+        "rows": [{"text": text, **read(parse_number_row, text, "weights")} for text in ROW_TEXTS],
+    }
 
 
 def random_fp16_bits(rng, finite: bool) -> int:
@@ -467,6 +504,8 @@ def _sections() -> dict:
         "mxfp4": mxfp4_cases(),
         "nibble": nibble_cases(),
         "nvfp4": nvfp4_cases(),
+        "nvfp4_tensor_factor": nvfp4_tensor_factor_cases(),
+        "parse": parse_cases(),
         "q4k": q4k_cases(),
         "q4k_metadata_sources": q4k_metadata_source_cases(),
         "q4k_pack": q4k_pack_cases(),

@@ -1,0 +1,76 @@
+"""Reading numbers a learner types. The widgets' JS codec (parseNumber, parseNumberRow) reads the
+same grammar with the same messages; golden vectors keep the two in step.
+
+Accepted: decimals and scientific notation ("0.5", "-1e-3", ".5", "1."), a power of two
+("2^-3", "2^(-3)"), a fraction ("3/8"), with the typographic minus "−" allowed anywhere.
+Refused, with a message that says why: empty text, words, NaN and infinity, anything beyond
+float64's range, and division by zero. Digits are ASCII only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .errors import InputError
+
+NUMBER_EXAMPLES = "0.5, -1e-3, 3/8 or 2^-3"
+MAX_ROW_LENGTH = 64
+_DECIMAL = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)"
+_DECIMAL_NUMBER = re.compile(rf"^[+-]?{_DECIMAL}(?:[eE][+-]?[0-9]+)?$")
+_FRACTION = re.compile(rf"^([+-]?{_DECIMAL})\s*/\s*({_DECIMAL})$")
+_POWER_OF_TWO = re.compile(r"^([+-]?)2\s*\^\s*(?:\(\s*([+-]?[0-9]+)\s*\)|([+-]?[0-9]+))$")
+_NOT_FINITE_WORD = re.compile(r"^[+-]?(?:nan|inf|infinity)$", re.IGNORECASE)
+_SEPARATORS = re.compile(r"[,;\s]+")
+
+
+def _power_of_two(exponent: int) -> float:
+    if exponent > 1023:
+        return math.inf
+    if exponent < -1074:
+        return 0.0
+    return math.ldexp(1.0, exponent)
+
+
+def parse_number(text: str) -> float:
+    """The number `text` spells, or InputError with a message a learner can act on."""
+    if not isinstance(text, str):
+        raise InputError(f"Expected text to read a number from, got {text!r}.")
+    cleaned = text.strip().replace("\u2212", "-")
+    if cleaned == "":
+        raise InputError(f"Type a number, for example {NUMBER_EXAMPLES}.")
+    if _NOT_FINITE_WORD.match(cleaned):
+        raise InputError(f"{cleaned} is not a finite number, and the lab needs one here. Try {NUMBER_EXAMPLES}.")
+    power = _POWER_OF_TWO.match(cleaned)
+    fraction = _FRACTION.match(cleaned)
+    if _DECIMAL_NUMBER.match(cleaned):
+        value = float(cleaned)
+    elif power:
+        magnitude = _power_of_two(int(power.group(2) or power.group(3)))
+        value = -magnitude if power.group(1) == "-" else magnitude
+    elif fraction:
+        denominator = float(fraction.group(2))
+        if denominator == 0:
+            raise InputError(f"{cleaned} divides by zero. Use a non-zero number below the line.")
+        value = float(fraction.group(1)) / denominator
+    else:
+        raise InputError(f"\u201c{text.strip()}\u201d is not a number the lab can read. Type something like {NUMBER_EXAMPLES}.")
+    if not math.isfinite(value):
+        raise InputError(f"{cleaned} is too large: it is beyond the largest float64 (about 1.8e308).")
+    return value
+
+
+def parse_number_row(text: str, label: str) -> list[float]:
+    """A row of numbers separated by commas, semicolons or spaces (at most 64)."""
+    items = [item for item in _SEPARATORS.split(str(text)) if item]
+    if not items:
+        raise InputError(f"{label}: enter at least one number, separated by commas")
+    if len(items) > MAX_ROW_LENGTH:
+        raise InputError(f"{label}: at most {MAX_ROW_LENGTH} numbers, got {len(items)}")
+    values = []
+    for position, item in enumerate(items, start=1):
+        try:
+            values.append(parse_number(item))
+        except InputError as error:
+            raise InputError(f'{label}, item {position} ("{item}"): {error}') from None
+    return values
