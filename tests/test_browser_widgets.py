@@ -137,3 +137,18 @@ def test_standalone_pages_restore_state_from_the_fragment(pages):
         assert _text(page, "delta-y") == "+0.125"
         assert "Ignored from the link: evil" in page.locator("#link-note").inner_text()
         assert log.blocked == [] and log.console_errors == []
+
+
+def test_a_broken_or_out_of_range_link_says_so(pages):
+    with browser_page() as (page, log):
+        page.goto((pages / "nibble-decoder.html").as_uri() + "#%")
+        page.wait_for_selector("body[data-ready='true']")
+        assert "could not be read" in page.locator("#link-note").inner_text()
+        assert _text(page, "e2m1-value") == "3"  # the defaults
+        _open(page, pages, "nibble-decoder", {"code": 99})
+        assert "0..15, got 99" in page.get_by_role("alert").inner_text()
+        _open(page, pages, "ownership", {"selected": 99})
+        assert "0..31, got 99" in page.get_by_role("alert").inner_text()
+        _open(page, pages, "ownership", {"tensor_scale": 1e306})
+        assert "global_scale" in page.get_by_role("alert").inner_text()
+        assert log.blocked == [] and log.console_errors == []

@@ -44,11 +44,10 @@ function sameShape(value, reference) {
 // Traits from the fragment, keeping only known input traits whose values look like the defaults.
 // Anything else is ignored and reported, never evaluated.
 export function readFragment(defaults, inputNames) {
-  const text = decodeURIComponent(location.hash.slice(1));
-  if (!text) return { values: {}, problem: null };
+  if (location.hash.length <= 1) return { values: {}, problem: null };
   let parsed;
   try {
-    parsed = JSON.parse(text);
+    parsed = JSON.parse(decodeURIComponent(location.hash.slice(1)));
   } catch {
     return { values: {}, problem: "The link's state could not be read, so the defaults are shown." };
   }

@@ -6,8 +6,9 @@ import { h, svg, formatNumber, bits, mount, setTraits } from "./ui.js";
 
 const BIT_NAMES = ["sign", "exponent bit 1", "exponent bit 0", "fraction bit"];
 
-function clampCode(value) {
-  return Number.isInteger(value) && value >= 0 && value <= 15 ? value : 0;
+function validCode(model) {
+  const code = model.get("code");
+  return Number.isInteger(code) && code >= 0 && code <= 15 ? { code } : { problem: `code must be a whole number 0..15, got ${JSON.stringify(code)}` };
 }
 
 function bitButtons(model, code) {
@@ -134,7 +135,7 @@ function render({ model, el }) {
     el,
     className: "lab-nibble",
     traits: ["code"],
-    validate: (m) => ({ code: clampCode(m.get("code")) }),
+    validate: validCode,
     build: ({ code }) => [
       h("div", { class: "lab-row" }, bitButtons(model, code), h("span", { class: "lab-caption" }, `code ${code} = ${bits(code, 4)}`)),
       readouts(code),

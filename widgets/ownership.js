@@ -9,14 +9,12 @@ import {
   mxfp4Dequantize,
   nvfp4Dequantize,
   nvfp4TensorFactor,
+  NVFP4_TENSOR_SCALE_RANGE,
   bitsPerWeight,
   parseByte,
   parseNumber,
 } from "./codec.js";
 import { h, formatNumber, hex2, bits, mount, setTraits, message } from "./ui.js";
-
-// The article's "tensor scale" is the multiplier applied on decode; MLX stores global_scale = 2688 × it.
-const TENSOR_SCALE_RANGE = 6 * 448;
 
 function validState(model) {
   const codes = model.get("codes");
@@ -30,7 +28,15 @@ function validState(model) {
   if (!Array.isArray(nvBytes) || nvBytes.length !== 2 || !nvBytes.every((b) => Number.isInteger(b) && b >= 0 && b <= 255))
     return { problem: "the two E4M3 scale bytes must each be 0..255" };
   if (!(Number.isFinite(tensorScale) && tensorScale > 0)) return { problem: "the tensor scale must be a positive finite number" };
-  return { codes, mxByte, nvBytes, tensorScale, selected: Number.isInteger(selected) && selected >= 0 && selected < 32 ? selected : 0 };
+  if (!Number.isInteger(selected) || selected < 0 || selected > 31) return { problem: `the traced element must be 0..31, got ${JSON.stringify(selected)}` };
+  // The article's tensor scale is the multiplier applied on decode; MLX stores global_scale = 2688 × it.
+  let tensorFactor;
+  try {
+    tensorFactor = nvfp4TensorFactor(tensorScale * NVFP4_TENSOR_SCALE_RANGE);
+  } catch (error) {
+    return { problem: `tensor scale ${tensorScale}: ${error.message}` };
+  }
+  return { codes, mxByte, nvBytes, tensorScale, tensorFactor, selected };
 }
 
 function byteEditor(label, value, focus, onValid, ui) {
@@ -77,7 +83,7 @@ function cells(model, view, weights, ownerOf, label) {
 function figure(model, view, ui) {
   const mxScale = e8m0Decode(view.mxByte);
   const mxWeights = mxfp4Dequantize(view.codes, [view.mxByte]);
-  const tensorFactor = nvfp4TensorFactor(view.tensorScale * TENSOR_SCALE_RANGE);
+  const tensorFactor = view.tensorFactor;
   const nvWeights = nvfp4Dequantize(view.codes, view.nvBytes, tensorFactor);
   const nvScales = view.nvBytes.map(e4m3Decode);
   const element = e2m1Decode(view.codes[view.selected]);

@@ -3,6 +3,9 @@
 // (144 bytes) and `payload_index`. All arithmetic comes from codec.js.
 import {
   Q4K_BLOCK_BYTES,
+  Q4K_METADATA_OFFSET,
+  Q4K_PAYLOAD_OFFSET,
+  Q4K_PAYLOAD_BYTES,
   q4kDecodeBlock,
   q4kUnpackScaleMin,
   q4kExplainByte,
@@ -16,9 +19,9 @@ import { h, svg, formatNumber, hex2, bits, mount, setTraits } from "./ui.js";
 
 const REGIONS = [
   { name: "d", start: 0, end: 2, className: "lab-region-d" },
-  { name: "dmin", start: 2, end: 4, className: "lab-region-dmin" },
-  { name: "metadata B[0..11]", start: 4, end: 16, className: "lab-region-meta" },
-  { name: "payload", start: 16, end: 144, className: "lab-region-payload" },
+  { name: "dmin", start: 2, end: Q4K_METADATA_OFFSET, className: "lab-region-dmin" },
+  { name: "metadata B[0..11]", start: Q4K_METADATA_OFFSET, end: Q4K_PAYLOAD_OFFSET, className: "lab-region-meta" },
+  { name: "payload", start: Q4K_PAYLOAD_OFFSET, end: Q4K_BLOCK_BYTES, className: "lab-region-payload" },
 ];
 
 function regionOf(offset) {
@@ -30,8 +33,8 @@ function validState(model) {
   const payloadIndex = model.get("payload_index");
   if (!Array.isArray(block) || block.length !== Q4K_BLOCK_BYTES || !block.every((b) => Number.isInteger(b) && b >= 0 && b <= 255))
     return { problem: `a Q4_K block is ${Q4K_BLOCK_BYTES} bytes, each 0..255` };
-  if (!Number.isInteger(payloadIndex) || payloadIndex < 0 || payloadIndex > 127)
-    return { problem: `payload index must be 0..127, got ${payloadIndex}` };
+  if (!Number.isInteger(payloadIndex) || payloadIndex < 0 || payloadIndex >= Q4K_PAYLOAD_BYTES)
+    return { problem: `payload index must be 0..${Q4K_PAYLOAD_BYTES - 1}, got ${JSON.stringify(payloadIndex)}` };
   return { block, payloadIndex };
 }
 
@@ -39,7 +42,7 @@ function metadataBytesFeeding(subblocks) {
   const feeding = new Set();
   for (const j of subblocks) {
     const sources = q4kMetadataSources(j);
-    for (const piece of [...sources.scale, ...sources.min]) feeding.add(4 + piece.byte);
+    for (const piece of [...sources.scale, ...sources.min]) feeding.add(Q4K_METADATA_OFFSET + piece.byte);
   }
   return feeding;
 }
@@ -48,8 +51,8 @@ function byteMap(model, view, traced) {
   const feeding = metadataBytesFeeding([traced.low.subblock, traced.high.subblock]);
   const cells = view.block.map((byte, offset) => {
     const region = regionOf(offset);
-    const isPayload = offset >= 16;
-    const payloadIndex = offset - 16;
+    const isPayload = offset >= Q4K_PAYLOAD_OFFSET;
+    const payloadIndex = offset - Q4K_PAYLOAD_OFFSET;
     const selected = isPayload && payloadIndex === view.payloadIndex;
     const classes = ["lab-cell", region.className, selected ? "lab-selected" : "", feeding.has(offset) ? "lab-feeds" : ""].join(" ");
     const label = isPayload ? `payload byte ${payloadIndex} = ${hex2(byte)}` : `${region.name} byte ${offset} = ${hex2(byte)}`;
@@ -108,11 +111,11 @@ function editors(model, view, ui) {
   return h(
     "div",
     { class: "lab-row" },
-    field(`payload byte ${view.payloadIndex}`, hex2(view.block[16 + view.payloadIndex]), "edit-byte", (event) => {
+    field(`payload byte ${view.payloadIndex}`, hex2(view.block[Q4K_PAYLOAD_OFFSET + view.payloadIndex]), "edit-byte", (event) => {
       const parsed = parseByte(event.target.value);
       if (!parsed.ok) return reject(`payload byte: ${parsed.message}`);
       const block = [...view.block];
-      block[16 + view.payloadIndex] = parsed.value;
+      block[Q4K_PAYLOAD_OFFSET + view.payloadIndex] = parsed.value;
       setTraits(model, { block });
     }),
     field("d (fp16)", formatNumber(d), "edit-d", setFp16(0, "d")),
@@ -121,7 +124,7 @@ function editors(model, view, ui) {
 }
 
 function metadataTable(view, traced) {
-  const metadata = view.block.slice(4, 16);
+  const metadata = view.block.slice(Q4K_METADATA_OFFSET, Q4K_PAYLOAD_OFFSET);
   const { scales, mins } = q4kUnpackScaleMin(metadata);
   const describe = (pieces) => pieces.map((piece) => `B[${piece.byte}] bits ${piece.byteBits[0]}..${piece.byteBits[1]} → bits ${piece.fieldBits[0]}..${piece.fieldBits[1]}`).join(" + ");
   const rows = scales.map((scale, j) => {
@@ -148,7 +151,7 @@ function metadataTable(view, traced) {
 // The twelve metadata bytes bit by bit (bit 7 on the left), with the bits that make s_j and m_j
 // of the two traced subblocks coloured: for j = 4..7 each field is two pieces in two bytes.
 function metadataBits(view, traced) {
-  const metadata = view.block.slice(4, 16);
+  const metadata = view.block.slice(Q4K_METADATA_OFFSET, Q4K_PAYLOAD_OFFSET);
   const owners = new Map(); // "byte:bit" -> field label and colour class
   const fields = [
     [traced.low.subblock, "scale", "lab-field-low-scale"],
@@ -228,7 +231,7 @@ function figure(model, view, ui) {
           const step = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: 16, ArrowUp: -16 }[event.key];
           if (step === undefined) return;
           event.preventDefault();
-          setTraits(model, { payload_index: (view.payloadIndex + step + 128) % 128 });
+          setTraits(model, { payload_index: (view.payloadIndex + step + Q4K_PAYLOAD_BYTES) % Q4K_PAYLOAD_BYTES });
         },
       },
       byteMap(model, view, traced),

@@ -2,23 +2,10 @@
 // convention: nearest scaled E2M1 value, lowest code on a tie, clipping at ±6·scale), the
 // per-weight error, y, ŷ and the signed output error, and the grid at the current scale.
 // State: the synced traits w_text, x_text and scale. Arithmetic: codec.js.
-import { scaleAnalyse, scaleRepresentable, parseNumber } from "./codec.js";
+import { E2M1_MAX, scaleAnalyse, scaleRepresentable, parseNumber, parseNumberRow } from "./codec.js";
 import { h, svg, formatNumber, mount, setTraits } from "./ui.js";
 
-const POWERS = [-6, -5, -4, -3, -2, -1, 0, 1, 2];
-
-function parseRow(text, label) {
-  const items = String(text).split(/[,;\s]+/).filter((item) => item.length > 0);
-  if (items.length === 0) return { ok: false, message: `${label}: enter at least one number, separated by commas` };
-  if (items.length > 64) return { ok: false, message: `${label}: at most 64 numbers, got ${items.length}` };
-  const values = [];
-  for (const [position, item] of items.entries()) {
-    const parsed = parseNumber(item);
-    if (!parsed.ok) return { ok: false, message: `${label}, item ${position + 1} ("${item}"): ${parsed.message}` };
-    values.push(parsed.value);
-  }
-  return { ok: true, values };
-}
+const POWERS = [-6, -5, -4, -3, -2, -1, 0, 1, 2]; // the power-of-two scales offered as buttons
 
 function controls(model, ui) {
   const scale = model.get("scale");
@@ -131,21 +118,25 @@ function gridPlot(result) {
     marks,
     labels,
     weights,
-    svg("text", { x: x(6 * result.scale), y: 16, "text-anchor": "middle", class: "lab-tick" }, `+6·scale = ${formatNumber(6 * result.scale)}`),
+    svg("text", { x: x(E2M1_MAX * result.scale), y: 16, "text-anchor": "middle", class: "lab-tick" }, `+6·scale = ${formatNumber(E2M1_MAX * result.scale)}`),
     legend,
   );
 }
 
 function validRow(model) {
-  const w = parseRow(model.get("w_text"), "weights");
-  const x = parseRow(model.get("x_text"), "inputs");
+  const w = parseNumberRow(model.get("w_text"), "weights");
+  const x = parseNumberRow(model.get("x_text"), "inputs");
   const scale = model.get("scale");
   if (!w.ok) return { problem: w.message };
   if (!x.ok) return { problem: x.message };
   if (w.values.length !== x.values.length)
     return { problem: `the weight row has ${w.values.length} numbers and the input row ${x.values.length}; they must match` };
   if (!(Number.isFinite(scale) && scale > 0)) return { problem: "the scale must be a positive finite number" };
-  return { ...scaleAnalyse(w.values, x.values, scale), w: w.values, x: x.values, scale };
+  try {
+    return { ...scaleAnalyse(w.values, x.values, scale), w: w.values, x: x.values, scale };
+  } catch (error) {
+    return { problem: error.message };
+  }
 }
 
 function render({ model, el }) {
@@ -157,7 +148,7 @@ function render({ model, el }) {
     validate: validRow,
     controls: (ui) => controls(model, ui),
     build: (result) => [
-      h("p", { class: "lab-caption" }, `scale ${formatNumber(result.scale)}: the codes reach ±${formatNumber(6 * result.scale)}`),
+      h("p", { class: "lab-caption" }, `scale ${formatNumber(result.scale)}: the codes reach ±${formatNumber(E2M1_MAX * result.scale)}`),
       outputs(result),
       gridPlot(result),
       resultTable(result),

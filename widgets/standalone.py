@@ -46,8 +46,14 @@ def page(slug: str) -> str:
             "const fromLink = readFragment(defaults, inputNames);",
             "const model = createModel({ ...defaults, ...fromLink.values }, inputNames);",
             'const widgetRoot = document.getElementById("widget");',
-            "if (fromLink.problem) document.getElementById(\"link-note\").textContent = fromLink.problem;",
+            'if (fromLink.problem) document.getElementById("link-note").textContent = fromLink.problem;',
             "widgetModule.render({ model, el: widgetRoot });",
+            # Editing the link by hand (or following another link to this page) applies it too.
+            'window.addEventListener("hashchange", () => {',
+            "  const next = readFragment(defaults, inputNames);",
+            '  document.getElementById("link-note").textContent = next.problem ?? "";',
+            "  for (const [name, value] of Object.entries({ ...defaults, ...next.values })) model.set(name, value);",
+            "});",
             'document.body.dataset.ready = "true";',
         ]
     )
