@@ -17,19 +17,17 @@ def _():
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        # 1 · One nibble, three decoders
+    mo.md(r"""
+    # 1 · One nibble, three decoders
 
-        Four bits say how much room a code takes up. They say nothing about which number it
-        stands for: that is the decoder's job. Hand the bits `0101` to three decoders and you get
-        three answers, and two of them happen to agree only by luck.
+    Four bits say how much room a code takes up. They say nothing about which number it
+    stands for: that is the decoder's job. Hand the bits `0101` to three decoders and you get
+    three answers, and two of them happen to agree only by luck.
 
-        Click the bits below (or focus them and use the arrow keys). Watch the same pattern read
-        as an **E2M1** float (the element of MXFP4 and NVFP4), as an unsigned **UINT4** (the code
-        Q4_K stores before its gain and offset) and as a two's-complement **INT4**.
-        """
-    )
+    Click the bits below (or focus them and use the arrow keys). Watch the same pattern read
+    as an **E2M1** float (the element of MXFP4 and NVFP4), as an unsigned **UINT4** (the code
+    Q4_K stores before its gain and offset) and as a two's-complement **INT4**.
+    """)
     return
 
 
@@ -66,19 +64,17 @@ def _(decoder, e2m1, mo, nibble):
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        ## The normal rule and the exception
+    mo.md(r"""
+    ## The normal rule and the exception
 
-        For a normal E2M1 code, value = (−1)^sign × 2^(exponent − 1) × (1 + fraction/2). The
-        leading 1 is implied by the rule, not stored. When the exponent field is `00` the code is
-        not normal: it is either zero or the subnormal 0.5, value = (−1)^sign × 0.5 × fraction.
+    For a normal E2M1 code, value = (−1)^sign × 2^(exponent − 1) × (1 + fraction/2). The
+    leading 1 is implied by the rule, not stored. When the exponent field is `00` the code is
+    not normal: it is either zero or the subnormal 0.5, value = (−1)^sign × 0.5 × fraction.
 
-        That gives eight magnitudes, and a sign for each: **0, 0.5, 1, 1.5, 2, 3, 4, 6**. Code
-        `0111` is +6; code `1000` is **−0**, a zero that remembers its sign. An INT4 reader would
-        call `1000` minus eight, which is why "supports four bits" is not yet a decoder contract.
-        """
-    )
+    That gives eight magnitudes, and a sign for each: **0, 0.5, 1, 1.5, 2, 3, 4, 6**. Code
+    `0111` is +6; code `1000` is **−0**, a zero that remembers its sign. An INT4 reader would
+    call `1000` minus eight, which is why "supports four bits" is not yet a decoder contract.
+    """)
     return
 
 
@@ -113,20 +109,18 @@ def _(e2m1, format_number, mo, nibble):
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        ## Try this
+    mo.md(r"""
+    ## Try this
 
-        1. Set the bits to `0111`, then `1000`. What are the E2M1 values? *(Check: the readout
-           shows 6, then −0; the table agrees.)*
-        2. Which codes give the same answer under UINT4 and INT4? *(Check in the table: 0000
-           through 0111, the codes whose top bit is 0.)*
-        3. Find the two codes whose E2M1 magnitudes are 4 and 6. How far apart are they, and how
-           far apart are the codes for 0 and 0.5? *(Check on the ruler: 2 and 0.5.)*
-        4. Which E2M1 code is subnormal and positive? *(Check: `0001`, the readout says
-           "subnormal".)*
-        """
-    )
+    1. Set the bits to `0111`, then `1000`. What are the E2M1 values? *(Check: the readout
+       shows 6, then −0; the table agrees.)*
+    2. Which codes give the same answer under UINT4 and INT4? *(Check in the table: 0000
+       through 0111, the codes whose top bit is 0.)*
+    3. Find the two codes whose E2M1 magnitudes are 4 and 6. How far apart are they, and how
+       far apart are the codes for 0 and 0.5? *(Check on the ruler: 2 and 0.5.)*
+    4. Which E2M1 code is subnormal and positive? *(Check: `0001`, the readout says
+       "subnormal".)*
+    """)
     return
 
 

@@ -18,20 +18,18 @@ def _():
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        # 2 · The scale is a ruler
+    mo.md(r"""
+    # 2 · The scale is a ruler
 
-        A 4-bit code c only becomes a weight once it is multiplied by a scale s: ŵ = s × c. The
-        scale does two things at once. It sets the **spacing** of the marks and the **reach** of
-        the largest one. At s = 0.5 the positive marks are 0, 0.25, 0.5, 0.75, 1, 1.5, 2 and 3; at
-        s = 0.125 the same eight codes stop at 0.75.
+    A 4-bit code c only becomes a weight once it is multiplied by a scale s: ŵ = s × c. The
+    scale does two things at once. It sets the **spacing** of the marks and the **reach** of
+    the largest one. At s = 0.5 the positive marks are 0, 0.25, 0.5, 0.75, 1, 1.5, 2 and 3; at
+    s = 0.125 the same eight codes stop at 0.75.
 
-        The lab below uses one simple rule, stated so you can check it by hand: each weight goes to
-        the nearest scaled E2M1 value, an exact tie goes to the lower code, and anything past
-        ±6·s is clipped. It is a teaching convention, not a vendor's calibration recipe.
-        """
-    )
+    The lab below uses one simple rule, stated so you can check it by hand: each weight goes to
+    the nearest scaled E2M1 value, an exact tie goes to the lower code, and anything past
+    ±6·s is clipped. It is a teaching convention, not a vendor's calibration recipe.
+    """)
     return
 
 
@@ -108,20 +106,18 @@ def _(error_vs_scale_chart, mo, np, scale):
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        ## Try this
+    mo.md(r"""
+    ## Try this
 
-        1. Type the weights `0.35, 1.7` and inputs `1, 1`. At scale 0.5, what are ŵ? At 0.125?
-           *(Check: 0.25 and 1.5, then 0.375 and a clipped 0.75: one error shrinks, one grows.)*
-        2. With the article's row, find a power-of-two scale whose Δy is exactly zero, or show
-           there is none among 2⁻⁶…2². *(Check the Δy readout as you click through.)*
-        3. Set the inputs to `0, 0, 0, 4`. Which scale is best now, and why does clipping 1.7 hurt
-           so much? *(Check: the chart's "last weight dominant" line.)*
-        4. Enter a weight exactly halfway between two marks, e.g. `0.125` at scale 0.5. Which way
-           does it go? *(Check: down to 0, the lower code, as the lab's rule says.)*
-        """
-    )
+    1. Type the weights `0.35, 1.7` and inputs `1, 1`. At scale 0.5, what are ŵ? At 0.125?
+       *(Check: 0.25 and 1.5, then 0.375 and a clipped 0.75: one error shrinks, one grows.)*
+    2. With the article's row, find a power-of-two scale whose Δy is exactly zero, or show
+       there is none among 2⁻⁶…2². *(Check the Δy readout as you click through.)*
+    3. Set the inputs to `0, 0, 0, 4`. Which scale is best now, and why does clipping 1.7 hurt
+       so much? *(Check: the chart's "last weight dominant" line.)*
+    4. Enter a weight exactly halfway between two marks, e.g. `0.125` at scale 0.5. Which way
+       does it go? *(Check: down to 0, the lower code, as the lab's rule says.)*
+    """)
     return
 
 

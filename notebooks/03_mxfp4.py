@@ -1,7 +1,10 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="3 · MXFP4: one power-of-two ruler for 32 values")
+app = marimo.App(
+    width="medium",
+    app_title="3 · MXFP4: one power-of-two ruler for 32 values",
+)
 
 
 @app.cell(hide_code=True)
@@ -10,27 +13,36 @@ def _():
     import numpy as np
 
     from lab import device, e8m0, format_number, mxfp4, rounding
+    from lab.real_weights import error_metrics
     from widgets import OwnershipView
 
-    return OwnershipView, device, e8m0, format_number, mo, mxfp4, np, rounding
+    return (
+        OwnershipView,
+        device,
+        e8m0,
+        error_metrics,
+        format_number,
+        mo,
+        mxfp4,
+        np,
+        rounding,
+    )
 
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        # 3 · MXFP4: one power-of-two ruler for 32 values
+    mo.md(r"""
+    # 3 · MXFP4: one power-of-two ruler for 32 values
 
-        An MXFP4 block is 32 E2M1 element codes and **one** E8M0 scale byte. E8M0 is all exponent:
-        eight bits, bias 127, no sign, no fraction. Bytes 0 to 254 mean 2^(byte − 127); byte 255 is
-        reserved for NaN, and there is no zero.
+    An MXFP4 block is 32 E2M1 element codes and **one** E8M0 scale byte. E8M0 is all exponent:
+    eight bits, bias 127, no sign, no fraction. Bytes 0 to 254 mean 2^(byte − 127); byte 255 is
+    reserved for NaN, and there is no zero.
 
-        Open byte `0x7E`: it is 126, so the exponent is 126 − 127 = −1 and the scale is 0.5. An
-        element whose E2M1 value is 3 becomes 3 × 0.5 = 1.5, and every one of the 32 elements
-        answers to that same byte. Click any element below to trace it; change the scale byte and
-        watch all 32 move together. Try `0xFF`.
-        """
-    )
+    Open byte `0x7E`: it is 126, so the exponent is 126 − 127 = −1 and the scale is 0.5. An
+    element whose E2M1 value is 3 becomes 3 × 0.5 = 1.5, and every one of the 32 elements
+    answers to that same byte. Click any element below to trace it; change the scale byte and
+    watch all 32 move together. Try `0xFF`.
+    """)
     return
 
 
@@ -66,24 +78,22 @@ def _(mo, mxfp4):
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        ## Two rules for choosing the scale
+    mo.md(r"""
+    ## Two rules for choosing the scale
 
-        The format fixes how to *read* a block, not how to *choose* its scale byte, and two rules
-        in real use differ by one step:
+    The format fixes how to *read* a block, not how to *choose* its scale byte, and two rules
+    in real use differ by one step:
 
-        * **OCP floor** (the MX v1.0 spec; ggml; torchao with round-half-even elements): exponent =
-          ⌊log₂ amax⌋ − 2, where 2 is the exponent of E2M1's largest value 6. The biggest element
-          can land above 6 × scale and saturate.
-        * **MLX ceil** (MLX 0.32.4): exponent = ⌈log₂(amax / 6)⌉. Nothing saturates, but small
-          elements lose a step of resolution.
+    * **OCP floor** (the MX v1.0 spec; ggml; torchao with round-half-even elements): exponent =
+      ⌊log₂ amax⌋ − 2, where 2 is the exponent of E2M1's largest value 6. The biggest element
+      can land above 6 × scale and saturate.
+    * **MLX ceil** (MLX 0.32.4): exponent = ⌈log₂(amax / 6)⌉. Nothing saturates, but small
+      elements lose a step of resolution.
 
-        They also round elements differently at exact midpoints: MLX and ggml send ties toward zero
-        (and never store −0), the OCP/torchao preset rounds half to even. Below, the same block goes
-        through all three presets. Change the seed or the spread and compare.
-        """
-    )
+    They also round elements differently at exact midpoints: MLX and ggml send ties toward zero
+    (and never store −0), the OCP/torchao preset rounds half to even. Below, the same block goes
+    through all three presets. Change the seed or the spread and compare.
+    """)
     return
 
 
@@ -104,19 +114,19 @@ def _(np, seed, spread):
 
 
 @app.cell(hide_code=True)
-def _(block, format_number, mo, mxfp4, np, rounding):
+def _(block, error_metrics, format_number, mo, mxfp4, np, rounding):
     _rows = []
     for _name, _preset in rounding.PRESETS.items():
         _tensor = mxfp4.quantize(block, rule=_name)
-        _error = _tensor.dequantize().astype(np.float64) - block
+        _error = error_metrics(block, _tensor.dequantize())
         _rows.append(
             f"| `{_name}` | `0x{int(_tensor.scale_bytes[0]):02X}` | {format_number(float(_tensor.scales[0]))} "
-            f"| {' '.join(f'{c:X}' for c in _tensor.codes[:8])} … | {format_number(float(np.sqrt(np.mean(_error**2))))} "
-            f"| {format_number(float(np.abs(_error).max()))} |"
+            f"| {' '.join(f'{c:X}' for c in _tensor.codes[:8])} … | {_error['relative_rmse']:.4f} "
+            f"| {format_number(round(_error['max_abs_error'], 6))} |"
         )
     mo.md(
         f"amax = {format_number(float(np.abs(block).max()))}\n\n"
-        "| preset | scale byte | scale | first 8 codes (hex) | RMS error | max error |\n|---|---|---|---|---|---|\n"
+        "| preset | scale byte | scale | first 8 codes (hex) | relative RMS error | max error |\n|---|---|---|---|---|---|\n"
         + "\n".join(_rows)
         + "\n\n"
         + "\n".join(f"* `{p.name}`: {p.source}" for p in rounding.PRESETS.values())
@@ -137,21 +147,19 @@ def _(block, device, mo):
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        ## Try this
+    mo.md(r"""
+    ## Try this
 
-        1. Set the E8M0 byte to `0x80`. What is the scale, and what does element 0 become?
-           *(Check: 2^(128 − 127) = 2, and 3 × 2 = 6.)*
-        2. Set it to `0xFF`. What happens to the NVFP4 row, which shares the codes but not the
-           scale? *(Check: the MXFP4 row is all NaN, the NVFP4 row is unchanged.)*
-        3. In the preset table, find a seed where `ocp` and `mlx` pick scale bytes one apart.
-           Which has the smaller max error? *(Check the table; the floor rule saturates the largest
-           element, the ceil rule coarsens the small ones.)*
-        4. Look at the first four codes, which are planted midpoints. Which preset rounds 1.75
-           (times the spread) up? *(Check: only `ocp`, which rounds half to even.)*
-        """
-    )
+    1. Set the E8M0 byte to `0x80`. What is the scale, and what does element 0 become?
+       *(Check: 2^(128 − 127) = 2, and 3 × 2 = 6.)*
+    2. Set it to `0xFF`. What happens to the NVFP4 row, which shares the codes but not the
+       scale? *(Check: the MXFP4 row is all NaN, the NVFP4 row is unchanged.)*
+    3. In the preset table, find a seed where `ocp` and `mlx` pick scale bytes one apart.
+       Which has the smaller max error? *(Check the table; the floor rule saturates the largest
+       element, the ceil rule coarsens the small ones.)*
+    4. Look at the first four codes, which are planted midpoints. Which preset rounds 1.75
+       (times the spread) up? *(Check: only `ocp`, which rounds half to even.)*
+    """)
     return
 
 

@@ -1,7 +1,10 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="4 · NVFP4: two local rulers and a tensor scale")
+app = marimo.App(
+    width="medium",
+    app_title="4 · NVFP4: two local rulers and a tensor scale",
+)
 
 
 @app.cell(hide_code=True)
@@ -10,9 +13,20 @@ def _():
     import numpy as np
 
     from lab import device, e4m3, format_number, nvfp4, sizes
+    from lab.real_weights import error_metrics
     from widgets import OwnershipView
 
-    return OwnershipView, device, e4m3, format_number, mo, np, nvfp4, sizes
+    return (
+        OwnershipView,
+        device,
+        e4m3,
+        error_metrics,
+        format_number,
+        mo,
+        np,
+        nvfp4,
+        sizes,
+    )
 
 
 @app.cell(hide_code=True)
@@ -52,18 +66,16 @@ def _(mo, ownership):
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        ## The reciprocal-scale trap
+    mo.md(r"""
+    ## The reciprocal-scale trap
 
-        In this course "scale" always means the number you **multiply by** to reconstruct. Not
-        every API agrees. MLX's `global_scale` is the tensor's absolute maximum g, and decoding
-        multiplies by g / 2688 (2688 = 6 × 448, the largest E2M1 value times the largest E4M3
-        value). torchao and Transformer Engine store amax / 2688, a different number for the same
-        idea. Pass MLX's value to a tool that expects the other and every weight is off by a
-        constant factor; the names alone will not warn you.
-        """
-    )
+    In this course "scale" always means the number you **multiply by** to reconstruct. Not
+    every API agrees. MLX's `global_scale` is the tensor's absolute maximum g, and decoding
+    multiplies by g / 2688 (2688 = 6 × 448, the largest E2M1 value times the largest E4M3
+    value). torchao and Transformer Engine store amax / 2688, a different number for the same
+    idea. Pass MLX's value to a tool that expects the other and every weight is off by a
+    constant factor; the names alone will not warn you.
+    """)
     return
 
 
@@ -76,22 +88,23 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(format_number, mo, np, nvfp4, seed, use_tensor_scale):
+def _(error_metrics, format_number, mo, np, nvfp4, seed, use_tensor_scale):
     _rng = np.random.default_rng(seed.value)
     weights = (_rng.normal(0, 1, (1, 32)) * np.repeat([0.05, 40.0], 16)).astype(np.float32)
     global_scale = nvfp4.tensor_amax(weights) if use_tensor_scale.value else None
     tensor = nvfp4.quantize(weights, global_scale=global_scale)
-    _error = tensor.dequantize() - weights
+    _groups = [error_metrics(weights[0, g * 16 : (g + 1) * 16], tensor.dequantize()[0, g * 16 : (g + 1) * 16]) for g in range(2)]
     mo.md(
         f"""
         Two groups with very different spreads (σ = 0.05 and σ = 40) get their own E4M3 scales:
         bytes `0x{int(tensor.scale_bytes[0, 0]):02X}` and `0x{int(tensor.scale_bytes[0, 1]):02X}`,
         decoded {", ".join(format_number(float(v)) for v in tensor.block_scales[0])}, times a tensor
-        factor {format_number(tensor.tensor_factor)}. RMS error per group:
-        {", ".join(format_number(float(np.sqrt(np.mean(_error[0, g * 16:(g + 1) * 16] ** 2)))) for g in range(2))}.
+        factor {format_number(tensor.tensor_factor)}. Relative RMS error per group:
+        {", ".join(f"{group['relative_rmse']:.4f}" for group in _groups)}: each group's error is relative
+        to its own size, because each has its own ruler.
         """
     )
-    return global_scale, tensor, weights
+    return global_scale, weights
 
 
 @app.cell(hide_code=True)
@@ -124,19 +137,17 @@ def _(device, global_scale, mo, weights):
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        ## Try this
+    mo.md(r"""
+    ## Try this
 
-        1. In the ownership view set the first E4M3 byte to `0x2A`. What is its value? *(Check:
-           exponent 5, fraction 2: 0.3125.)*
-        2. Set the tensor scale to 2. Which row changes, and by what factor? *(Check: only NVFP4,
-           every weight doubles.)*
-        3. Turn the tensor scale off. What do the two block-scale bytes become, and does the error
-           change? *(Check the bytes and RMS errors above.)*
-        4. Compute the bits per weight for a 64-weight tensor by hand. *(Check: 4.5 + 32/64 = 5.)*
-        """
-    )
+    1. In the ownership view set the first E4M3 byte to `0x2A`. What is its value? *(Check:
+       exponent 5, fraction 2: 0.3125.)*
+    2. Set the tensor scale to 2. Which row changes, and by what factor? *(Check: only NVFP4,
+       every weight doubles.)*
+    3. Turn the tensor scale off. What do the two block-scale bytes become, and does the error
+       change? *(Check the bytes and RMS errors above.)*
+    4. Compute the bits per weight for a 64-weight tensor by hand. *(Check: 4.5 + 32/64 = 5.)*
+    """)
     return
 
 

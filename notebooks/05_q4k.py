@@ -1,7 +1,10 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="5 · Q4_K: a gain, an offset and a lane")
+app = marimo.App(
+    width="medium",
+    app_title="5 · Q4_K: a gain, an offset and a lane",
+)
 
 
 @app.cell(hide_code=True)
@@ -13,33 +16,31 @@ def _():
     from lab.charts import q4k_lane_chart
     from widgets import Q4KExplorer
 
-    return Q4KExplorer, device, format_number, mo, np, q4k, q4k_lane_chart
+    return Q4KExplorer, device, mo, np, q4k, q4k_lane_chart
 
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        # 5 · Q4_K: integer codes with a gain and an offset
+    mo.md(r"""
+    # 5 · Q4_K: integer codes with a gain and an offset
 
-        Q4_K changes the decoding rule again. Its codes are plain unsigned integers 0…15, and each
-        32-weight subblock j turns code q into a weight with a gain and an offset:
+    Q4_K changes the decoding rule again. Its codes are plain unsigned integers 0…15, and each
+    32-weight subblock j turns code q into a weight with a gain and an offset:
 
-        ŵ = d × sⱼ × q − dmin × mⱼ
+    ŵ = d × sⱼ × q − dmin × mⱼ
 
-        d and dmin are FP16 numbers for the whole 256-weight block; sⱼ and mⱼ are 6-bit integers
-        per subblock. The offset is **subtracted**: mⱼ says how far below zero the subblock reaches.
+    d and dmin are FP16 numbers for the whole 256-weight block; sⱼ and mⱼ are 6-bit integers
+    per subblock. The offset is **subtracted**: mⱼ says how far below zero the subblock reaches.
 
-        | bytes | what |
-        |---|---|
-        | 0–1 | d (FP16) |
-        | 2–3 | dmin (FP16) |
-        | 4–15 | eight 6-bit scales and eight 6-bit mins, packed into 12 bytes |
-        | 16–143 | 128 payload bytes, two codes each |
+    | bytes | what |
+    |---|---|
+    | 0–1 | d (FP16) |
+    | 2–3 | dmin (FP16) |
+    | 4–15 | eight 6-bit scales and eight 6-bit mins, packed into 12 bytes |
+    | 16–143 | 128 payload bytes, two codes each |
 
-        144 bytes for 256 weights: 144 × 8 / 256 = 4.5 bits per weight.
-        """
-    )
+    144 bytes for 256 weights: 144 × 8 / 256 = 4.5 bits per weight.
+    """)
     return
 
 
@@ -75,7 +76,7 @@ def _(explorer, mo, np, q4k):
 
 
 @app.cell(hide_code=True)
-def _(explorer, mo, np, q4k, q4k_lane_chart, traced):
+def _(explorer, np, q4k, q4k_lane_chart, traced):
     _weights = q4k.decode(np.array(explorer.widget.block, dtype=np.uint8))
     q4k_lane_chart(_weights, highlight=(traced["low"]["lane"], traced["high"]["lane"]))
     return
@@ -99,7 +100,7 @@ def _(explorer, mo, np, q4k):
 
 
 @app.cell(hide_code=True)
-def _(explorer, device, mo, np):
+def _(device, explorer, mo, np):
     _block = np.array(explorer.widget.block, dtype=np.uint8)
     _x = np.random.default_rng(5).normal(0, 1, 256).astype(np.float32)
     mo.vstack(
@@ -117,21 +118,19 @@ def _(explorer, device, mo, np):
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        ## Try this
+    mo.md(r"""
+    ## Try this
 
-        1. Click payload byte 1 (`00`). Both codes are 0: why are the weights −0.25 and −0.5, not
-           0? *(Check: the offsets dmin × m₀ = 0.25 and dmin × m₁ = 0.5 remain.)*
-        2. Click payload byte 2 (`FF`). Both codes are 15: why do the weights differ? *(Check:
-           3.5 and 5.125, different gains and offsets.)*
-        3. Click payload byte 32. Which lanes does it feed? *(Check: 64 and 96.)*
-        4. In the metadata table, which bytes make s₄? *(Check: B[8]'s low four bits and B[0]'s
-           top two: (33 & 15) | ((130 >> 6) << 4) = 33.)*
-        5. Change d to 0.25. Which weights change, and which part of the formula did you touch?
-           *(Check: every gain doubles; the offsets stay.)*
-        """
-    )
+    1. Click payload byte 1 (`00`). Both codes are 0: why are the weights −0.25 and −0.5, not
+       0? *(Check: the offsets dmin × m₀ = 0.25 and dmin × m₁ = 0.5 remain.)*
+    2. Click payload byte 2 (`FF`). Both codes are 15: why do the weights differ? *(Check:
+       3.5 and 5.125, different gains and offsets.)*
+    3. Click payload byte 32. Which lanes does it feed? *(Check: 64 and 96.)*
+    4. In the metadata table, which bytes make s₄? *(Check: B[8]'s low four bits and B[0]'s
+       top two: (33 & 15) | ((130 >> 6) << 4) = 33.)*
+    5. Change d to 0.25. Which weights change, and which part of the formula did you touch?
+       *(Check: every gain doubles; the offsets stay.)*
+    """)
     return
 
 

@@ -16,26 +16,34 @@ def _():
     from lab import format_number, gguf_tools, q4k
     from lab.errors import LabError
 
-    return LabError, Path, format_number, gguf, gguf_tools, mo, np, q4k, tempfile
+    return (
+        LabError,
+        Path,
+        format_number,
+        gguf,
+        gguf_tools,
+        mo,
+        np,
+        q4k,
+        tempfile,
+    )
 
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        # 6 · Files and recipes: what a GGUF really holds
+    mo.md(r"""
+    # 6 · Files and recipes: what a GGUF really holds
 
-        Q4_K names a **block format**: 144 bytes, 256 weights, the layout of notebook 5. Q4_K_M
-        names a **recipe**: a converter's choice of storage type for each tensor of a model. The
-        recipe usually keeps some tensors at higher precision, and what exactly it picks depends
-        on the converter, its version and the architecture. So don't read the inventory off the
-        file name; open the file and look.
+    Q4_K names a **block format**: 144 bytes, 256 weights, the layout of notebook 5. Q4_K_M
+    names a **recipe**: a converter's choice of storage type for each tensor of a model. The
+    recipe usually keeps some tensors at higher precision, and what exactly it picks depends
+    on the converter, its version and the architecture. So don't read the inventory off the
+    file name; open the file and look.
 
-        Below, the lab writes a small GGUF file itself with gguf-py, a Q4_K_M-style mixture of a
-        tiny two-layer model, then opens it the way it would open a file it did not write: every
-        count and offset is checked against the file's size before gguf-py's reader sees it.
-        """
-    )
+    Below, the lab writes a small GGUF file itself with gguf-py, a Q4_K_M-style mixture of a
+    tiny two-layer model, then opens it the way it would open a file it did not write: every
+    count and offset is checked against the file's size before gguf-py's reader sees it.
+    """)
     return
 
 
@@ -60,7 +68,7 @@ def _(Path, gguf_tools, np, tempfile):
     plan = gguf_tools.q4_k_m_style_plan(tensors)
     workdir = Path(tempfile.mkdtemp(prefix="four-bit-lab-"))
     path = gguf_tools.write_gguf(workdir / "tiny-q4_k_m.gguf", tensors, plan, name="tiny lab model", file_type="Q4_K_M")
-    return path, plan, tensors, workdir
+    return path, tensors, workdir
 
 
 @app.cell(hide_code=True)
@@ -81,7 +89,7 @@ def _(format_number, gguf_tools, mo, path):
 def _(gguf_file, gguf_tools, mo):
     recipe = gguf_tools.explain_recipe(gguf_file)
     mo.md("## Reading the label against the contents\n\n" + "\n\n".join(f"* {line}" for line in recipe["text"].splitlines()))
-    return (recipe,)
+    return
 
 
 @app.cell(hide_code=True)
@@ -102,7 +110,7 @@ def _(gguf, gguf_file, mo, np, q4k, tensors):
         can give back.
         """
     )
-    return lab_weights, reference_weights
+    return
 
 
 @app.cell(hide_code=True)
@@ -134,24 +142,22 @@ def _(LabError, gguf_tools, mo, np, workdir):
         > {rejection}
         """
     )
-    return (rejection,)
+    return
 
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        ## Try this
+    mo.md(r"""
+    ## Try this
 
-        1. In the inventory, which tensors are not Q4_K, and why? *(Check: the norms are 1-D and
-           stay F32; `attn_v` and the last `ffn_down` are promoted; `ffn_odd` has rows of 96, not
-           a multiple of 256.)*
-        2. What fraction of the bytes is Q4_K? Is the "Q4_K_M" label a good summary of this file?
-           *(Check the recipe lines above.)*
-        3. Why can two files both labelled Q4_K_M have different inventories? *(Hint: the recipe
-           depends on the converter, its version and the architecture.)*
-        """
-    )
+    1. In the inventory, which tensors are not Q4_K, and why? *(Check: the norms are 1-D and
+       stay F32; `attn_v` and the last `ffn_down` are promoted; `ffn_odd` has rows of 96, not
+       a multiple of 256.)*
+    2. What fraction of the bytes is Q4_K? Is the "Q4_K_M" label a good summary of this file?
+       *(Check the recipe lines above.)*
+    3. Why can two files both labelled Q4_K_M have different inventories? *(Hint: the recipe
+       depends on the converter, its version and the architecture.)*
+    """)
     return
 
 

@@ -78,36 +78,32 @@ def _(bits_per_weight_chart, mo, sizes):
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        ## Why storage is not speed
+    mo.md(r"""
+    ## Why storage is not speed
 
-        Halving the bytes does not halve the time. What you save is memory traffic; what you pay
-        is decode work, and whether that trade wins depends on the kernel, the instructions the
-        hardware has, batching and reuse. Prefill (many tokens at once, weights reused across
-        them) and decode (one token at a time, weights streamed) stress different things, and the
-        same packed weights can go through different kernels in each. An optimized kernel may
-        never materialise the dequantized matrix at all. The only honest speed number is a
-        measurement of the real workload on the real machine: see `bench/` and notebook 8.
-        """
-    )
+    Halving the bytes does not halve the time. What you save is memory traffic; what you pay
+    is decode work, and whether that trade wins depends on the kernel, the instructions the
+    hardware has, batching and reuse. Prefill (many tokens at once, weights reused across
+    them) and decode (one token at a time, weights streamed) stress different things, and the
+    same packed weights can go through different kernels in each. An optimized kernel may
+    never materialise the dequantized matrix at all. The only honest speed number is a
+    measurement of the real workload on the real machine: see `bench/` and notebook 8.
+    """)
     return
 
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        ## Try this
+    mo.md(r"""
+    ## Try this
 
-        1. Move the slider to 70 B. How many GB is Q4_K, and how many does BF16 need?
-           *(Check: 39.375 and 140.)*
-        2. Which MLX affine setting is closest to Q4_K's 4.5 bits per weight? *(Check the grid:
-           4-bit g64, also 4.5.)*
-        3. Why is MXFP4 cheaper than NVFP4 per weight? *(Check: one 8-bit scale per 32 weights
-           versus one per 16: 8/32 = 0.25 against 8/16 = 0.5.)*
-        """
-    )
+    1. Move the slider to 70 B. How many GB is Q4_K, and how many does BF16 need?
+       *(Check: 39.375 and 140.)*
+    2. Which MLX affine setting is closest to Q4_K's 4.5 bits per weight? *(Check the grid:
+       4-bit g64, also 4.5.)*
+    3. Why is MXFP4 cheaper than NVFP4 per weight? *(Check: one 8-bit scale per 32 weights
+       versus one per 16: 8/32 = 0.25 against 8/16 = 0.5.)*
+    """)
     return
 
 

@@ -11,27 +11,25 @@ def _():
 
     from lab import device, q4k, zoo
 
-    return device, mo, np, q4k, zoo
+    return device, mo, q4k, zoo
 
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        # 8 · The checks before trusting an optimized decoder
+    mo.md(r"""
+    # 8 · The checks before trusting an optimized decoder
 
-        A decoder that looks right can still put a value in the wrong lane, read the wrong
-        metadata field, or round a tie the other way. The article ends with a short list of
-        checks; here they run live, first against the correct decoders, then against a **zoo of
-        deliberately broken ones**: each bug below is one a plausible implementation could make,
-        and each is paired with the check that catches it.
+    A decoder that looks right can still put a value in the wrong lane, read the wrong
+    metadata field, or round a tie the other way. The article ends with a short list of
+    checks; here they run live, first against the correct decoders, then against a **zoo of
+    deliberately broken ones**: each bug below is one a plausible implementation could make,
+    and each is paired with the check that catches it.
 
-        Two rules make the checks worth running. The data must be **asymmetric**: different values
-        in the two nibbles, a different scale and minimum in every subblock. And the reference must
-        be **independent**: gguf-py's decoder, MLX's kernels, ml_dtypes, arithmetic done by hand.
-        Two copies of the same bug agree perfectly.
-        """
-    )
+    Two rules make the checks worth running. The data must be **asymmetric**: different values
+    in the two nibbles, a different scale and minimum in every subblock. And the reference must
+    be **independent**: gguf-py's decoder, MLX's kernels, ml_dtypes, arithmetic done by hand.
+    Two copies of the same bug agree perfectly.
+    """)
     return
 
 
@@ -57,18 +55,18 @@ def _(mo, q4k, zoo):
         "times the lab against gguf-py, MLX and ml_dtypes on the same data and records the machine, "
         "thread settings and workload next to the numbers."
     )
-    return (battery,)
+    return
 
 
 @app.cell(hide_code=True)
 def _(mo, zoo):
     zoo_table = zoo.zoo_table()
     mo.md("## The decoder zoo\n\nEvery row ran the claimed check on the broken decoder and on the correct one.\n\n" + zoo_table.to_markdown())
-    return (zoo_table,)
+    return
 
 
 @app.cell(hide_code=True)
-def _(mo, q4k, zoo):
+def _(mo, zoo):
     _symmetric = zoo.check_weights(zoo.decode_q4k_shared_metadata, blocks=zoo.symmetric_blocks())
     _asymmetric = zoo.check_weights(zoo.decode_q4k_shared_metadata, blocks=zoo.asymmetric_blocks())
     mo.md(
@@ -104,18 +102,16 @@ def _(device, mo, q4k):
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        ## Try this
+    mo.md(r"""
+    ## Try this
 
-        1. Which check catches reading B[4] as s₄, and which metadata row shows it first?
-           *(Check the zoo table: check 2, s₄ of row 0: expected 33, got 4.)*
-        2. Why does check 1 use every code under several scale bytes, not just one?
-           *(Hint: a raw byte used as the scale agrees with 2^(byte − 127) nowhere except by luck.)*
-        3. In the on-device report, which subblocks does MLX's GGUF loader get wrong, and which
-           broken decoder in the zoo does it match? *(Check the report's note.)*
-        """
-    )
+    1. Which check catches reading B[4] as s₄, and which metadata row shows it first?
+       *(Check the zoo table: check 2, s₄ of row 0: expected 33, got 4.)*
+    2. Why does check 1 use every code under several scale bytes, not just one?
+       *(Hint: a raw byte used as the scale agrees with 2^(byte − 127) nowhere except by luck.)*
+    3. In the on-device report, which subblocks does MLX's GGUF loader get wrong, and which
+       broken decoder in the zoo does it match? *(Check the report's note.)*
+    """)
     return
 
 

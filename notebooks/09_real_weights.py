@@ -11,25 +11,23 @@ def _():
 
     from lab import format_number, real_weights
 
-    return format_number, mo, np, real_weights
+    return format_number, mo, real_weights
 
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        # 9 · Real weights: which format hurts which tensor
+    mo.md(r"""
+    # 9 · Real weights: which format hurts which tensor
 
-        Gaussian noise is a polite test. Real weight matrices have outliers, rows of different
-        scales and shapes that do not divide neatly into blocks. This notebook takes a real
-        transformer, all-MiniLM-L6-v2 (22.7 M parameters, read from its safetensors file), and
-        runs every 2-D weight through every format the lab knows.
+    Gaussian noise is a polite test. Real weight matrices have outliers, rows of different
+    scales and shapes that do not divide neatly into blocks. This notebook takes a real
+    transformer, all-MiniLM-L6-v2 (22.7 M parameters, read from its safetensors file), and
+    runs every 2-D weight through every format the lab knows.
 
-        For each tensor and format it measures the **relative RMS error** ‖ŵ − w‖ / ‖w‖, the
-        **largest single error**, the **outlier share** (weights beyond 6 × the tensor's RMS, the
-        ones that stretch a block's scale) and the **bits per weight** actually spent.
-        """
-    )
+    For each tensor and format it measures the **relative RMS error** ‖ŵ − w‖ / ‖w‖, the
+    **largest single error**, the **outlier share** (weights beyond 6 × the tensor's RMS, the
+    ones that stretch a block's scale) and the **bits per weight** actually spent.
+    """)
     return
 
 
@@ -38,7 +36,7 @@ def _(mo, real_weights):
     available = real_weights.real_model_available()
     mo.stop(not available, mo.md(f"**The real model is not installed.** {real_weights.INSTALL_HINT}"))
     weights = real_weights.load_weights()
-    return available, weights
+    return (weights,)
 
 
 @app.cell(hide_code=True)
@@ -78,7 +76,8 @@ def _(mo, report):
 @app.cell(hide_code=True)
 def _(format_choice, format_number, mo, report):
     _records = [row for row in report.records() if row["format"] == format_choice.value]
-    _records.sort(key=lambda row: -(row["relative_rmse"] if row["relative_rmse"] == row["relative_rmse"] else -1))
+    # Worst first; skipped tensors (no error to rank) go last.
+    _records.sort(key=lambda row: (row["skipped"] is not None, -(row["relative_rmse"] or 0.0)))
     _rows = "\n".join(
         f"| `{row['tensor']}` | {'×'.join(str(n) for n in row['shape'])} | "
         + (
@@ -100,18 +99,16 @@ def _(format_choice, format_number, mo, report):
 
 @app.cell(hide_code=True)
 def _(mo):
-    mo.md(
-        r"""
-        ## Try this
+    mo.md(r"""
+    ## Try this
 
-        1. Which 4.5-bit format has the lowest overall error here, and does it cover the whole
-           model? *(Check the first table: Q4_K's coverage column.)*
-        2. Pick MXFP4 (ocp), then MXFP4 (mlx). Which has the larger max error, and why?
-           *(Check: the floor rule saturates outliers.)*
-        3. How much does the scale search buy NVFP4? Is it free in bits per weight?
-           *(Check: lower relative RMSE, same bits per weight.)*
-        """
-    )
+    1. Which 4.5-bit format has the lowest overall error here, and does it cover the whole
+       model? *(Check the first table: Q4_K's coverage column.)*
+    2. Pick MXFP4 (ocp), then MXFP4 (mlx). Which has the larger max error, and why?
+       *(Check: the floor rule saturates outliers.)*
+    3. How much does the scale search buy NVFP4? Is it free in bits per weight?
+       *(Check: lower relative RMSE, same bits per weight.)*
+    """)
     return
 
 

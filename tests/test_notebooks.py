@@ -84,7 +84,7 @@ def test_07_capacity_and_cost():
 
 def test_marimo_check_is_clean():
     result = subprocess.run(
-        [sys.executable, "-m", "marimo", "check", *sorted(str(p) for p in NOTEBOOKS.glob("*.py"))],
+        [sys.executable, "-m", "marimo", "check", "--strict", *sorted(str(p) for p in NOTEBOOKS.glob("*.py"))],
         capture_output=True,
         text=True,
     )
