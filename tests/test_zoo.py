@@ -7,6 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from conftest import require_mlx
 from lab import q4k, zoo
 
 WRONG_PAIRS = [
@@ -20,7 +21,7 @@ CORRECT = {specimen.kind: specimen for specimen in zoo.SPECIMENS if not specimen
 
 def _needs_mlx(check: int) -> None:
     if check == 6:
-        pytest.importorskip("mlx.core")
+        require_mlx()
 
 
 @pytest.mark.parametrize(("specimen", "check"), WRONG_PAIRS)
