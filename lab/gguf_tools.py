@@ -38,7 +38,7 @@ import numpy as np
 
 from . import mxfp4, nvfp4, q4k
 from ._arrays import bfloat16_bits_to_float32, to_float32_input
-from .errors import DTypeError, GGUFFormatError, LabError, ShapeError, UnsupportedTypeError
+from .errors import DTypeError, GGUFFormatError, LabError, NonFiniteError, ShapeError, UnsupportedTypeError
 
 MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -54,6 +54,12 @@ MIN_TENSOR_INFO_BYTES = 8 + 4 + 8 + 4 + 8  # name length, n_dims, one dimension,
 INT64_MAX = 2**63 - 1
 #: names gguf-py's reader gives the header fields; a key with one of them makes it raise KeyError
 READER_RESERVED_KEYS = ("GGUF.version", "GGUF.tensor_count", "GGUF.kv_count")
+#: the namespace of those names; write_gguf refuses every key in it, so no later header field can clash
+READER_RESERVED_PREFIX = "GGUF."
+ALIGNMENT_KEY = "general.alignment"
+UINT32_MAX = 2**32 - 1
+#: the largest finite float16
+F16_MAX = float(np.finfo(np.float16).max)
 
 #: GGUF value types: id -> (name, struct code or None, fixed size or None)
 VALUE_TYPES: dict[int, tuple[str, str | None, int | None]] = {
@@ -251,7 +257,7 @@ def _key_values(walker: _Walker, kv_count: int) -> tuple[tuple[str, ...], dict[s
         walker.skip_value(type_id, f"the value of key {key!r}")
         keys.append(key)
         value_types[key] = VALUE_TYPES[type_id][0]
-        if key == "general.alignment":
+        if key == ALIGNMENT_KEY:
             if type_id != UINT32_TYPE:
                 raise GGUFFormatError(f"general.alignment must be a UINT32, got a {VALUE_TYPES[type_id][0]}")
             (alignment,) = struct.unpack_from("<I", walker.view, value_start)
@@ -480,8 +486,26 @@ def decode_q8_0(raw) -> np.ndarray:
 
 
 def decode_raw(raw: np.ndarray, type_name: str, decoder: str = "ocp") -> np.ndarray:
-    """Rows of raw bytes [..., bytes per row] of one tensor type -> float32 weights [..., row length]."""
-    data = np.asarray(raw, dtype=np.uint8)
+    """Rows of raw bytes [..., bytes per row] of one tensor type -> float32 weights [..., row length].
+
+    The bytes must be uint8 (DTypeError otherwise: casting floats to bytes would invent data), and
+    each row must hold whole elements (F32, F16, BF16) or whole blocks (the quantized types);
+    ShapeError otherwise.
+    """
+    if type_name not in DECODABLE_TYPES:
+        raise UnsupportedTypeError(
+            f"type {type_name} is not one the lab decodes; supported: {', '.join(DECODABLE_TYPES)}"
+        )
+    data = np.asarray(raw)
+    if data.dtype != np.uint8:
+        raise DTypeError(f"{type_name} data must be uint8 bytes, got dtype {data.dtype}")
+    _, block_weights, block_bytes = TENSOR_TYPES[TYPE_IDS[type_name]]
+    if data.ndim == 0 or data.shape[-1] == 0 or data.shape[-1] % block_bytes:
+        units = "elements" if block_weights == 1 else f"blocks of {block_weights} weights"
+        raise ShapeError(
+            f"{type_name} rows must be whole {block_bytes}-byte {units}, "
+            f"got shape {data.shape} ({data.shape[-1] if data.ndim else 0} bytes per row)"
+        )
     if type_name == "F32":
         return np.ascontiguousarray(data).view("<f4").astype(np.float32)
     if type_name == "F16":
@@ -494,11 +518,7 @@ def decode_raw(raw: np.ndarray, type_name: str, decoder: str = "ocp") -> np.ndar
         return q4k.decode(data)
     if type_name == "MXFP4":
         return mxfp4.dequantize_gguf(data, decoder)
-    if type_name == "NVFP4":
-        return nvfp4.dequantize_gguf(data, decoder)
-    raise UnsupportedTypeError(
-        f"type {type_name} is not one the lab decodes; supported: {', '.join(DECODABLE_TYPES)}"
-    )
+    return nvfp4.dequantize_gguf(data, decoder)
 
 
 # --------------------------------------------------------------------------------------------
@@ -638,18 +658,28 @@ def q4_k_m_style_plan(
     return plan
 
 
-def encode_tensor(w, type_name: str) -> np.ndarray:
+def encode_tensor(w, type_name: str, tensor_name: str = "weights") -> np.ndarray:
     """Float weights -> the bytes (or float array) GGUFWriter stores for `type_name`.
 
     Q4_K, MXFP4 and NVFP4 use the lab's quantizers (MXFP4 under the "ggml" preset, NVFP4 without
-    a tensor scale, which GGUF has no place for); Q8_0 uses gguf-py's quantizer.
+    a tensor scale, which GGUF has no place for); Q8_0 uses gguf-py's quantizer. F16 refuses, with
+    a NonFiniteError naming `tensor_name`, any weight that float16 rounding would turn into an
+    infinity (|w| >= 65520, halfway from the largest float16, 65504, to the next step, 65536);
+    smaller weights round to nearest as usual, so 65519 is stored as 65504.
     """
     weights, _ = to_float32_input(w, what=f"weights for {type_name}")
     if type_name == "F32":
         return weights
     if type_name == "F16":
-        with np.errstate(over="ignore"):
-            return weights.astype(np.float16)
+        with np.errstate(over="ignore"):  # the overflow is reported below, by name, not as a warning
+            halves = weights.astype(np.float16)
+        if np.isinf(halves).any():
+            largest = float(np.abs(weights).max())
+            raise NonFiniteError(
+                f"tensor {tensor_name!r} holds weights up to {largest:.9g} in magnitude, beyond float16's "
+                f"largest finite value {F16_MAX:g}; as F16 they would be stored as infinity"
+            )
+        return halves
     if type_name == "Q4_K":
         return q4k.quantize(weights).raw
     if type_name == "MXFP4":
@@ -661,6 +691,79 @@ def encode_tensor(w, type_name: str) -> np.ndarray:
             raise ShapeError(f"Q8_0 needs rows that are a multiple of 32, got shape {weights.shape}")
         return gguf.quants.quantize(weights, gguf.GGMLQuantizationType.Q8_0)
     raise UnsupportedTypeError(f"the lab does not write type {type_name}; supported: {', '.join(WRITABLE_TYPES)}")
+
+
+def file_type_labels() -> tuple[str, ...]:
+    """The labels write_gguf's `file_type` takes: llama.cpp's file types as recipe_label spells them."""
+    return tuple(
+        member.name.removeprefix("MOSTLY_") for member in gguf.LlamaFileType if member is not gguf.LlamaFileType.GUESSED
+    )
+
+
+def _file_type_value(label: str) -> int:
+    """general.file_type's number for a label such as "Q4_K_M"; LabError naming the valid labels."""
+    if label in file_type_labels():
+        member = "ALL_F32" if label == "ALL_F32" else f"MOSTLY_{label}"
+        return gguf.LlamaFileType[member].value
+    raise LabError(f"unknown file_type label {label!r}; valid labels: {', '.join(file_type_labels())}")
+
+
+def _check_utf8(text: str, what: str) -> None:
+    """A Python str with lone surrogates has no UTF-8 form; the lab's reader refuses such names."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise LabError(f"{what} {text!r} cannot be written as UTF-8 ({error.reason})") from None
+
+
+def _check_metadata(metadata: Mapping, own_keys: set[str]) -> int | None:
+    """Refuse metadata the lab's reader (open_gguf) would refuse; return a general.alignment, if any.
+
+    Checked before anything is written, so a refused call leaves no file behind.
+    """
+    alignment = None
+    for key, value in metadata.items():
+        if not isinstance(key, str):
+            raise DTypeError(f"metadata keys must be str, got {type(key).__name__} {key!r}")
+        _check_utf8(key, "metadata key")
+        # gguf-py's reader files the header fields under "GGUF." names and the lab's reader refuses a
+        # key that clashes with one; the whole namespace is kept free so a later header field cannot clash
+        if key.startswith(READER_RESERVED_PREFIX):
+            raise LabError(
+                f"metadata key {key!r} is in the {READER_RESERVED_PREFIX!r} namespace, where gguf-py's reader puts "
+                f"the header fields ({', '.join(READER_RESERVED_KEYS)}); open_gguf refuses a key that clashes with "
+                "one, and write_gguf keeps the whole namespace free"
+            )
+        if key in own_keys:
+            raise LabError(
+                f"metadata key {key!r} is one write_gguf sets itself from its arguments (arch=, name=, file_type=); "
+                "pass it there instead"
+            )
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise DTypeError(f"metadata {key!r} must be a str, int or float, got {type(value).__name__}")
+        if key == ALIGNMENT_KEY:
+            if not isinstance(value, int):
+                raise DTypeError(f"{ALIGNMENT_KEY} must be an int (written as a UINT32), got {type(value).__name__}")
+            if not 0 < value <= UINT32_MAX or value & (value - 1):
+                raise LabError(
+                    f"{ALIGNMENT_KEY} must be a power of two that fits a UINT32 (1 to 2^31), got {value}; "
+                    "the lab's reader refuses any other"
+                )
+            alignment = value
+        elif isinstance(value, str):
+            _check_utf8(value, f"metadata {key!r} value")
+        elif isinstance(value, int) and not -(2**63) <= value <= INT64_MAX:
+            raise LabError(f"metadata {key!r} = {value} does not fit the INT64 that write_gguf stores ints as")
+    return alignment
+
+
+def _check_tensor_shape(tensor_name: str, array) -> None:
+    """GGUF tensors have 1 to 4 dimensions, none of length zero; the lab's reader refuses others."""
+    shape = np.shape(array)
+    if not 1 <= len(shape) <= MAX_DIMS or 0 in shape:
+        raise ShapeError(
+            f"tensor {tensor_name!r} has shape {shape}; a GGUF tensor has 1 to {MAX_DIMS} dimensions, none of length 0"
+        )
 
 
 def write_gguf(
@@ -676,33 +779,54 @@ def write_gguf(
     """Write `tensors` to a GGUF file with gguf-py's GGUFWriter, each in the type `types` names.
 
     `file_type` sets general.file_type from a llama.cpp label such as "Q4_K_M" (the lab's mixture
-    is Q4_K_M-style, not llama.cpp's exact recipe). `metadata` adds string, int or float keys.
+    is Q4_K_M-style, not llama.cpp's exact recipe; `file_type_labels()` lists the labels).
+    `metadata` adds string, int (as INT64) or float (as FLOAT64) keys; "general.alignment", a
+    power of two, is written as the UINT32 GGUF requires and used to place the tensor data.
+
+    Whatever the lab's own reader (open_gguf) would refuse is refused here first, with a typed
+    error, and every tensor is encoded before the file is opened: a refused call writes nothing.
     """
     path = Path(path)
     missing = [tensor_name for tensor_name in tensors if tensor_name not in types]
     if missing:
         raise LabError(f"no type given for tensors {missing}")
+    file_type_value = None if file_type is None else _file_type_value(file_type)
+    _check_utf8(arch, "arch")
+    own_keys = {"general.architecture"}
+    if name:
+        _check_utf8(name, "name")
+        own_keys.add("general.name")
+    if file_type is not None:
+        own_keys |= {"general.file_type", "general.quantization_version"}
+    alignment = _check_metadata(metadata or {}, own_keys)
+    encoded = {}
+    for tensor_name, array in tensors.items():
+        _check_utf8(tensor_name, "tensor name")
+        _check_tensor_shape(tensor_name, array)
+        encoded[tensor_name] = encode_tensor(array, types[tensor_name], tensor_name)
+
     writer = gguf.GGUFWriter(path, arch)
     try:
         if name:
             writer.add_name(name)
-        if file_type is not None:
-            writer.add_file_type(gguf.LlamaFileType[f"MOSTLY_{file_type}"].value)
+        if file_type_value is not None:
+            writer.add_file_type(file_type_value)
             writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
+        if alignment is not None:
+            writer.add_custom_alignment(alignment)  # also pads the tensor data to it
         for key, value in (metadata or {}).items():
+            if key == ALIGNMENT_KEY:
+                continue
             if isinstance(value, str):
                 writer.add_string(key, value)
-            elif isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise DTypeError(f"metadata {key!r} must be a str, int or float, got {type(value).__name__}")
             elif isinstance(value, int):
                 writer.add_int64(key, value)
             else:
                 writer.add_float64(key, value)
-        for tensor_name, array in tensors.items():
+        for tensor_name, data in encoded.items():
             type_name = types[tensor_name]
-            encoded = encode_tensor(array, type_name)
             raw_type = None if type_name in ("F32", "F16") else gguf.GGMLQuantizationType[type_name]
-            writer.add_tensor(tensor_name, encoded, raw_dtype=raw_type)
+            writer.add_tensor(tensor_name, data, raw_dtype=raw_type)
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()

@@ -8,8 +8,8 @@ import gguf
 import numpy as np
 import pytest
 
-from lab import gguf_tools, mxfp4, nvfp4, q4k, real_weights
-from lab.errors import DTypeError, LabError, ShapeError, UnsupportedTypeError
+from lab import gguf_tools, q4k, real_weights
+from lab.errors import DTypeError, GGUFFormatError, LabError, NonFiniteError, ShapeError, UnsupportedTypeError
 from test_real_weights import require_real_model
 
 LLAMA_NAMES = {
@@ -136,12 +136,18 @@ def test_mxfp4_and_nvfp4_tensors_decode_with_the_lab_gguf_layout_decoders(tmp_pa
     tensors["mx"][0, :32] = 0.0  # a zero block: the "ggml" preset stores scale byte 0
     path = gguf_tools.write_gguf(tmp_path / "fp4.gguf", tensors, {"mx": "MXFP4", "nv": "NVFP4"})
     reader = gguf.GGUFReader(path)
+    in_file = {tensor.name: np.asarray(tensor.data).reshape(4, -1).view(np.uint8) for tensor in reader.tensors}
+    # MXFP4 under the "ggml" preset: the very bytes gguf-py's own quantizer (ggml's rule) writes
+    assert np.array_equal(in_file["mx"], gguf.quants.quantize(tensors["mx"], gguf.GGMLQuantizationType.MXFP4))
+    # NVFP4: gguf-py has no quantizer, so its decoder checks the bytes. Each 16-weight group's UE4M3
+    # scale is amax/6 rounded to 3 mantissa bits (at most 1/16 up), and E2M1's widest gap is 2 scale
+    # units, so every weight decodes within amax/6 * 17/16 of the original.
+    nv_decoded = gguf.quants.dequantize(in_file["nv"], gguf.GGMLQuantizationType.NVFP4)
+    group_amax = np.repeat(np.abs(tensors["nv"]).reshape(4, -1, 16).max(axis=-1), 16, axis=-1)
+    assert np.all(np.abs(nv_decoded - tensors["nv"]) <= group_amax / 6 * 17 / 16)
     with gguf_tools.open_gguf(path) as gf:
-        mx_raw, nv_raw = gf.raw("mx"), gf.raw("nv")
-        assert np.array_equal(mx_raw, mxfp4.to_gguf(mxfp4.quantize(tensors["mx"], rule="ggml")))
-        assert np.array_equal(nv_raw, nvfp4.quantize(tensors["nv"]).to_gguf())
-        assert np.array_equal(gf.decode("mx", decoder), mxfp4.dequantize_gguf(mx_raw, decoder))
-        assert np.array_equal(gf.decode("nv", decoder), nvfp4.dequantize_gguf(nv_raw, decoder))
+        for name, file_bytes in in_file.items():
+            assert np.array_equal(gf.raw(name), file_bytes)  # the same bytes gguf-py's reader finds
         for tensor in reader.tensors:
             theirs = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
             # The quantizers never store -0 codes or NaN scales, so both readings agree with ggml here.
@@ -198,6 +204,154 @@ def test_decode_q8_0_checks_its_input():
         gguf_tools.decode_q8_0(np.zeros(35, np.uint8))
     with pytest.raises(DTypeError, match="uint8"):
         gguf_tools.decode_q8_0(np.zeros(34, np.int16))
+
+
+def test_decode_raw_refuses_bytes_that_are_not_whole_elements_or_blocks():
+    with pytest.raises(ShapeError, match=r"F32 rows must be whole 4-byte elements, got shape \(2, 5\)"):
+        gguf_tools.decode_raw(np.zeros((2, 5), np.uint8), "F32")
+    with pytest.raises(ShapeError, match="F16 rows must be whole 2-byte elements"):
+        gguf_tools.decode_raw(np.zeros(3, np.uint8), "F16")
+    with pytest.raises(ShapeError, match="Q4_K rows must be whole 144-byte blocks of 256 weights"):
+        gguf_tools.decode_raw(np.zeros((1, 143), np.uint8), "Q4_K")
+    with pytest.raises(ShapeError, match="MXFP4 rows must be whole 17-byte blocks of 32 weights"):
+        gguf_tools.decode_raw(np.zeros((1, 0), np.uint8), "MXFP4")
+    with pytest.raises(DTypeError, match="F32 data must be uint8 bytes, got dtype float32"):
+        gguf_tools.decode_raw(np.zeros((1, 4), np.float32), "F32")  # floats would be cast, not reinterpreted
+    with pytest.raises(UnsupportedTypeError, match="type Q6_K is not one the lab decodes"):
+        gguf_tools.decode_raw(np.zeros((1, 210), np.uint8), "Q6_K")
+    # whole elements decode: 0x3FC00000 is 1.5 and 0xC0000000 is -2.0 in IEEE binary32
+    row = np.array([[0x00, 0x00, 0xC0, 0x3F, 0x00, 0x00, 0x00, 0xC0]], np.uint8)
+    assert gguf_tools.decode_raw(row, "F32").tolist() == [[1.5, -2.0]]
+
+
+def test_an_unknown_file_type_label_names_the_valid_ones(tmp_path):
+    path = tmp_path / "label.gguf"
+    w = {"w": np.ones((2, 32), np.float32)}
+    message = r"unknown file_type label 'Q4_K_X'; valid labels: ALL_F32, F16, .*Q4_K_M"
+    with pytest.raises(LabError, match=message) as caught:
+        gguf_tools.write_gguf(path, w, {"w": "F32"}, file_type="Q4_K_X")
+    assert not isinstance(caught.value, KeyError)
+    assert not path.exists()
+    # every llama.cpp file type but gguf-py's GUESSED is a label, spelled as recipe_label reads it back
+    expected = [member.name.removeprefix("MOSTLY_") for member in gguf.LlamaFileType if member.name != "GUESSED"]
+    assert list(gguf_tools.file_type_labels()) == expected
+    gguf_tools.write_gguf(path, w, {"w": "F32"}, file_type="ALL_F32")
+    assert gguf.GGUFReader(path).fields["general.file_type"].contents() == 0  # LLAMA_FTYPE_ALL_F32 = 0
+
+
+def test_f16_refuses_weights_that_would_overflow_to_infinity(tmp_path):
+    # float16's largest finite value is (2 - 2^-10) * 2^15 = 65504; halfway to the next step (65520)
+    # rounds to infinity, anything below rounds to 65504
+    assert (2 - 2**-10) * 2**15 == 65504
+    with pytest.raises(NonFiniteError, match=r"tensor 'big' holds weights up to 70000 .* largest finite value 65504"):
+        gguf_tools.encode_tensor(np.array([[1.0, -70000.0]], np.float32), "F16", "big")
+    path = tmp_path / "f16.gguf"
+    with pytest.raises(NonFiniteError, match="tensor 'edge'"):
+        gguf_tools.write_gguf(path, {"edge": np.full((1, 4), 65520.0, np.float32)}, {"edge": "F16"})
+    assert not path.exists()
+    gguf_tools.write_gguf(path, {"edge": np.array([[65519.0, -65519.0, 1.0, 0.5]], np.float32)}, {"edge": "F16"})
+    (tensor,) = gguf.GGUFReader(path).tensors
+    assert np.asarray(tensor.data).astype(np.float32).tolist() == [[65504.0, -65504.0, 1.0, 0.5]]
+
+
+def _raw_gguf_with(path, add_metadata) -> None:
+    """A file written by gguf-py's writer alone, with metadata write_gguf would refuse."""
+    writer = gguf.GGUFWriter(path, "lab")
+    add_metadata(writer)
+    writer.add_tensor("w", np.ones((2, 32), np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+@pytest.mark.parametrize(
+    ("metadata", "error", "message", "as_gguf_py_writes_it", "reader_message"),
+    [
+        (
+            {"GGUF.version": 3},
+            LabError,
+            r"metadata key 'GGUF.version' is in the 'GGUF.' namespace",
+            lambda writer: writer.add_int64("GGUF.version", 3),
+            "metadata key 'GGUF.version' clashes",
+        ),
+        (
+            {"GGUF.kv_count": "x"},
+            LabError,
+            r"metadata key 'GGUF.kv_count' is in the 'GGUF.' namespace",
+            lambda writer: writer.add_string("GGUF.kv_count", "x"),
+            "metadata key 'GGUF.kv_count' clashes",
+        ),
+        (
+            {"general.alignment": 48},
+            LabError,
+            r"general.alignment must be a power of two that fits a UINT32 \(1 to 2\^31\), got 48",
+            lambda writer: writer.add_uint32("general.alignment", 48),
+            "general.alignment must be a non-zero power of two, got 48",
+        ),
+        (
+            {"general.alignment": 0},
+            LabError,
+            r"got 0",
+            lambda writer: writer.add_uint32("general.alignment", 0),
+            "general.alignment must be a non-zero power of two, got 0",
+        ),
+        (
+            {"general.alignment": 64.0},
+            DTypeError,
+            r"general.alignment must be an int \(written as a UINT32\), got float",
+            lambda writer: writer.add_float64("general.alignment", 64.0),
+            "general.alignment must be a UINT32, got a FLOAT64",
+        ),
+    ],
+    ids=["GGUF.version", "GGUF.kv_count", "alignment-48", "alignment-0", "alignment-float"],
+)
+def test_write_gguf_refuses_metadata_its_own_reader_refuses(
+    tmp_path, metadata, error, message, as_gguf_py_writes_it, reader_message
+):
+    path = tmp_path / "refused.gguf"
+    with pytest.raises(error, match=message):
+        gguf_tools.write_gguf(path, {"w": np.ones((2, 32), np.float32)}, {"w": "F32"}, metadata=metadata)
+    assert not path.exists()  # refused before anything was written
+    # the same metadata written by gguf-py's writer alone: the lab's reader refuses the file
+    _raw_gguf_with(path, as_gguf_py_writes_it)
+    with pytest.raises(GGUFFormatError, match=reader_message):
+        gguf_tools.open_gguf(path)
+
+
+def test_write_gguf_refuses_other_metadata_it_cannot_write_faithfully(tmp_path):
+    path = tmp_path / "refused.gguf"
+    w, types = {"w": np.ones((2, 32), np.float32)}, {"w": "F32"}
+    refused = [
+        ({"GGUF.anything": 1}, LabError, r"'GGUF.anything' is in the 'GGUF.' namespace"),
+        ({"general.alignment": 2**32}, LabError, r"got 4294967296"),
+        ({"general.architecture": "other"}, LabError, r"'general.architecture' is one write_gguf sets itself"),
+        ({"lab.big": 2**63}, LabError, r"'lab.big' = 9223372036854775808 does not fit the INT64"),
+        ({"bad\ud800key": 1}, LabError, r"metadata key .* cannot be written as UTF-8"),
+        ({"lab.text": "bad\udfff"}, LabError, r"metadata 'lab.text' value .* cannot be written as UTF-8"),
+    ]
+    for metadata, error, message in refused:
+        with pytest.raises(error, match=message):
+            gguf_tools.write_gguf(path, w, types, metadata=metadata)
+        assert not path.exists()
+    with pytest.raises(ShapeError, match=r"tensor 'w5' has shape \(1, 1, 1, 1, 32\); a GGUF tensor has 1 to 4"):
+        gguf_tools.write_gguf(path, {"w5": np.ones((1, 1, 1, 1, 32), np.float32)}, {"w5": "F32"})
+    with pytest.raises(ShapeError, match=r"tensor 'empty' has shape \(0, 32\)"):
+        gguf_tools.write_gguf(path, {"empty": np.ones((0, 32), np.float32)}, {"empty": "F32"})
+    assert not path.exists()
+
+
+def test_a_power_of_two_alignment_is_written_as_a_uint32_and_used(tmp_path):
+    path = tmp_path / "aligned.gguf"
+    tensors = {"a": np.ones((1, 8), np.float32), "b": np.full((2, 32), 0.5, np.float32)}
+    gguf_tools.write_gguf(path, tensors, {"a": "F32", "b": "F32"}, metadata={"general.alignment": 256})
+    reader = gguf.GGUFReader(path)
+    field = reader.fields["general.alignment"]
+    assert field.types == [gguf.GGUFValueType.UINT32] and field.contents() == 256
+    assert all(tensor.data_offset % 256 == 0 for tensor in reader.tensors)
+    with gguf_tools.open_gguf(path) as gf:
+        assert gf.layout.alignment == 256
+        assert gf.decode("b").tolist() == [[0.5] * 32] * 2
 
 
 def test_the_real_model_as_a_q4_k_m_style_file(tmp_path):
