@@ -542,16 +542,29 @@ class _Steps:
         self.dtypes: tuple[str, ...] = ()  # the MLX dtypes of the last result, before numpy widened them
 
     def attempt(self, step: str, call):
-        """The call's result as numpy (a tuple for several arrays), or None if MLX refused."""
+        """The call's result as numpy (a tuple for several arrays, a dict for a dict), or None if MLX refused.
+
+        `call` holds MLX calls only. Only what they raise is recorded as a refusal: the lab's own
+        errors (every LabError is a ValueError, one of the exception types MLX refuses with) and
+        anything raised while the lab converts the result to numpy propagate as they are, so a
+        lab bug is never reported as MLX refusing.
+        """
         try:
             result = call()
-            arrays = result if isinstance(result, (tuple, list)) else (result,)
+            if isinstance(result, dict):  # mx.load: name -> array
+                arrays = tuple(result.values())
+            else:
+                arrays = tuple(result) if isinstance(result, (tuple, list)) else (result,)
             self.mx.eval(*arrays)
-            converted = tuple(mlx_bridge.to_numpy(array) for array in arrays)
         except _MLX_REFUSALS as error:
+            if isinstance(error, LabError):
+                raise
             self.refusals.append(f"{step}: {type(error).__name__}: {str(error).splitlines()[0]}")
             return None
+        converted = tuple(mlx_bridge.to_numpy(array) for array in arrays)
         self.dtypes = tuple(str(array.dtype).rsplit(".", 1)[-1] for array in arrays)
+        if isinstance(result, dict):
+            return dict(zip(result, converted))
         return converted if isinstance(result, (tuple, list)) else converted[0]
 
 
@@ -605,7 +618,8 @@ def run_block(kind: str, w=None, tensor=None, x=None, **format_kwargs) -> Device
     w: the original float weights [..., K]. With w, mx.quantize runs on them and its bytes are
        compared with the lab's; without w there is nothing to quantize and only decoding runs.
     tensor: the lab's tensor; quantized from w with `format_kwargs` (rule=, global_scale=,
-       bits=, group_size=) when not given.
+       bits=, group_size=) when not given. A given tensor already fixes those settings, so
+       passing format_kwargs with it raises a LabError rather than ignoring them.
     x: the learner's input, [K] or [M, K]; a fixed row of varied signs and magnitudes if None.
        Both sides use x rounded to float32, the precision MLX receives it in.
     MLX decodes the lab's bytes, so a quantizer disagreement and a decoder disagreement show
@@ -617,6 +631,11 @@ def run_block(kind: str, w=None, tensor=None, x=None, **format_kwargs) -> Device
         raise LabError("run_block needs the float weights w, a lab tensor, or both")
     if tensor is not None and not isinstance(tensor, _TENSOR_TYPES[kind]):
         raise LabError(f"a {kind} run needs a {_TENSOR_TYPES[kind].__name__}, got {type(tensor).__name__}")
+    if tensor is not None and format_kwargs:
+        raise LabError(
+            f"run_block got a tensor and the quantizer settings {sorted(format_kwargs)}; the settings apply only "
+            "when run_block quantizes w itself, and the tensor already fixes them: pass one or the other"
+        )
     try:
         mx = mlx_bridge.mlx_core()
     except mlx_bridge.MLXUnavailableError as error:
@@ -934,7 +953,7 @@ def run_q4k(raw, x=None) -> DeviceReport:
         block_size=q4k.BLOCK_WEIGHTS,
     )
     runs = tuple(
-        _run_q4k_on(mx, label, device, tensor, reference, lab_weights, inputs) for label, device in mlx_devices(mx)
+        _run_q4k_on(mx, label, device, tensor, reference, inputs) for label, device in mlx_devices(mx)
     )
     return DeviceReport(
         available=True,
@@ -948,7 +967,7 @@ def run_q4k(raw, x=None) -> DeviceReport:
     )
 
 
-def _run_q4k_on(mx, label, device, tensor, reference, lab_weights, inputs) -> DeviceRun:
+def _run_q4k_on(mx, label, device, tensor, reference, inputs) -> DeviceRun:
     steps = _Steps(mx)
     shape = tensor.shape
     rows = int(np.prod(shape[:-1], dtype=np.int64))
@@ -979,7 +998,8 @@ def _run_q4k_on(mx, label, device, tensor, reference, lab_weights, inputs) -> De
         "mx.quantized_matmul of the affine layout",
         lambda: mx.quantized_matmul(mx.array(inputs), *affine_mx, transpose=True, **parameters, stream=device),
     )
-    matmul = None if y_mlx is None else compare_matmul(inputs, lab_weights.reshape(rows, -1), y_mlx)
+    # the reference is gguf-py's decode, as for every Q4_K comparison, not the lab's own decoder
+    matmul = None if y_mlx is None else compare_matmul(inputs, reference.reshape(rows, -1), y_mlx)
 
     loaded = _load_gguf(mx, steps, tensor, device)
     if loaded is not None:
@@ -1025,7 +1045,6 @@ class _Loaded:
 
 def _load_gguf(mx, steps: _Steps, tensor: q4k.Q4KTensor, device) -> _Loaded | None:
     """Write the bytes as a Q4_K tensor in a real GGUF file and mx.load it; None if MLX refused."""
-    names: list[str] = []
     with tempfile.TemporaryDirectory(prefix="four-bit-lab-") as folder:
         path = pathlib.Path(folder) / "block.gguf"
         writer = gguf.GGUFWriter(str(path), arch="four-bit-lab")
@@ -1035,17 +1054,12 @@ def _load_gguf(mx, steps: _Steps, tensor: q4k.Q4KTensor, device) -> _Loaded | No
         writer.write_tensors_to_file()
         writer.close()
 
-        def load():
-            arrays = mx.load(str(path), stream=device)
-            names.extend(sorted(arrays))
-            return [arrays[name] for name in names]
-
-        # evaluated inside attempt, while the file still exists
-        loaded = steps.attempt("mx.load of the GGUF file", load)
+        # mx.load maps the file lazily: attempt evaluates the arrays while the file still exists
+        loaded = steps.attempt("mx.load of the GGUF file", lambda: mx.load(str(path), stream=device))
     if loaded is None:
         return None
-    arrays = dict(zip(names, loaded))
-    dtypes = dict(zip(names, steps.dtypes))
+    dtypes = dict(zip(loaded, steps.dtypes))
+    arrays = {name: loaded[name] for name in sorted(loaded)}
     description = ", ".join(f"'{name}' {dtypes[name]} {array.shape}" for name, array in arrays.items())
     return _Loaded(arrays=arrays, dtypes=dtypes, description=description or "no arrays")
 
@@ -1060,9 +1074,23 @@ def _compare_loaded(mx, steps: _Steps, loaded: _Loaded, reference, tensor: q4k.Q
     if name not in loaded.arrays:
         return None
     if f"{name}.scales" in loaded.arrays:
+        packed, scales = loaded.arrays[name], loaded.arrays[f"{name}.scales"]
+        biases = loaded.arrays.get(f"{name}.biases")
+        implied = _implied_group_size_and_bits(packed, scales, reference.shape[-1])
+        if implied is None:
+            return None
+        group_size, bits = implied
         values = steps.attempt(
             "mx.dequantize of the arrays mx.load returned",
-            lambda: _dequantize_loaded(mx, loaded.arrays, reference.shape, device),
+            lambda: mx.dequantize(
+                mx.array(packed),
+                mx.array(scales),
+                None if biases is None else mx.array(biases),
+                group_size=group_size,
+                bits=bits,
+                dtype=mx.float32,
+                stream=device,
+            ),
         )
         returned = "float32"
     else:
@@ -1085,21 +1113,16 @@ def _compare_loaded(mx, steps: _Steps, loaded: _Loaded, reference, tensor: q4k.Q
     return Comparison(**{**_fields_of(comparison), "note": _diagnose_loaded(values, tensor, rounding_dtype, comparison)})
 
 
-def _dequantize_loaded(mx, arrays: dict, shape, device):
-    """Packed arrays from mx.load through mx.dequantize, with the group size and bits their shapes imply."""
-    name = GGUF_TENSOR_NAME
-    packed, scales = arrays[name], arrays[f"{name}.scales"]
-    biases = arrays.get(f"{name}.biases")
-    length = shape[-1]
-    return mx.dequantize(
-        mx.array(packed),
-        mx.array(scales),
-        None if biases is None else mx.array(biases),
-        group_size=length // scales.shape[-1],
-        bits=packed.shape[-1] * 32 // length,
-        dtype=mx.float32,
-        stream=device,
-    )
+def _implied_group_size_and_bits(packed: np.ndarray, scales: np.ndarray, length: int) -> tuple[int, int] | None:
+    """The group size and bits the shapes of packed uint32 words and scales imply for rows of `length`.
+
+    None when they imply no whole number of either, so nothing can be decoded.
+    """
+    if packed.ndim == 0 or scales.ndim == 0 or scales.shape[-1] == 0 or length % scales.shape[-1]:
+        return None
+    if (packed.shape[-1] * 32) % length:
+        return None
+    return length // scales.shape[-1], packed.shape[-1] * 32 // length
 
 
 def _diagnose_loaded(values: np.ndarray, tensor: q4k.Q4KTensor, rounding_dtype: str, comparison: Comparison) -> str:

@@ -8,12 +8,13 @@ differ row by row and affine groups are shifted off zero.
 from __future__ import annotations
 
 import json
+import math
 
 import gguf
 import numpy as np
 import pytest
 
-from lab import affine, device, mlx_bridge, mxfp4, nvfp4, q4k, zoo
+from lab import affine, device, mlx_bridge, mxfp4, mxfp8, nvfp4, q4k, zoo
 from lab.errors import LabError, ShapeError
 
 Q4_K = gguf.GGMLQuantizationType.Q4_K
@@ -110,11 +111,17 @@ def test_forgotten_global_scale_is_a_constant_factor(mx):
     nvfp4_mode = {"group_size": 16, "bits": 4, "mode": "nvfp4", "dtype": mx.float32}
     with_scale = np.array(mx.dequantize(packed, scales, global_scale=mx.array(global_scale), **nvfp4_mode))
     without = np.array(mx.dequantize(packed, scales, **nvfp4_mode))
+    # NVFP4's tensor scale multiplies every weight by global_scale / (6 * 448): E2M1's largest
+    # magnitude times E4M3's. Leaving it out multiplies every weight by the inverse, 2688 / global_scale.
+    assert 6 * 448 == 2688
+    factor = run.forgotten_global_scale_factor
+    assert factor == pytest.approx(2688 / global_scale, rel=2**-22)
+    # one factor for every weight MLX returned: each without-weight is that factor times the
+    # with-weight, up to the float32 roundings on MLX's two paths (a few units of 2^-24 each)
     nonzero = with_scale != 0
-    ratios = without[nonzero].astype(np.float64) / with_scale[nonzero]
-    assert run.forgotten_global_scale_factor == pytest.approx(float(np.median(ratios)), rel=1e-12)
-    assert np.ptp(ratios) / ratios.min() < 1e-6  # one factor for every weight
-    assert run.forgotten_global_scale_factor == pytest.approx(2688 / global_scale, rel=1e-5)
+    assert nonzero.sum() > w.size // 2
+    np.testing.assert_allclose(without[nonzero], factor * with_scale[nonzero].astype(np.float64), rtol=2**-21)
+    assert np.array_equal(without[~nonzero], with_scale[~nonzero])  # the zeros stay zero
 
 
 def test_input_x_is_used_and_checked(mx):
@@ -201,6 +208,67 @@ def test_gguf_path_reports_the_subblock_differences_mlx_really_has(mx, tmp_path)
         assert np.array_equal(rounded.astype(np.float64).reshape(values.shape), values)
 
 
+#: the MLX release whose mx.load behaviour on Q4_K is pinned below
+PINNED_MLX = "0.32.4"
+
+
+def _q4k_fields_by_hand(block: np.ndarray):
+    """d, dmin, the eight 6-bit scales and mins, and the 4-bit codes of one 144-byte Q4_K block,
+    unpacked as llama.cpp's get_scale_min_k4 and dequantize_row_q4_K do, subblock by subblock."""
+    d, dmin = (float(v) for v in block[:4].copy().view("<f2"))
+    q = [int(b) for b in block[4:16]]
+    scales = [q[j] & 63 if j < 4 else (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4) for j in range(8)]
+    mins = [q[j + 4] & 63 if j < 4 else (q[j + 4] >> 4) | ((q[j] >> 6) << 4) for j in range(8)]
+    chunks = block[16:].reshape(4, 32).astype(np.float64)  # 32 bytes per pair of subblocks
+    codes = np.stack([np.floor(chunks[j // 2] / 16) if j % 2 else chunks[j // 2] % 16 for j in range(8)])
+    return d, dmin, scales, mins, codes
+
+
+def test_gguf_path_on_the_pinned_mlx_reads_odd_subblocks_with_the_even_subblocks_metadata(mx, tmp_path):
+    """What MLX 0.32.4's mx.load does with a Q4_K tensor, pinned element by element.
+
+    Another MLX version may behave differently (the generic test above covers any behaviour);
+    this one is checked exactly so a change in MLX shows up here first.
+    """
+    if mx.__version__ != PINNED_MLX:
+        pytest.skip(f"pins MLX {PINNED_MLX}'s mx.load behaviour; this is MLX {mx.__version__}")
+    raw = q4k.presentation_fixture().reshape(1, 144)
+    loaded = _load_through_mlx(mx, raw, tmp_path)
+    assert list(loaded) == ["w"]
+    array = loaded["w"]
+    assert array.dtype == mx.float16 and array.shape == (1, 256)
+    values = np.array(array.astype(mx.float32)).astype(np.float64).reshape(8, 32)
+    reference = gguf.quants.dequantize(raw, Q4_K).astype(np.float64).reshape(8, 32)
+
+    # by hand: subblock j holds d*scale_j*q - dmin*min_j, with the low nibbles of byte chunk j//2
+    # for even j and the high nibbles for odd j (llama.cpp's layout)
+    d, dmin, scales, mins, codes = _q4k_fields_by_hand(raw[0])
+    own = np.stack([d * scales[j] * codes[j] - dmin * mins[j] for j in range(8)])
+    even_metadata = np.stack([d * scales[j - j % 2] * codes[j] - dmin * mins[j - j % 2] for j in range(8)])
+    assert np.array_equal(reference, own)  # gguf-py decodes by the layout
+    as_float16 = even_metadata.astype(np.float16).astype(np.float64)
+    # MLX: every lane in its place, each odd subblock scaled with the subblock before it
+    assert np.array_equal(values, as_float16)
+    assert np.array_equal(values[0::2], reference[0::2].astype(np.float16).astype(np.float64))
+    assert np.all((values[1::2] != reference[1::2]).any(axis=1))
+    assert (values[1, 0], reference[1, 0]) == (2.25, 3.25)  # lane 32
+    assert (values[1, 1], reference[1, 1]) == (-0.25, -0.5)  # lane 33
+
+    run = _cpu(device.run_q4k(raw))
+    (comparison,) = [c for name, c in _by_name(run).items() if name.startswith("GGUF path")]
+    assert comparison.name == "GGUF path: mx.load (float16) vs gguf-py"
+    # the zoo decoder whose output, rounded to float16, is the hand computation above
+    (matching,) = [
+        decoder
+        for decoder in zoo.Q4K_DECODERS
+        if np.array_equal(decoder.function(raw).astype(np.float16).astype(np.float64).reshape(8, 32), as_float16)
+    ]
+    assert matching.deliberately_wrong
+    assert f"'{matching.name}'" in comparison.note
+    subblock_breakdown = comparison.breakdowns[0]
+    assert subblock_breakdown.groups_with_differences() == [(0, 1), (0, 3), (0, 5), (0, 7)]
+
+
 # --------------------------------------------------------------------------------------------
 # Blocks that push the formats to their edges still produce a report
 # --------------------------------------------------------------------------------------------
@@ -217,35 +285,179 @@ def _degenerate_cases():
     }
 
 
+#: (group size, bits) of each MLX mode as the degenerate cases use it
+DEGENERATE_MODES = {"mxfp4": (32, 4), "mxfp8": (32, 8), "nvfp4": (16, 4), "affine": (32, 4)}
+QUANTIZERS = {"mxfp4": mxfp4.quantize, "mxfp8": mxfp8.quantize, "nvfp4": nvfp4.quantize, "affine": affine.quantize}
+
+
+def _same_or_both_nan(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    return (a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))
+
+
 @pytest.mark.parametrize("case", ["zero", "tiny", "huge", "saturating"])
 @pytest.mark.parametrize("kind", ["mxfp4", "mxfp8", "nvfp4", "affine"])
 def test_degenerate_blocks_produce_reports(mx, kind, case):
+    w = _degenerate_cases()[case]
     kwargs = {"group_size": 32} if kind == "affine" else {}
-    report = device.run_block(kind, w=_degenerate_cases()[case], **kwargs)
-    assert report.available and report.runs
+    x = np.linspace(-1.0, 1.0, w.shape[-1], dtype=np.float32)
+    report = device.run_block(kind, w=w, x=x, **kwargs)
+    run = _cpu(report)
+    assert not run.refusals
     assert report.to_markdown().startswith("###")
     json.dumps(report.as_dict())
+    comparisons = _by_name(run)
+
+    # what MLX does, recomputed here from MLX itself: its own bytes, and its decode of the lab's
+    group_size, bits = DEGENERATE_MODES[kind]
+    mode = {"group_size": group_size, "bits": bits, "mode": kind}
+    with np.errstate(over="ignore", invalid="ignore"):  # the huge case overflows to inf, as in the pane
+        lab_tensor = QUANTIZERS[kind](w, **kwargs)
+        lab_weights = lab_tensor.dequantize()
+    lab_arrays = lab_tensor.to_mlx()
+    mlx_packed = np.array(mx.quantize(mx.array(w), **mode)[0])
+    lab_bytes, mlx_bytes = np.array(lab_arrays[0]).view(np.uint8), mlx_packed.view(np.uint8)
+    packed = comparisons["mx.quantize packed codes vs lab"]
+    assert (packed.total, packed.identical) == (mlx_bytes.size, int((lab_bytes == mlx_bytes).sum()))
+
+    mlx_weights = np.array(mx.dequantize(*lab_arrays, **mode, dtype=mx.float32))
+    dequantized = comparisons["mx.dequantize(dtype=float32) vs lab dequantize()"]
+    assert dequantized.identical == int(_same_or_both_nan(lab_weights, mlx_weights).sum())
+
+    y_mlx = np.array(mx.quantized_matmul(mx.array(x[None, :]), *lab_arrays, transpose=True, **mode))
+    assert np.all(_same_or_both_nan(run.matmul.y_mlx, y_mlx))
+
+    signs = np.sign(w)
+    if case == "zero":
+        # every scale is the smallest and every code 0: both sides decode exact zeros
+        assert np.all(mlx_weights == 0) and np.all(lab_weights == 0)
+        assert dequantized.verdict == "bit-identical" and packed.verdict == "bit-identical"
+        assert np.all(y_mlx == 0)
+    elif case == "huge" and kind == "mxfp4":
+        # MLX's scale is 2^ceil(log2(amax / 6)) = 2^ceil(125.2) = 2^126; 3e38 / 2^126 = 3.53 rounds
+        # to E2M1's 4, and 4 * 2^126 = 2^128 is past float32's largest: every weight is infinite
+        assert math.ceil(math.log2(3e38 / 6)) == 126 and 3e38 / 2.0**126 == pytest.approx(3.526, abs=1e-3)
+        assert np.array_equal(mlx_weights, signs * np.float32(np.inf))
+        assert dequantized.verdict == "bit-identical"
+    elif case == "huge" and kind == "mxfp8":
+        # MLX's scale is 2^ceil(log2(amax / 448)) = 2^ceil(119.01) = 2^120; 3e38 / 2^120 = 225.7
+        # rounds to 224, its E4M3 neighbour (the step there is 16): every weight is 224 * 2^120
+        assert math.ceil(math.log2(3e38 / 448)) == 120 and 3e38 / 2.0**120 == pytest.approx(225.7, abs=0.1)
+        assert np.array_equal(mlx_weights, (signs * 224 * 2.0**120).astype(np.float32))
+        assert dequantized.verdict == "bit-identical"
 
 
 def test_nan_scale_bytes_are_reported_per_side(mx):
-    tensor = mxfp4.from_parts(np.arange(64, dtype=np.uint8).reshape(2, 32) % 16, np.array([[0xFF], [127]], dtype=np.uint8))
+    codes = np.arange(64, dtype=np.uint8).reshape(2, 32) % 16
+    tensor = mxfp4.from_parts(codes, np.array([[0xFF], [127]], dtype=np.uint8))
     run = _cpu(device.run_block("mxfp4", tensor=tensor))
     packed, scales = tensor.to_mlx()
     mlx_block = np.array(mx.dequantize(packed, scales, group_size=32, bits=4, mode="mxfp4", dtype=mx.float32))[0]
+    # By the rule for E8M0 byte 0xFF: the OCP reading (the lab's) makes the whole block NaN; MLX
+    # reads the byte as 2^128 = inf, so code 0 and code 8 (+0 and -0) give 0 * inf = NaN and every
+    # other code an infinity with its sign (codes 1-7 positive, 9-15 negative).
+    block_codes = codes[0]
+    zero_codes = int(np.isin(block_codes, (0, 8)).sum())
+    positive, negative = int(((block_codes >= 1) & (block_codes <= 7)).sum()), int((block_codes >= 9).sum())
+    assert (zero_codes, positive, negative) == (4, 14, 14)
+    assert (int(np.isnan(mlx_block).sum()), int(np.isposinf(mlx_block).sum()), int(np.isneginf(mlx_block).sum())) == (
+        zero_codes,
+        positive,
+        negative,
+    )
     (note,) = [note for note in run.notes if "NaN scale byte" in note]
-    assert f"{int(np.isnan(mlx_block).sum())} NaN" in note.split("MLX as")[1]
+    lab_side, mlx_side = note.split("MLX as")
+    assert lab_side.endswith(f"the lab decodes their 32 weights as {block_codes.size} NaN; ")
+    assert mlx_side == f" {zero_codes} NaN, {positive} +inf, {negative} −inf."
     dequantized = _by_name(run)["mx.dequantize(dtype=float32) vs lab dequantize()"]
     assert dequantized.breakdowns[0].not_identical[1, 0] == 0  # the block with a real scale agrees
+    # the NaN-scale block: bit-identical only where both sides are NaN, the zero codes
+    assert dequantized.breakdowns[0].not_identical[0, 0] == positive + negative
 
 
-def test_degenerate_q4k_blocks_produce_reports(mx):
+def test_degenerate_q4k_blocks_produce_reports(mx, tmp_path):
     blocks = np.zeros((3, 144), dtype=np.uint8)
     blocks[1, 0:2] = np.frombuffer(np.float16(np.inf).tobytes(), dtype=np.uint8)  # d = inf
     blocks[2, 2:4] = np.frombuffer(np.float16(np.nan).tobytes(), dtype=np.uint8)  # dmin = NaN
-    blocks[1:, 4:] = 0xFF
-    report = device.run_q4k(blocks.reshape(1, -1))
+    blocks[1:, 4:] = 0xFF  # every 6-bit scale and min 63, every code 15
+    raw = blocks.reshape(1, -1)
+    x = np.linspace(-1.0, 1.0, 768, dtype=np.float32)
+    report = device.run_q4k(raw, x=x)
     assert report.available and report.runs
     json.dumps(report.as_dict())
+    run = _cpu(report)
+    assert not run.refusals
+
+    # by hand, w = d*scale*q - dmin*min: block 0 is 0*0*0 - 0*0 = 0; block 1 is inf*63*15 - 0*63 = inf;
+    # block 2 is 0*63*15 - NaN*63 = NaN
+    expected = np.concatenate([np.zeros(256), np.full(256, np.inf), np.full(256, np.nan)])[None, :]
+    assert np.all(_same_or_both_nan(gguf.quants.dequantize(raw, Q4_K), expected))
+    (lab_check,) = report.reference_checks
+    assert lab_check.identical == int(_same_or_both_nan(q4k.decode(raw), expected).sum()) == 768
+
+    # the affine path, run here straight through MLX: scale = d*scale (inf in block 1), bias = -dmin*min
+    packed, scales, biases = (mx.array(a) for a in q4k.to_mlx_affine(raw))
+    affine = np.array(mx.dequantize(packed, scales, biases, group_size=32, bits=4, dtype=mx.float32))
+    comparison = _by_name(run)["affine path: mx.dequantize vs gguf-py"]
+    assert comparison.identical == int(_same_or_both_nan(affine, expected).sum()) == 768
+    assert comparison.verdict == "bit-identical"
+
+    loaded = np.array(_load_through_mlx(mx, raw, tmp_path)["w"].astype(mx.float32))
+    gguf_path = _by_name(run)["GGUF path: mx.load (float16) vs gguf-py"]
+    assert gguf_path.identical == int(_same_or_both_nan(loaded, expected).sum()) == 768
+
+    # x has no zero, so one infinite or NaN weight makes every dot product NaN on both sides
+    assert np.all(x != 0)
+    y_mlx = np.array(mx.quantized_matmul(mx.array(x[None, :]), packed, scales, biases, group_size=32, bits=4))
+    assert np.isnan(y_mlx).all() and np.isnan(run.matmul.y_mlx).all() and np.isnan(run.matmul.y_reference).all()
+
+
+def test_q4k_matmul_is_measured_against_gguf_py_not_the_lab_decoder(mx, monkeypatch):
+    raw = zoo.asymmetric_blocks(count=2).reshape(1, -1)
+    x = np.linspace(-2.0, 3.0, raw.size // 144 * 256, dtype=np.float32)
+    # break the lab's decoder: the matmul reference must not move with it
+    monkeypatch.setattr(q4k.Q4KTensor, "dequantize", lambda self: np.zeros(self.shape, np.float32))
+    report = device.run_q4k(raw, x=x)
+    run = _cpu(report)
+    (lab_check,) = report.reference_checks
+    assert lab_check.verdict.startswith("differs")  # the broken decoder is caught there
+    gguf_py = gguf.quants.dequantize(raw, Q4_K).astype(np.float64)
+    assert np.array_equal(run.matmul.y_reference, x[None, :].astype(np.float64) @ gguf_py.T)
+    assert run.matmul.verdict.startswith("agrees within float32 accumulation")
+
+
+def test_only_mlx_failures_are_reported_as_mlx_refusing(mx, monkeypatch):
+    steps = device._Steps(mx)
+    # MLX's own refusal (a reshape to the wrong size) becomes a line in the report
+    assert steps.attempt("mx.reshape", lambda: mx.reshape(mx.zeros(6), (4,))) is None
+    (refusal,) = steps.refusals
+    assert refusal.startswith("mx.reshape: ValueError: [reshape]")
+
+    # a LabError is a ValueError too, but it is the lab's, so it propagates
+    def lab_failure():
+        raise ShapeError("simulated lab failure")
+
+    with pytest.raises(ShapeError, match="simulated lab failure"):
+        steps.attempt("a lab step", lab_failure)
+    assert len(steps.refusals) == 1
+
+    # so does a failure while the lab converts MLX's result to numpy, anywhere in the pane
+    def broken_conversion(array):
+        raise ValueError("simulated to_numpy failure")
+
+    monkeypatch.setattr(mlx_bridge, "to_numpy", broken_conversion)
+    with pytest.raises(ValueError, match="simulated to_numpy failure"):
+        device.run_block("mxfp4", w=_asymmetric_weights(rows=2, cols=32))
+    with pytest.raises(ValueError, match="simulated to_numpy failure"):
+        device.run_q4k(q4k.presentation_fixture())
+
+
+def test_a_tensor_with_quantizer_settings_is_refused(mx):
+    w = _asymmetric_weights(rows=2, cols=64)
+    tensor = mxfp4.quantize(w)
+    with pytest.raises(LabError, match=r"run_block got a tensor and the quantizer settings \['group_size', 'rule'\]"):
+        device.run_block("mxfp4", w=w, tensor=tensor, rule="ocp", group_size=32)
+    assert _cpu(device.run_block("mxfp4", w=w, tensor=tensor)).comparisons  # without settings it runs
 
 
 def test_without_mlx_the_pane_says_how_to_get_it(monkeypatch):
