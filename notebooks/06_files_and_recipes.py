@@ -9,24 +9,14 @@ def _():
     import tempfile
     from pathlib import Path
 
-    import gguf
     import marimo as mo
     import numpy as np
 
-    from lab import format_number, gguf_tools, q4k
+    from lab import format_number, gguf_tools, q4k, zoo
     from lab.errors import LabError
+    from lab.real_weights import error_metrics
 
-    return (
-        LabError,
-        Path,
-        format_number,
-        gguf,
-        gguf_tools,
-        mo,
-        np,
-        q4k,
-        tempfile,
-    )
+    return LabError, Path, error_metrics, format_number, gguf_tools, mo, np, q4k, tempfile, zoo
 
 
 @app.cell(hide_code=True)
@@ -66,69 +56,63 @@ def _(Path, gguf_tools, np, tempfile):
         tensors[f"blk.{_layer}.ffn_norm.weight"] = np.ones(_hidden, np.float32)
     tensors["blk.1.ffn_odd.weight"] = _rng.normal(0, 0.02, (64, 96)).astype(np.float32)  # rows of 96: not Q4_K
     plan = gguf_tools.q4_k_m_style_plan(tensors)
-    workdir = Path(tempfile.mkdtemp(prefix="four-bit-lab-"))
-    path = gguf_tools.write_gguf(workdir / "tiny-q4_k_m.gguf", tensors, plan, name="tiny lab model", file_type="Q4_K_M")
-    return path, tensors, workdir
+    # The folder and the file go away with the notebook's process.
+    scratch = tempfile.TemporaryDirectory(prefix="four-bit-lab-")
+    path = gguf_tools.write_gguf(Path(scratch.name) / "tiny-q4_k_m.gguf", tensors, plan, name="tiny lab model", file_type="Q4_K_M")
+    return path, plan, scratch, tensors
 
 
 @app.cell(hide_code=True)
-def _(format_number, gguf_tools, mo, path):
-    gguf_file = gguf_tools.open_gguf(path)
+def _(gguf_tools, np, path):
+    traced_tensor = "blk.0.attn_q.weight"
+    with gguf_tools.open_gguf(path) as _file:
+        inventory = _file.inventory()
+        recipe = gguf_tools.explain_recipe(_file)
+        traced_raw = np.array(_file.raw(traced_tensor))
+    return inventory, recipe, traced_raw, traced_tensor
+
+
+@app.cell(hide_code=True)
+def _(format_number, inventory, mo, path):
     _rows = "\n".join(
         f"| `{row['name']}` | {row['type']} | {' × '.join(str(n) for n in row['shape'])} | {row['bytes']:,} | {format_number(round(row['bits_per_weight'], 4))} |"
-        for row in gguf_file.inventory()
+        for row in inventory
     )
     mo.md(
         f"## The tensor inventory\n\n{path.stat().st_size:,} bytes on disk.\n\n"
         "| tensor | type | shape | bytes | bits/weight |\n|---|---|---|---|---|\n" + _rows
     )
-    return (gguf_file,)
+    return
 
 
 @app.cell(hide_code=True)
-def _(gguf_file, gguf_tools, mo):
-    recipe = gguf_tools.explain_recipe(gguf_file)
+def _(mo, recipe):
     mo.md("## Reading the label against the contents\n\n" + "\n\n".join(f"* {line}" for line in recipe["text"].splitlines()))
     return
 
 
 @app.cell(hide_code=True)
-def _(gguf, gguf_file, mo, np, q4k, tensors):
-    _name = "blk.0.attn_q.weight"
-    _raw = gguf_file.raw(_name)
-    lab_weights = q4k.decode(_raw)
-    reference_weights = gguf.quants.dequantize(np.asarray(_raw), gguf.GGMLQuantizationType.Q4_K)
-    _identical = int(np.sum(lab_weights.view(np.uint32) == reference_weights.view(np.uint32)))
-    _relative = float(np.linalg.norm(lab_weights - tensors[_name]) / np.linalg.norm(tensors[_name]))
+def _(error_metrics, mo, q4k, tensors, traced_raw, traced_tensor, zoo):
+    decoder_check = zoo.check_weights(q4k.decode, blocks=traced_raw)
+    _cost = error_metrics(tensors[traced_tensor], q4k.decode(traced_raw).reshape(tensors[traced_tensor].shape))
     mo.md(
         f"""
         ## Decoding a Q4_K tensor two ways
 
-        `{_name}` through the lab's decoder and through gguf-py's: **{_identical:,} of
-        {lab_weights.size:,}** weights are bit-identical. Against the float weights we started
-        from, the relative RMS error is {_relative:.4f}: what quantization cost, which no decoder
-        can give back.
+        `{traced_tensor}` through the lab's decoder and through gguf-py's:
+        **{decoder_check.cases - decoder_check.mismatches:,} of {decoder_check.cases:,}** weights are
+        bit-identical. Against the float weights we started from, the relative RMS error is
+        {_cost['relative_rmse']:.4f}: what quantization cost, which no decoder can give back.
         """
     )
-    return
+    return (decoder_check,)
 
 
 @app.cell(hide_code=True)
-def _(LabError, gguf_tools, mo, np, workdir):
-    # A file holding a type the lab does not decode (Q2_K bytes), to show the refusal.
-    _raw = np.zeros((4, 84), dtype=np.uint8)
-    _path = workdir / "unsupported.gguf"
-    import gguf as _gguf
-
-    _writer = _gguf.GGUFWriter(_path, "lab")
-    _writer.add_tensor("mystery.weight", _raw, raw_dtype=_gguf.GGMLQuantizationType.Q2_K)
-    _writer.write_header_to_file()
-    _writer.write_kv_data_to_file()
-    _writer.write_tensors_to_file()
-    _writer.close()
+def _(LabError, gguf_tools, mo, np):
+    # Q2_K is a real GGUF type the lab has no decoder for: 84 bytes per 256 weights.
     try:
-        with gguf_tools.open_gguf(_path) as _file:
-            _file.decode("mystery.weight")
+        gguf_tools.decode_raw(np.zeros((1, 84), dtype=np.uint8), "Q2_K")
         rejection = "decoded (unexpected)"
     except LabError as _error:
         rejection = f"{type(_error).__name__}: {_error}"
@@ -137,12 +121,13 @@ def _(LabError, gguf_tools, mo, np, workdir):
         ## Saying no clearly
 
         A loader that meets a type it does not understand should stop and say so, not treat the
-        bytes as a layout it does know. The lab's answer for a Q2_K tensor:
+        bytes as a layout it does know. Had this file held a Q2_K tensor, opening it would work
+        (the inventory lists it) and decoding it would stop here:
 
         > {rejection}
         """
     )
-    return
+    return (rejection,)
 
 
 @app.cell(hide_code=True)

@@ -95,7 +95,7 @@ def test_06_files_and_recipes():
     defs = run_notebook("06_files_and_recipes.py")
     assert defs["plan"]["blk.0.attn_q.weight"] == "Q4_K" and defs["plan"]["blk.1.ffn_odd.weight"] != "Q4_K"
     assert defs["recipe"]["label"] == "Q4_K_M"
-    assert (defs["lab_weights"].view("uint32") == defs["reference_weights"].view("uint32")).all()
+    assert defs["decoder_check"].passed and defs["decoder_check"].cases == 256 * 256
     assert defs["rejection"].startswith("UnsupportedTypeError") and "Q2_K" in defs["rejection"]
 
 

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gguf
+from conftest import require_mlx
 from lab import q4k
 from lab.errors import CodeRangeError, DTypeError, NonFiniteError, ShapeError
 
@@ -99,11 +100,18 @@ def same_bits(a, b) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_constants():
-    assert q4k.BLOCK_BYTES == 144
-    assert q4k.BLOCK_WEIGHTS == 256
-    assert q4k.BITS_PER_WEIGHT == 4.5
-    assert 2 + 2 + 12 + 128 == 144
+def test_constants_match_gguf_py():
+    block_weights, block_bytes = gguf.constants.GGML_QUANT_SIZES[Q4_K]
+    assert (q4k.BLOCK_WEIGHTS, q4k.BLOCK_BYTES) == (block_weights, block_bytes) == (256, 144)
+    assert block_weights == gguf.constants.QK_K
+    assert q4k.BITS_PER_WEIGHT == 8 * block_bytes / block_weights == 4.5
+    # the field layout: two float16 factors, gguf-py's K_SCALE_SIZE metadata bytes, then one
+    # nibble per weight; together they fill gguf-py's block exactly
+    assert q4k.METADATA_OFFSET == 2 * np.dtype(np.float16).itemsize
+    assert q4k.METADATA_BYTES == gguf.quants.Q4_K.K_SCALE_SIZE
+    assert q4k.PAYLOAD_OFFSET == q4k.METADATA_OFFSET + q4k.METADATA_BYTES
+    assert q4k.PAYLOAD_BYTES == block_weights // 2
+    assert q4k.PAYLOAD_OFFSET + q4k.PAYLOAD_BYTES == block_bytes
 
 
 def test_decode_is_bit_identical_to_gguf_on_random_blocks():
@@ -432,12 +440,23 @@ def test_quantizer_reaches_llama_cpp_quality_on_gaussian_weights():
     assert abs(error - LLAMA_CPP_RELATIVE_RMSE) / LLAMA_CPP_RELATIVE_RMSE < 0.01, error
 
 
-# Bytes written by a separate scalar C program that follows llama.cpp's quantize_row_q4_K_ref
-# (make_qkx2_quants with rmin=-1, rdelta=0.1, nstep=20; compiled without FMA contraction), for the
-# exactly representable input below. It pins the details the RMSE check is too coarse to see:
-# each search grid is anchored at the best minimum found so far, a candidate must be strictly
-# better to win, sums run left to right (constant subblocks are near-ties decided by rounding),
-# and a subblock whose 6-bit scale rounds to 0 keeps the codes the search chose.
+# How these bytes were made, so anyone can make them again (no llama.cpp code is in this repo):
+#   algorithm  llama.cpp's quantize_row_q4_K_ref (ggml/src/ggml-quants.c), with the helpers it
+#              calls from the same file, nearest_int, make_qkx2_quants (called with nmax=15,
+#              rmin=-1, rdelta=0.1, nstep=20, use_mad=false) and get_scale_min_k4; checked
+#              against commit 01243c587feceaa5d6a6c2305535ef2f549c48b8 of ggml-org/llama.cpp.
+#              Those four functions were copied into one C file, with GGML_FP32_TO_FP16 and
+#              GGML_FP16_TO_FP32 as casts to and from _Float16 (round to nearest even, as ggml's).
+#   compiler   gcc 12.2 (Debian 12.2.0-14) -O2 -ffp-contract=off on x86-64, built as a shared
+#              library; the contraction flag keeps a*b+c as two roundings, as written.
+#   input      reference_input() below, no random seed: 1024 exactly representable sawtooth
+#              values and two blocks of constant subblocks, passed as one float32 row of
+#              k = 1536 (six blocks) to quantize_row_q4_K_ref through ctypes.
+#   output     the 6 * 144 bytes of block_q4_K written out in hex, 96 characters a line.
+# They pin details the RMSE check is too coarse to see: each search grid is anchored at the
+# best minimum found so far, a candidate must be strictly better to win, sums run left to right
+# (constant subblocks are near-ties decided by rounding), and a subblock whose 6-bit scale
+# rounds to 0 keeps the codes the search chose.
 REFERENCE_BYTES_HEX = (
     "de0a8016ffffffc0fff8fac0ceafbfbcc2278dd3499e055ab1167cc2388de449af056bb1277cd3389ee45aa0166bc227"
     "48ad0469c0157bd1379cf358be046ac0268be2379df359be157ad1268ce248ada0156bc1278cd3489e045ab0167bc237"
@@ -524,7 +543,7 @@ def test_quantizer_keeps_leading_dimensions_and_accepts_float16():
 
 
 def test_mlx_affine_layout_matches_mlx_dequantize():
-    mx = pytest.importorskip("mlx.core")
+    mx = require_mlx()
     rng = np.random.default_rng(8)
     tensor = q4k.quantize(rng.normal(0, 0.05, size=(64, 512)).astype(np.float32))
     packed, scales, biases = tensor.to_mlx_affine()
@@ -542,7 +561,7 @@ def test_mlx_affine_layout_matches_mlx_dequantize():
 
 
 def test_mlx_affine_on_the_fixture_is_exact():
-    mx = pytest.importorskip("mlx.core")
+    mx = require_mlx()
     packed, scales, biases = q4k.to_mlx_affine(q4k.presentation_fixture().reshape(1, 144))
     theirs = np.array(
         mx.dequantize(mx.array(packed), mx.array(scales), mx.array(biases), group_size=32, bits=4)
@@ -554,7 +573,7 @@ def test_mlx_affine_on_the_fixture_is_exact():
 
 
 def test_mlx_quantized_matmul_matches_a_float64_dot():
-    mx = pytest.importorskip("mlx.core")
+    mx = require_mlx()
     rng = np.random.default_rng(10)
     tensor = q4k.quantize(rng.normal(0, 0.05, size=(96, 512)).astype(np.float32))
     packed, scales, biases = tensor.to_mlx_affine()
