@@ -196,24 +196,30 @@ function metadataBits(view, traced) {
   );
 }
 
-// All 256 weights as bars, subblocks in alternating colours, the traced lanes highlighted.
+// All 256 weights as bars from a zero line, subblocks in alternating colours, the traced lanes
+// highlighted. The vertical range covers the weights and zero, so no space is spent on a sign
+// the block does not use.
 function laneView(weights, traced) {
   const width = 768;
-  const height = 160;
+  const plotHeight = 160;
   const finite = weights.filter(Number.isFinite);
-  const top = Math.max(1e-30, ...finite.map(Math.abs));
-  const y = (value) => height / 2 - (Number.isFinite(value) ? value / top : 0) * (height / 2 - 8);
+  const highest = Math.max(0, ...finite);
+  const lowest = Math.min(0, ...finite);
+  const span = highest - lowest || 1;
+  const y = (value) => 4 + ((highest - (Number.isFinite(value) ? value : 0)) / span) * (plotHeight - 8);
+  const zero = y(0);
   const bars = weights.map((value, lane) => {
     const current = lane === traced.low.lane || lane === traced.high.lane;
     const className = current ? "lab-lane-current" : Math.floor(lane / 32) % 2 ? "lab-lane-odd" : "lab-lane";
-    return svg("rect", { x: lane * 3, width: 2.6, y: Math.min(y(value), height / 2), height: Math.abs(y(value) - height / 2) || 1, class: className }, svg("title", {}, `lane ${lane}: ${formatNumber(value)}`));
+    const top = Math.min(y(value), zero);
+    return svg("rect", { x: lane * 3, width: 2.6, y: top, height: Math.abs(y(value) - zero) || 1, class: className }, svg("title", {}, `lane ${lane}: ${formatNumber(value)}`));
   });
   return svg(
     "svg",
-    { viewBox: `0 0 ${width} ${height + 18}`, class: "lab-lanes", role: "img", "aria-label": `all 256 weights by lane; lanes ${traced.low.lane} and ${traced.high.lane} highlighted` },
-    svg("line", { x1: 0, x2: width, y1: height / 2, y2: height / 2, class: "lab-axis" }),
+    { viewBox: `0 0 ${width} ${plotHeight + 22}`, class: "lab-lanes", role: "img", "aria-label": `all 256 weights by lane; lanes ${traced.low.lane} and ${traced.high.lane} highlighted` },
+    svg("line", { x1: 0, x2: width, y1: zero, y2: zero, class: "lab-axis" }),
     bars,
-    [0, 1, 2, 3, 4, 5, 6, 7].map((j) => svg("text", { x: j * 96 + 48, y: height + 14, "text-anchor": "middle", class: "lab-tick" }, `subblock ${j}`)),
+    [0, 1, 2, 3, 4, 5, 6, 7].map((j) => svg("text", { x: j * 96 + 48, y: plotHeight + 18, "text-anchor": "middle", class: "lab-tick" }, `subblock ${j}`)),
   );
 }
 
