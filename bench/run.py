@@ -28,7 +28,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab import affine, e2m1, e4m3, mxfp4, mxfp8, nvfp4, q4k, real_weights  # noqa: E402
+from lab.formats import affine, mxfp4, mxfp8, nvfp4, q4k  # noqa: E402
+from lab.codes import e2m1, e4m3
+from lab.teach import real_weights
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import CodeRangeError, DTypeError, NonFiniteError, ShapeError
+from lab.errors import CodeRangeError, DTypeError, NonFiniteError, ShapeError
 
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 

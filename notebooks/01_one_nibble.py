@@ -9,7 +9,7 @@ def _():
     import marimo as mo
 
     from lab import e2m1, format_number, nibble
-    from lab.charts import e2m1_ruler_chart
+    from lab.teach.charts import e2m1_ruler_chart
     from widgets import NibbleDecoder
 
     return NibbleDecoder, e2m1, e2m1_ruler_chart, format_number, mo, nibble

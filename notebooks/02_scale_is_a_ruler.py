@@ -10,7 +10,7 @@ def _():
     import numpy as np
 
     from lab import format_number, scale
-    from lab.charts import error_vs_scale_chart
+    from lab.teach.charts import error_vs_scale_chart
     from widgets import ScaleLab
 
     return ScaleLab, error_vs_scale_chart, format_number, mo, np, scale

@@ -13,7 +13,7 @@ def _():
     import numpy as np
 
     from lab import device, format_number, q4k
-    from lab.charts import q4k_lane_chart
+    from lab.teach.charts import q4k_lane_chart
     from widgets import Q4KExplorer
 
     return Q4KExplorer, device, mo, np, q4k, q4k_lane_chart

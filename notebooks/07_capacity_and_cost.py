@@ -9,7 +9,7 @@ def _():
     import marimo as mo
 
     from lab import format_number, sizes
-    from lab.charts import bits_per_weight_chart
+    from lab.teach.charts import bits_per_weight_chart
 
     return bits_per_weight_chart, format_number, mo, sizes
 

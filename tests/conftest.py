@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from lab import e2m1
+from lab.codes import e2m1
 
 
 def require_mlx():

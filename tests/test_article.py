@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lab import e2m1, e4m3, e8m0, mxfp4, nibble, nvfp4, q4k, scale, sizes
+from lab.codes import e2m1, e4m3, e8m0, nibble
+from lab.formats import mxfp4, nvfp4, q4k
+from lab.teach import scale, sizes
 
 # --- 1. Start with 0101 -------------------------------------------------------------------------
 
@@ -97,7 +99,7 @@ def test_s3_code_three_times_half_is_one_and_a_half():
 
 def test_s3_seventeen_bytes_and_4_25_bits_per_weight():
     block = mxfp4.quantize(np.linspace(-1, 1, 32, dtype=np.float32))
-    assert len(mxfp4.to_gguf(block)) == 17 == 32 * 4 // 8 + 1
+    assert len(block.to_gguf()) == 17 == 32 * 4 // 8 + 1
     assert block.bits_per_weight == 17 * 8 / 32 == 4.25
 
 

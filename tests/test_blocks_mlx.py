@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import planted_weights
-from lab import affine, mxfp4, mxfp8, nvfp4
+from lab.formats import affine, mxfp4, mxfp8, nvfp4
 
 DTYPES = ("float32", "float16", "bfloat16")
 

@@ -11,7 +11,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from lab import e2m1, q4k
+from lab.codes import e2m1
+from lab.formats import q4k
 from lab.errors import ShapeError
 
 Q4_K = gguf.GGMLQuantizationType.Q4_K

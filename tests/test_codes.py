@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from lab import e2m1, e4m3, e8m0, nibble
+from lab.codes import e2m1, e4m3, e8m0, nibble
 from lab.errors import CodeRangeError, DTypeError, NonFiniteError, RuleError
 
 ALL_NIBBLES = np.arange(16, dtype=np.uint8)

@@ -14,7 +14,8 @@ import gguf
 import numpy as np
 import pytest
 
-from lab import affine, device, mlx_bridge, mxfp4, mxfp8, nvfp4, q4k, zoo
+from lab.formats import affine, mlx_layout, mxfp4, mxfp8, nvfp4, q4k
+from lab.teach import device, zoo
 from lab.errors import LabError, ShapeError
 
 Q4_K = gguf.GGMLQuantizationType.Q4_K
@@ -445,7 +446,7 @@ def test_only_mlx_failures_are_reported_as_mlx_refusing(mx, monkeypatch):
     def broken_conversion(array):
         raise ValueError("simulated to_numpy failure")
 
-    monkeypatch.setattr(mlx_bridge, "to_numpy", broken_conversion)
+    monkeypatch.setattr(mlx_layout, "to_numpy", broken_conversion)
     with pytest.raises(ValueError, match="simulated to_numpy failure"):
         device.run_block("mxfp4", w=_asymmetric_weights(rows=2, cols=32))
     with pytest.raises(ValueError, match="simulated to_numpy failure"):
@@ -462,15 +463,15 @@ def test_a_tensor_with_quantizer_settings_is_refused(mx):
 
 def test_without_mlx_the_pane_says_how_to_get_it(monkeypatch):
     def unavailable():
-        raise mlx_bridge.MLXUnavailableError("MLX is not installed (simulated)")
+        raise mlx_layout.MLXUnavailableError("MLX is not installed (simulated)")
 
-    monkeypatch.setattr(mlx_bridge, "mlx_core", unavailable)
+    monkeypatch.setattr(mlx_layout, "mlx_core", unavailable)
     for report in (
         device.run_block("mxfp4", w=np.ones((1, 32), dtype=np.float32)),
         device.run_q4k(q4k.presentation_fixture()),
     ):
         assert report.available is False
-        assert report.install_hint == mlx_bridge.install_hint()
+        assert report.install_hint == mlx_layout.install_hint()
         assert "not installed" in report.message
         assert report.install_hint in report.to_markdown()
         assert report.runs == ()

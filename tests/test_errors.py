@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lab import affine, e8m0, mxfp4, mxfp8, nvfp4, q4k, rounding, scale
+from lab.formats import affine, mxfp4, mxfp8, nvfp4, q4k, rounding
+from lab.codes import e8m0
+from lab.teach import scale
 from lab.errors import (
     BitsError,
     CodeRangeError,

@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lab import gguf_tools, mxfp4, nvfp4, q4k
+from lab.interop import gguf as gguf_tools
+from lab.formats import mxfp4, nvfp4, q4k, q8_0
 from lab.errors import GGUFFormatError, LabError, ShapeError, UnsupportedTypeError
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -372,7 +373,7 @@ def _same_floats(ours: np.ndarray, theirs: np.ndarray) -> bool:
 
 DECODERS = {
     "Q4_K": (lambda raw: q4k.decode(raw), 144),
-    "Q8_0": (gguf_tools.decode_q8_0, 34),
+    "Q8_0": (lambda raw: q8_0.from_gguf(raw).dequantize(), 34),
     "MXFP4": (lambda raw: mxfp4.dequantize_gguf(raw, decoder="ggml"), 17),
     "NVFP4": (lambda raw: nvfp4.dequantize_gguf(raw, decoder="ggml"), 36),
 }

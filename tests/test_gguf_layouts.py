@@ -6,7 +6,8 @@ import gguf
 import numpy as np
 import pytest
 
-from lab import e2m1, mxfp4, nvfp4
+from lab.codes import e2m1
+from lab.formats import mxfp4, nvfp4
 from lab.errors import ShapeError
 
 MXFP4 = gguf.GGMLQuantizationType.MXFP4
@@ -49,7 +50,7 @@ def test_gguf_mxfp4_pairs_element_j_with_element_j_plus_16():
     codes = np.arange(32, dtype=np.uint8) % 16
     codes[16:] = (np.arange(16) * 7 + 3) % 16  # high nibbles differ from low ones
     tensor = mxfp4.from_parts(codes, np.array([0x7E], dtype=np.uint8))
-    raw = mxfp4.to_gguf(tensor)
+    raw = tensor.to_gguf()
     assert raw.shape == (17,) and raw[0] == 0x7E
     for j in range(16):
         assert raw[1 + j] == codes[j] | (codes[j + 16] << 4)
@@ -65,7 +66,7 @@ def test_ggml_preset_produces_gguf_py_quantize_bytes():
     w[0, :16] = np.concatenate([midpoints, -midpoints, [4.0, -0.0]])  # amax 4 -> scale 1, pure ties
     w[1, :32] = 0.0
     reference = gguf.quants.quantize(w, MXFP4)
-    assert np.array_equal(mxfp4.to_gguf(mxfp4.quantize(w, rule="ggml")), reference)
+    assert np.array_equal(mxfp4.quantize(w, rule="ggml").to_gguf(), reference)
 
 
 def test_ggml_wraps_a_tiny_scale_where_the_lab_clamps():

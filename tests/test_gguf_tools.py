@@ -8,7 +8,9 @@ import gguf
 import numpy as np
 import pytest
 
-from lab import gguf_tools, q4k, real_weights
+from lab.interop import gguf as gguf_tools
+from lab.formats import q4k
+from lab.teach import real_weights
 from lab.errors import DTypeError, GGUFFormatError, LabError, NonFiniteError, ShapeError, UnsupportedTypeError
 from test_real_weights import require_real_model
 
@@ -189,7 +191,7 @@ def test_unknown_tensor_names_and_unwritable_types_are_refused(written, tmp_path
     with gguf_tools.open_gguf(path) as gf, pytest.raises(LabError, match="no tensor named 'nope'"):
         gf.decode("nope")
     w = np.ones((2, 256), np.float32)
-    with pytest.raises(UnsupportedTypeError, match="the lab does not write type Q6_K; supported: F32, F16, Q8_0, Q4_K"):
+    with pytest.raises(UnsupportedTypeError, match="the lab does not write type Q6_K; supported: F32, F16, MXFP4, NVFP4, Q4_K, Q8_0"):
         gguf_tools.write_gguf(tmp_path / "x.gguf", {"w": w}, {"w": "Q6_K"})
     with pytest.raises(LabError, match=r"no type given for tensors \['w'\]"):
         gguf_tools.write_gguf(tmp_path / "y.gguf", {"w": w}, {})
@@ -201,9 +203,9 @@ def test_unknown_tensor_names_and_unwritable_types_are_refused(written, tmp_path
 
 def test_decode_q8_0_checks_its_input():
     with pytest.raises(ShapeError, match="whole 34-byte blocks"):
-        gguf_tools.decode_q8_0(np.zeros(35, np.uint8))
+        gguf_tools.decode_raw(np.zeros(35, np.uint8), "Q8_0")
     with pytest.raises(DTypeError, match="uint8"):
-        gguf_tools.decode_q8_0(np.zeros(34, np.int16))
+        gguf_tools.decode_raw(np.zeros(34, np.int16), "Q8_0")
 
 
 def test_decode_raw_refuses_bytes_that_are_not_whole_elements_or_blocks():

@@ -24,7 +24,7 @@ def run_notebook(name: str) -> dict:
 
 
 def test_every_course_notebook_exists_and_is_listed():
-    from lab import course
+    from lab.teach import course
 
     listed = {file for file, _, _ in course.NOTEBOOKS}
     on_disk = {path.name for path in NOTEBOOKS.glob("[0-9][0-9]_*.py")} - {"00_index.py"}
@@ -32,7 +32,7 @@ def test_every_course_notebook_exists_and_is_listed():
 
 
 def test_00_index_links_every_notebook():
-    from lab import course
+    from lab.teach import course
 
     defs = run_notebook("00_index.py")
     assert defs["course"] is course
@@ -107,7 +107,7 @@ def test_08_the_checks():
 
 
 def test_09_real_weights():
-    from lab import real_weights
+    from lab.teach import real_weights
 
     if not real_weights.real_model_available():
         pytest.skip("the real model package is not installed")

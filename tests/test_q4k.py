@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import gguf
 from conftest import require_mlx
-from lab import q4k
+from lab.formats import q4k
 from lab.errors import CodeRangeError, DTypeError, NonFiniteError, ShapeError
 
 Q4_K = gguf.GGMLQuantizationType.Q4_K

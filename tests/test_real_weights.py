@@ -12,7 +12,8 @@ import gguf
 import numpy as np
 import pytest
 
-from lab import mxfp4, nvfp4, real_weights
+from lab.formats import mxfp4, nvfp4
+from lab.teach import real_weights
 from lab.errors import LabError, RuleError
 
 SLICE = {
@@ -124,7 +125,7 @@ def test_mxfp4_ocp_matches_ml_dtypes_rounding_under_the_floor_rule(model_slice, 
 
 
 def test_q4_k_error_matches_gguf_py_decoding_the_lab_bytes(model_slice, report):
-    from lab import q4k
+    from lab.formats import q4k
 
     w = model_slice["encoder.layer.5.output.dense.weight"]
     decoded = gguf.quants.dequantize(q4k.quantize(w).raw, gguf.GGMLQuantizationType.Q4_K)

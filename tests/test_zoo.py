@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import require_mlx
-from lab import q4k, zoo
+from lab.formats import q4k
+from lab.teach import zoo
 
 WRONG_PAIRS = [
     pytest.param(specimen, check, id=f"{specimen.name}-check{check}")
@@ -111,12 +112,12 @@ def test_table_lists_every_bug_as_caught(mx):
 
 
 def test_check_against_mlx_without_mlx_does_not_run(monkeypatch):
-    from lab import mlx_bridge
+    from lab.formats import mlx_layout
 
     def unavailable():
-        raise mlx_bridge.MLXUnavailableError("MLX is not installed (simulated)")
+        raise mlx_layout.MLXUnavailableError("MLX is not installed (simulated)")
 
-    monkeypatch.setattr(mlx_bridge, "mlx_core", unavailable)
+    monkeypatch.setattr(mlx_layout, "mlx_core", unavailable)
     result = zoo.check_against_mlx(zoo.quantize_mxfp4_mlx)
     assert not result.ran and not result.passed and "not installed" in result.detail
 

@@ -15,7 +15,10 @@ import anywidget
 import numpy as np
 import traitlets as t
 
-from lab import e2m1, e8m0, mxfp4, nibble, nvfp4, q4k, scale, sizes, text
+from lab.codes import e2m1, e8m0, nibble
+from lab.formats import mxfp4, nvfp4, q4k
+from lab.teach import scale, sizes
+from lab import numbers as text
 from lab.errors import LabError
 
 from ._bundle import bundle, stylesheet

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import marimo
 
-from lab import course
+from lab.teach import course
 
 from . import standalone
 

@@ -29,11 +29,13 @@ from pathlib import Path
 
 import numpy as np
 
-from lab import e2m1, e4m3, e8m0, mxfp4, nibble, nvfp4, q4k, scale, sizes
+from lab.codes import e2m1, e4m3, e8m0, nibble
+from lab.formats import mxfp4, nvfp4, q4k
+from lab.teach import scale, sizes
 from lab.errors import InputError
-from lab.text import parse_number, parse_number_row
-from lab._blocks import fmt as format_lab_number
-from lab.q4k import _fmt as format_float32
+from lab.numbers import parse_number, parse_number_row
+from lab.numbers import format_float32
+from lab.numbers import format_number as format_lab_number
 
 GOLDEN_PATH = Path(__file__).with_name("golden.json")
 REGENERATE = ".venv/bin/python tests/js/make_golden.py"

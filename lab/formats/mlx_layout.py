@@ -15,8 +15,8 @@ import sys
 
 import numpy as np
 
-from ._arrays import pack_nibbles_uint32, unpack_uint32
-from .errors import LabError, ShapeError
+from lab._arrays import pack_nibbles_uint32, unpack_uint32
+from lab.errors import LabError, ShapeError
 
 MLX_VERSION_PINNED = "0.32.4"
 

@@ -25,12 +25,13 @@ from dataclasses import dataclass, field, fields, is_dataclass
 import gguf
 import numpy as np
 
-from . import affine, mlx_bridge, mxfp4, mxfp8, nvfp4, q4k, zoo
-from ._arrays import round_to, to_float32_input
-from ._mx import MXTensor
-from .affine import AffineTensor
-from .errors import LabError, ShapeError
-from .nvfp4 import NVFP4Tensor
+from lab.formats import affine, mlx_layout, mxfp4, mxfp8, nvfp4, q4k
+from lab.teach import zoo
+from lab._arrays import round_to, to_float32_input
+from lab.formats._mx import MXTensor
+from lab.formats.affine import AffineTensor
+from lab.errors import LabError, ShapeError
+from lab.formats.nvfp4 import NVFP4Tensor
 
 KINDS = ("mxfp4", "mxfp8", "nvfp4", "affine")
 #: how many differing elements a comparison lists one by one; the rest are only counted
@@ -561,7 +562,7 @@ class _Steps:
                 raise
             self.refusals.append(f"{step}: {type(error).__name__}: {str(error).splitlines()[0]}")
             return None
-        converted = tuple(mlx_bridge.to_numpy(array) for array in arrays)
+        converted = tuple(mlx_layout.to_numpy(array) for array in arrays)
         self.dtypes = tuple(str(array.dtype).rsplit(".", 1)[-1] for array in arrays)
         if isinstance(result, dict):
             return dict(zip(result, converted))
@@ -584,7 +585,7 @@ def _mlx_version(mx) -> str:
 
 
 def _unavailable(kind: str, error: Exception) -> DeviceReport:
-    return DeviceReport(available=False, kind=kind, message=str(error), install_hint=mlx_bridge.install_hint())
+    return DeviceReport(available=False, kind=kind, message=str(error), install_hint=mlx_layout.install_hint())
 
 
 # --------------------------------------------------------------------------------------------
@@ -637,8 +638,8 @@ def run_block(kind: str, w=None, tensor=None, x=None, **format_kwargs) -> Device
             "when run_block quantizes w itself, and the tensor already fixes them: pass one or the other"
         )
     try:
-        mx = mlx_bridge.mlx_core()
-    except mlx_bridge.MLXUnavailableError as error:
+        mx = mlx_layout.mlx_core()
+    except mlx_layout.MLXUnavailableError as error:
         return _unavailable(kind, error)
     try:
         weights = None if w is None else to_float32_input(w)
@@ -686,7 +687,7 @@ def _run_block_on(mx, label, device, kind, tensor, weights, inputs, parameters) 
 
     lab_arrays = [as_rows(array) for array in tensor.mlx_layout()]
     if kind == "affine":
-        lab_mx = [mx.array(lab_arrays[0])] + [mlx_bridge.to_mx(array, tensor.dtype) for array in lab_arrays[1:]]
+        lab_mx = [mx.array(lab_arrays[0])] + [mlx_layout.to_mx(array, tensor.dtype) for array in lab_arrays[1:]]
     else:
         lab_mx = [mx.array(array) for array in lab_arrays]
     global_scale = getattr(tensor, "global_scale", None)
@@ -780,8 +781,8 @@ def _compare_quantized(kind, tensor, lab_arrays, quantized, shape, bits, group_s
     group_label = "scale group"
     lab_packed, mlx_packed = lab_arrays[0].astype(np.uint32), quantized[0].astype(np.uint32)
     lab_bytes, mlx_bytes = lab_packed.view(np.uint8), mlx_packed.view(np.uint8)
-    lab_codes = mlx_bridge.unpack(lab_packed, bits).reshape(shape)
-    mlx_codes = mlx_bridge.unpack(mlx_packed, bits).reshape(shape)
+    lab_codes = mlx_layout.unpack(lab_packed, bits).reshape(shape)
+    mlx_codes = mlx_layout.unpack(mlx_packed, bits).reshape(shape)
     comparisons = [
         _compare_exact(
             "mx.quantize packed codes vs lab",
@@ -935,8 +936,8 @@ def run_q4k(raw, x=None) -> DeviceReport:
     """
     tensor = q4k.Q4KTensor(raw)
     try:
-        mx = mlx_bridge.mlx_core()
-    except mlx_bridge.MLXUnavailableError as error:
+        mx = mlx_layout.mlx_core()
+    except mlx_layout.MLXUnavailableError as error:
         return _unavailable("q4k", error)
     with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d is the block's own answer
         reference = gguf.quants.dequantize(tensor.raw, Q4_K_TYPE)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import RuleError
+from lab.errors import RuleError
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import e2m1, e4m3, e8m0, mlx_bridge
-from ._arrays import as_code_array, as_float_array, round_to
-from ._blocks import block_amax, check_group, element_index, float_input, fmt, grouped
-from .errors import ShapeError
-from .rounding import preset as get_preset
+from lab.codes import e2m1, e4m3, e8m0
+from lab.formats import mlx_layout
+from lab._arrays import as_code_array, as_float_array, round_to
+from lab.formats._blocks import block_amax, check_group, element_index, float_input, grouped
+from lab.numbers import format_number
+from lab.errors import ShapeError, UnsupportedTypeError
+from lab.formats.rounding import preset as get_preset
 
 GROUP_SIZE = 32
 
@@ -104,17 +106,30 @@ class MXTensor:
             "scale_byte": scale_byte,
             "scale": scale,
             "weight": weight,
-            "formula": f"{fmt(element['value'])} \u00d7 {fmt(scale['value'])} = {fmt(weight)}",
+            "formula": f"{format_number(element['value'])} \u00d7 {format_number(scale['value'])} = {format_number(weight)}",
         }
 
     def mlx_layout(self) -> tuple[np.ndarray, np.ndarray]:
         """(packed uint32 codes, uint8 scales) as numpy arrays in MLX's layout."""
-        return mlx_bridge.pack(self.codes, self.element.bits), self.scale_bytes.copy()
+        return mlx_layout.pack(self.codes, self.element.bits), self.scale_bytes.copy()
+
+    def to_gguf(self) -> np.ndarray:
+        """The blocks in GGUF's MXFP4 layout (17 bytes per 32 weights), uint8 [..., K/32 * 17].
+
+        Byte 0 is the E8M0 scale; byte 1 + j holds element j in its low nibble and element j + 16
+        in its high nibble. GGUF has no MXFP8 type.
+        """
+        if self.element is not E2M1_ELEMENT:
+            raise UnsupportedTypeError(f"GGUF has no {self.element.mode.upper()} tensor type; only MXFP4 has a GGUF layout")
+        blocks = self.codes.reshape(*self.shape[:-1], -1, GROUP_SIZE)
+        payload = blocks[..., :16] | (blocks[..., 16:] << 4)
+        raw = np.concatenate([self.scale_bytes[..., None], payload], axis=-1).astype(np.uint8)
+        return raw.reshape(*self.shape[:-1], -1)
 
     def to_mlx(self):
         """The arrays mx.quantize(w, mode=...) returns: (packed uint32, uint8 scales) as MLX arrays."""
-        mlx_bridge.require_matrix(self.shape)
-        mx = mlx_bridge.mlx_core()
+        mlx_layout.require_matrix(self.shape)
+        mx = mlx_layout.mlx_core()
         packed, scales = self.mlx_layout()
         return mx.array(packed), mx.array(scales)
 
@@ -168,7 +183,7 @@ def element_codes(magnitude, negative, scale_bytes, element: ElementFormat, rule
 
 def from_mlx(packed, scales, element: ElementFormat) -> MXTensor:
     """Read MLX's (packed, scales) arrays back into the lab's codes and scale bytes."""
-    packed = np.asarray(packed if isinstance(packed, np.ndarray) else mlx_bridge.to_numpy(packed))
-    scale_bytes = np.asarray(scales if isinstance(scales, np.ndarray) else mlx_bridge.to_numpy(scales))
-    codes = mlx_bridge.unpack(packed.astype(np.uint32), element.bits)
+    packed = np.asarray(packed if isinstance(packed, np.ndarray) else mlx_layout.to_numpy(packed))
+    scale_bytes = np.asarray(scales if isinstance(scales, np.ndarray) else mlx_layout.to_numpy(scales))
+    codes = mlx_layout.unpack(packed.astype(np.uint32), element.bits)
     return MXTensor(element=element, codes=codes, scale_bytes=scale_bytes.astype(np.uint8), rule="mlx")

@@ -31,10 +31,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import e2m1, e4m3, mlx_bridge
-from ._arrays import as_byte_array, as_code_array, as_float_array, round_to
-from ._blocks import block_amax, check_group, element_index, float_input, fmt, grouped
-from .errors import LabError, NonFiniteError, RuleError, ShapeError
+from lab.codes import e2m1, e4m3
+from lab.formats import mlx_layout
+from lab._arrays import as_byte_array, as_code_array, as_float_array, round_to
+from lab.formats._blocks import block_amax, check_group, element_index, float_input, grouped
+from lab.numbers import format_number
+from lab.errors import LabError, NonFiniteError, RuleError, ShapeError
+from lab.formats.registry import Format, MLXMode, register
 
 GROUP_SIZE = 16
 TENSOR_SCALE_RANGE = e2m1.MAX * e4m3.MAX  # 2688
@@ -108,7 +111,7 @@ class NVFP4Tensor:
         element = e2m1.explain(code)
         scale = e4m3.explain(scale_byte)
         weight = float(self.dequantize()[position])
-        formula = f"{fmt(element['value'])} \u00d7 {fmt(scale['value'])} \u00d7 {fmt(self.tensor_factor)} = {fmt(weight)}"
+        formula = f"{format_number(element['value'])} \u00d7 {format_number(scale['value'])} \u00d7 {format_number(self.tensor_factor)} = {format_number(weight)}"
         return {
             "format": "nvfp4",
             "index": position,
@@ -125,12 +128,12 @@ class NVFP4Tensor:
         }
 
     def mlx_layout(self) -> tuple[np.ndarray, np.ndarray]:
-        return mlx_bridge.pack(self.codes, 4), self.scale_bytes.copy()
+        return mlx_layout.pack(self.codes, 4), self.scale_bytes.copy()
 
     def to_mlx(self):
         """The arrays mx.quantize(w, mode="nvfp4"[, global_scale=...]) returns, as MLX arrays."""
-        mlx_bridge.require_matrix(self.shape)
-        mx = mlx_bridge.mlx_core()
+        mlx_layout.require_matrix(self.shape)
+        mx = mlx_layout.mlx_core()
         packed, scales = self.mlx_layout()
         return mx.array(packed), mx.array(scales)
 
@@ -232,9 +235,9 @@ def from_parts(codes, scale_bytes, global_scale=None) -> NVFP4Tensor:
 
 
 def from_mlx(packed, scales, global_scale=None) -> NVFP4Tensor:
-    packed = np.asarray(packed if isinstance(packed, np.ndarray) else mlx_bridge.to_numpy(packed))
-    scale_bytes = np.asarray(scales if isinstance(scales, np.ndarray) else mlx_bridge.to_numpy(scales))
-    codes = mlx_bridge.unpack(packed.astype(np.uint32), 4)
+    packed = np.asarray(packed if isinstance(packed, np.ndarray) else mlx_layout.to_numpy(packed))
+    scale_bytes = np.asarray(scales if isinstance(scales, np.ndarray) else mlx_layout.to_numpy(scales))
+    codes = mlx_layout.unpack(packed.astype(np.uint32), 4)
     return NVFP4Tensor(codes=codes, scale_bytes=scale_bytes.astype(np.uint8), global_scale=global_scale)
 
 
@@ -270,3 +273,21 @@ def _gguf_blocks(raw) -> np.ndarray:
             f"got a last dimension of {data.shape[-1] if data.ndim else 'a scalar'}"
         )
     return data.reshape(*data.shape[:-1], -1, GGUF_BLOCK_BYTES)
+
+
+FORMAT = register(
+    Format(
+        name="nvfp4",
+        title="NVFP4",
+        block_size=GROUP_SIZE,
+        bits_per_weight=(GROUP_SIZE * 4 + e4m3.BITS) / GROUP_SIZE,  # 4.5, plus 32/N with a tensor scale
+        quantize=quantize,
+        family="mlx",
+        summary="16 E2M1 codes share one E4M3 scale, with an optional FP32 tensor scale",
+        mlx=MLXMode(mode="nvfp4", bits=4, group_size=GROUP_SIZE),
+        gguf_type="NVFP4",
+        from_gguf=from_gguf,
+        dequantize_gguf=dequantize_gguf,
+        nan_scale_bytes=e4m3.NAN_BYTES,
+    )
+)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import e2m1
-from ._arrays import as_code_array
+from lab.codes import e2m1
+from lab._arrays import as_code_array
 
 
 def as_uint4(code) -> np.ndarray | np.uint8:

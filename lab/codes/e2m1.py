@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrays import as_code_array, as_float_array
-from ._blocks import fmt
-from .errors import RuleError
+from lab._arrays import as_code_array, as_float_array
+
+from lab.numbers import format_number
+from lab.errors import RuleError
 
 #: value of every code 0..15, negative zero included
 VALUES = np.array(
@@ -96,11 +97,11 @@ def explain(code: int) -> dict:
     sign_text = "+1" if sign == 0 else "\u22121"
     if exponent == 0:
         kind = "zero" if fraction == 0 else "subnormal"
-        formula = f"({sign_text}) \u00d7 2^(1 \u2212 1) \u00d7 (0 + {fraction}/2) = {fmt(value)}"
+        formula = f"({sign_text}) \u00d7 2^(1 \u2212 1) \u00d7 (0 + {fraction}/2) = {format_number(value)}"
     else:
         kind = "normal"
         formula = (
-            f"({sign_text}) \u00d7 2^({exponent} \u2212 1) \u00d7 (1 + {fraction}/2) = {fmt(value)}"
+            f"({sign_text}) \u00d7 2^({exponent} \u2212 1) \u00d7 (1 + {fraction}/2) = {format_number(value)}"
         )
     return {
         "code": code_value,

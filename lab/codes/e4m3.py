@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrays import as_code_array, as_float_array
+from lab._arrays import as_code_array, as_float_array
 
 BIAS = 7
 MAX = 448.0
@@ -23,6 +23,8 @@ MAX_BYTE = 0x7E
 MIN_NORMAL = 2.0**-6
 SUBNORMAL_STEP = 2.0**-9
 BITS = 8
+#: the bytes E4M3fn reads as NaN (it has no infinities)
+NAN_BYTES = (0x7F, 0xFF)
 
 
 def _value_of(codes: np.ndarray) -> np.ndarray:

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 import gguf
 import numpy as np
 
-from . import e2m1, e8m0, mlx_bridge, mxfp4, nibble, q4k
-from ._arrays import to_float32_input
-from ._blocks import grouped
-from ._mx import MXTensor
+from lab.codes import e2m1, e8m0, nibble
+from lab.formats import mlx_layout, mxfp4, q4k
+from lab._arrays import to_float32_input
+from lab.formats._blocks import grouped
+from lab.formats._mx import MXTensor
 
 Q4_K_TYPE = gguf.GGMLQuantizationType.Q4_K
 _F32 = np.float32
@@ -584,8 +585,8 @@ def check_against_mlx(quantizer, w=None) -> CheckResult:
     """
     weights = mlx_check_weights() if w is None else np.asarray(w, dtype=_F32)
     try:
-        mx = mlx_bridge.mlx_core()
-    except mlx_bridge.MLXUnavailableError as error:
+        mx = mlx_layout.mlx_core()
+    except mlx_layout.MLXUnavailableError as error:
         compared = "MXFP4 bytes against mx.quantize"
         return CheckResult(check=6, passed=False, compared=compared, cases=0, mismatches=0, detail=str(error), ran=False)
     packed, scales = mx.quantize(mx.array(weights), group_size=mxfp4.GROUP_SIZE, bits=4, mode="mxfp4")

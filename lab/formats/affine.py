@@ -25,13 +25,16 @@ when they are float32).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
-from . import mlx_bridge
-from ._arrays import as_code_array, round_to
-from ._blocks import element_index, float_input, fmt, grouped
-from .errors import BitsError, GroupSizeError, ShapeError
+from lab.formats import mlx_layout
+from lab._arrays import as_code_array, round_to
+from lab.formats._blocks import element_index, float_input, grouped
+from lab.numbers import format_number
+from lab.errors import BitsError, GroupSizeError, ShapeError
+from lab.formats.registry import Format, MLXMode, register
 
 SUPPORTED_BITS = (1, 2, 3, 4, 5, 6, 8)
 SUPPORTED_GROUP_SIZES = (32, 64, 128)
@@ -122,19 +125,19 @@ class AffineTensor:
             "scale": scale,
             "bias": bias,
             "weight": weight,
-            "formula": f"{fmt(scale)} \u00d7 {code} + {fmt(bias)} = {fmt(weight)}",
+            "formula": f"{format_number(scale)} \u00d7 {code} + {format_number(bias)} = {format_number(weight)}",
         }
 
     def mlx_layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(packed uint32, scales, biases) as numpy; scales and biases as float32 values exact in `dtype`."""
-        return mlx_bridge.pack(self.codes, self.bits), self.scales.copy(), self.biases.copy()
+        return mlx_layout.pack(self.codes, self.bits), self.scales.copy(), self.biases.copy()
 
     def to_mlx(self):
         """The three arrays mx.quantize(w, group_size, bits) returns, as MLX arrays of the input dtype."""
-        mlx_bridge.require_matrix(self.shape)
-        mx = mlx_bridge.mlx_core()
+        mlx_layout.require_matrix(self.shape)
+        mx = mlx_layout.mlx_core()
         packed, scales, biases = self.mlx_layout()
-        return mx.array(packed), mlx_bridge.to_mx(scales, self.dtype), mlx_bridge.to_mx(biases, self.dtype)
+        return mx.array(packed), mlx_layout.to_mx(scales, self.dtype), mlx_layout.to_mx(biases, self.dtype)
 
 
 def quantize(w, bits: int = 4, group_size: int = 64) -> AffineTensor:
@@ -170,8 +173,8 @@ def from_mlx(packed, scales, biases, bits: int = 4, group_size: int = 64) -> Aff
     dtype = "float32"
     if not isinstance(scales, np.ndarray):
         dtype = str(scales.dtype).rsplit(".", 1)[-1]
-        packed, scales, biases = (mlx_bridge.to_numpy(a) for a in (packed, scales, biases))
-    codes = mlx_bridge.unpack(np.asarray(packed, dtype=np.uint32), bits)
+        packed, scales, biases = (mlx_layout.to_numpy(a) for a in (packed, scales, biases))
+    codes = mlx_layout.unpack(np.asarray(packed, dtype=np.uint32), bits)
     return AffineTensor(codes=codes, scales=scales, biases=biases, bits=bits, group_size=group_size, dtype=dtype)
 
 
@@ -211,3 +214,25 @@ def _edge_snapped_scale_and_bias(w_min, w_max, n_levels):
     scale = np.where(edge_code != 0, snapped_scale, scale).astype(np.float32)
     bias = np.where(edge_code != 0, edge, np.float32(0)).astype(np.float32)
     return scale, bias
+
+
+#: the (bits, group size) pairs the course and the studies use, each a registry entry
+#: "affine{bits}_g{group}": 4 and 8 bits at every group size, 2 and 3 bits at MLX's default 64
+REGISTERED = ((2, 64), (3, 64), (4, 32), (4, 64), (4, 128), (8, 32), (8, 64), (8, 128))
+
+FORMATS = tuple(
+    register(
+        Format(
+            name=f"affine{bits}_g{group_size}",
+            title=f"MLX affine {bits}-bit g{group_size}",
+            block_size=group_size,
+            # a 16-bit scale and bias per group, as in a float16 or bfloat16 checkpoint
+            bits_per_weight=bits + 32 / group_size,
+            quantize=partial(quantize, bits=bits, group_size=group_size),
+            family="mlx",
+            summary=f"{bits}-bit codes with a scale and a bias per {group_size} weights",
+            mlx=MLXMode(mode="affine", bits=bits, group_size=group_size),
+        )
+    )
+    for bits, group_size in REGISTERED
+)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrays import as_code_array, as_float_array, round_to
-from .errors import NonFiniteError, ReservedCodeError, RuleError
+from lab._arrays import as_code_array, as_float_array, round_to
+from lab.errors import NonFiniteError, ReservedCodeError, RuleError
 
 BIAS = 127
 NAN_BYTE = 0xFF

@@ -8,8 +8,10 @@ Elements round half to even and saturate at 448 under both. GGUF has no MXFP8 te
 
 from __future__ import annotations
 
-from . import _mx
-from ._mx import MXTensor
+from lab.formats import _mx
+from lab.codes import e8m0
+from lab.formats._mx import MXTensor
+from lab.formats.registry import Format, MLXMode, register
 
 GROUP_SIZE = _mx.GROUP_SIZE
 BITS_PER_WEIGHT = 8.25
@@ -25,3 +27,19 @@ def from_mlx(packed, scales) -> MXTensor:
 
 def from_parts(codes, scale_bytes) -> MXTensor:
     return MXTensor(element=_mx.E4M3_ELEMENT, codes=codes, scale_bytes=scale_bytes, rule="given")
+
+
+FORMAT = register(
+    Format(
+        name="mxfp8",
+        title="MXFP8",
+        block_size=GROUP_SIZE,
+        bits_per_weight=BITS_PER_WEIGHT,
+        quantize=quantize,
+        family="mlx",
+        summary="OCP MX: 32 E4M3 codes share one E8M0 power-of-two scale",
+        presets=("mlx", "ocp"),
+        mlx=MLXMode(mode="mxfp8", bits=8, group_size=GROUP_SIZE),
+        nan_scale_bytes=(e8m0.NAN_BYTE,),
+    )
+)

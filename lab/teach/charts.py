@@ -6,7 +6,8 @@ from __future__ import annotations
 import altair as alt
 import numpy as np
 
-from . import e2m1, scale, sizes
+from lab.codes import e2m1
+from lab.teach import scale, sizes
 
 # Okabe–Ito colours, safe for the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]

@@ -36,9 +36,10 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from . import mxfp4, nvfp4, q4k
-from ._arrays import bfloat16_bits_to_float32, to_float32_input
-from .errors import DTypeError, GGUFFormatError, LabError, NonFiniteError, ShapeError, UnsupportedTypeError
+from lab.formats import by_gguf_type, q4k, with_gguf
+from lab.formats.q8_0 import BLOCK_WEIGHTS as Q8_0_BLOCK_WEIGHTS
+from lab._arrays import bfloat16_bits_to_float32, to_float32_input
+from lab.errors import DTypeError, GGUFFormatError, LabError, NonFiniteError, ShapeError, UnsupportedTypeError
 
 MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -85,10 +86,12 @@ TENSOR_TYPES: dict[int, tuple[str, int, int]] = {
     int(qtype): (qtype.name, *gguf.GGML_QUANT_SIZES[qtype]) for qtype in gguf.GGML_QUANT_SIZES
 }
 TYPE_IDS = {name: type_id for type_id, (name, _, _) in TENSOR_TYPES.items()}
-#: tensor types the lab decodes, each with its own codec
-DECODABLE_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_K", "MXFP4", "NVFP4")
-#: tensor types write_gguf can produce
-WRITABLE_TYPES = ("F32", "F16", "Q8_0", "Q4_K", "MXFP4", "NVFP4")
+#: float types GGUF stores element by element (the block formats come from the registry)
+FLOAT_TYPES = ("F32", "F16", "BF16")
+#: tensor types the lab decodes: the float types and every registry format GGUF has
+DECODABLE_TYPES = (*FLOAT_TYPES, *(fmt.gguf_type for fmt in with_gguf()))
+#: tensor types write_gguf can produce (BF16 has no numpy dtype to hand to gguf-py's writer)
+WRITABLE_TYPES = ("F32", "F16", *(fmt.gguf_type for fmt in with_gguf()))
 
 
 @dataclass(frozen=True)
@@ -466,25 +469,6 @@ def open_gguf(path) -> GGUFFile:
 # Decoding raw bytes
 # --------------------------------------------------------------------------------------------
 
-Q8_0_BLOCK_BYTES = 34
-Q8_0_BLOCK_WEIGHTS = 32
-
-
-def decode_q8_0(raw) -> np.ndarray:
-    """Q8_0 bytes [..., 34k] -> float32 [..., 32k]: a float16 scale d, then 32 int8 codes, w = d * q."""
-    data = np.asarray(raw)
-    if data.dtype != np.uint8:
-        raise DTypeError(f"Q8_0 data must be uint8 bytes, got dtype {data.dtype}")
-    if data.ndim == 0 or data.shape[-1] == 0 or data.shape[-1] % Q8_0_BLOCK_BYTES:
-        raise ShapeError(f"Q8_0 data must be whole {Q8_0_BLOCK_BYTES}-byte blocks, got shape {data.shape}")
-    blocks = np.ascontiguousarray(data).reshape(-1, Q8_0_BLOCK_BYTES)
-    scale = blocks[:, :2].copy().view("<f2").astype(np.float32)
-    codes = blocks[:, 2:].view(np.int8).astype(np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN scale decodes as such, as in ggml
-        weights = codes * scale
-    return weights.reshape(*data.shape[:-1], data.shape[-1] // Q8_0_BLOCK_BYTES * Q8_0_BLOCK_WEIGHTS)
-
-
 def decode_raw(raw: np.ndarray, type_name: str, decoder: str = "ocp") -> np.ndarray:
     """Rows of raw bytes [..., bytes per row] of one tensor type -> float32 weights [..., row length].
 
@@ -512,13 +496,7 @@ def decode_raw(raw: np.ndarray, type_name: str, decoder: str = "ocp") -> np.ndar
         return np.ascontiguousarray(data).view("<f2").astype(np.float32)
     if type_name == "BF16":
         return bfloat16_bits_to_float32(np.ascontiguousarray(data).view("<u2"))
-    if type_name == "Q8_0":
-        return decode_q8_0(data)
-    if type_name == "Q4_K":
-        return q4k.decode(data)
-    if type_name == "MXFP4":
-        return mxfp4.dequantize_gguf(data, decoder)
-    return nvfp4.dequantize_gguf(data, decoder)
+    return by_gguf_type(type_name).decode_gguf(data, decoder)
 
 
 # --------------------------------------------------------------------------------------------
@@ -661,8 +639,9 @@ def q4_k_m_style_plan(
 def encode_tensor(w, type_name: str, tensor_name: str = "weights") -> np.ndarray:
     """Float weights -> the bytes (or float array) GGUFWriter stores for `type_name`.
 
-    Q4_K, MXFP4 and NVFP4 use the lab's quantizers (MXFP4 under the "ggml" preset, NVFP4 without
-    a tensor scale, which GGUF has no place for); Q8_0 uses gguf-py's quantizer. F16 refuses, with
+    Every registry format GGUF has is written by the lab's own quantizer, as that format's GGUF
+    writer quantizes it (MXFP4 under the "ggml" preset, NVFP4 without a tensor scale, which GGUF
+    has no place for; Q8_0 as ggml's reference does, byte for byte). F16 refuses, with
     a NonFiniteError naming `tensor_name`, any weight that float16 rounding would turn into an
     infinity (|w| >= 65520, halfway from the largest float16, 65504, to the next step, 65536);
     smaller weights round to nearest as usual, so 65519 is stored as 65504.
@@ -680,16 +659,10 @@ def encode_tensor(w, type_name: str, tensor_name: str = "weights") -> np.ndarray
                 f"largest finite value {F16_MAX:g}; as F16 they would be stored as infinity"
             )
         return halves
-    if type_name == "Q4_K":
-        return q4k.quantize(weights).raw
-    if type_name == "MXFP4":
-        return mxfp4.to_gguf(mxfp4.quantize(weights, rule="ggml"))
-    if type_name == "NVFP4":
-        return nvfp4.quantize(weights).to_gguf()
-    if type_name == "Q8_0":
-        if weights.shape[-1] % Q8_0_BLOCK_WEIGHTS:
-            raise ShapeError(f"Q8_0 needs rows that are a multiple of 32, got shape {weights.shape}")
-        return gguf.quants.quantize(weights, gguf.GGMLQuantizationType.Q8_0)
+    fmt = by_gguf_type(type_name)
+    if fmt is not None:
+        fmt.check_rows(weights.shape)
+        return fmt.to_gguf(weights)
     raise UnsupportedTypeError(f"the lab does not write type {type_name}; supported: {', '.join(WRITABLE_TYPES)}")
 
 

@@ -1,6 +1,15 @@
-"""Reading numbers a learner types. The widgets' JS codec (parseNumber, parseNumberRow) reads the
-same grammar with the same messages; golden vectors keep the two in step.
+"""The lab's number grammar: how it reads the numbers a learner types and how it writes numbers back.
 
+The widgets' JS codec mirrors this module (parseNumber, parseNumberRow, formatLabNumber,
+formatFloat32) with the same grammar and messages; golden vectors keep the two in step.
+
+Writing, in two forms:
+    format_number    a number as a learner writes it: up to ten significant digits, a real minus
+                     sign, −0 kept. Every `explain` and every readout uses it.
+    format_float32   the shortest text that reads back as the same float32 (the Q4_K explorer's
+                     d, dmin and products, where every bit of a float32 matters).
+
+Reading:
 Accepted: decimals and scientific notation ("0.5", "-1e-3", ".5", "1."), a power of two
 ("2^-3", "2^(-3)"), a fraction ("3/8"), with the typographic minus "−" allowed anywhere.
 Refused, with a message that says why: empty text, words, NaN and infinity, anything beyond
@@ -12,7 +21,9 @@ from __future__ import annotations
 import math
 import re
 
-from .errors import InputError
+import numpy as np
+
+from lab.errors import InputError
 
 NUMBER_EXAMPLES = "0.5, -1e-3, 3/8 or 2^-3"
 MAX_ROW_LENGTH = 64
@@ -74,3 +85,26 @@ def parse_number_row(text: str, label: str) -> list[float]:
         except InputError as error:
             raise InputError(f'{label}, item {position} ("{item}"): {error}') from None
     return values
+
+
+def format_number(value: float) -> str:
+    """A number as a learner writes it: shortest form, a real minus sign, −0 kept."""
+    if value == 0:
+        return "\u22120" if np.signbit(value) else "0"
+    if np.isnan(value):
+        return "NaN"
+    return f"{value:.10g}".replace("-", "\u2212")
+
+
+def format_float32(value: float) -> str:
+    """Shortest text that reads back as the same float32, with a typographic minus."""
+    value32 = np.float32(value)
+    if value32 == 0:
+        text = "0"
+    elif not np.isfinite(value32):
+        text = str(float(value32))
+    elif 1e-4 <= abs(value32) < 1e7:
+        text = np.format_float_positional(value32, unique=True, trim="-")
+    else:
+        text = np.format_float_scientific(value32, unique=True, trim="-")
+    return text.replace("-", "\u2212")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrays import to_float32_input
-from .errors import GroupSizeError, ShapeError
+from lab._arrays import to_float32_input
+from lab.errors import GroupSizeError, ShapeError
 
 
 def check_group(mode: str, group_size: int, expected: int) -> None:
@@ -56,11 +56,3 @@ def element_index(shape: tuple[int, ...], index) -> tuple[int, ...]:
         raise ShapeError(f"element index {index} does not fit a tensor of shape {shape}")
     return index
 
-
-def fmt(value: float) -> str:
-    """A number as a learner writes it: shortest form, a real minus sign, −0 kept."""
-    if value == 0:
-        return "\u22120" if np.signbit(value) else "0"
-    if np.isnan(value):
-        return "NaN"
-    return f"{value:.10g}".replace("-", "\u2212")

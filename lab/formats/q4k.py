@@ -43,8 +43,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._arrays import as_byte_array, as_code_array, as_float_array, require_last_multiple, to_float32_input
-from .errors import CodeRangeError, DTypeError, NonFiniteError, ShapeError
+from lab._arrays import as_byte_array, as_code_array, as_float_array, require_last_multiple, to_float32_input
+from lab.numbers import format_float32
+from lab.errors import CodeRangeError, DTypeError, NonFiniteError, ShapeError
+from lab.formats.registry import Format, register
 
 BLOCK_BYTES = 144
 BLOCK_WEIGHTS = 256
@@ -375,6 +377,10 @@ class Q4KTensor:
     def dequantize(self) -> np.ndarray:
         return decode(self.raw)
 
+    def to_gguf(self) -> np.ndarray:
+        """The blocks as GGUF stores them: the tensor's own 144-byte blocks, uint8 [..., 144k]."""
+        return self.raw.copy()
+
     def to_mlx_affine(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return to_mlx_affine(self.raw)
 
@@ -658,10 +664,10 @@ def explain_byte(block, payload_index: int) -> dict:
             "gain": g,
             "offset": o,
             "weight": w,
-            "gain_formula": f"{_fmt(d)} \u00d7 {s} = {_fmt(g)}",
-            "offset_formula": f"{_fmt(dmin)} \u00d7 {m} = {_fmt(o)}",
-            "formula": f"{_fmt(g)} \u00d7 {code} \u2212 {_fmt(o)} = {_fmt(w)}",
-            "full_formula": f"{_fmt(d)} \u00d7 {s} \u00d7 {code} \u2212 {_fmt(dmin)} \u00d7 {m} = {_fmt(w)}",
+            "gain_formula": f"{format_float32(d)} \u00d7 {s} = {format_float32(g)}",
+            "offset_formula": f"{format_float32(dmin)} \u00d7 {m} = {format_float32(o)}",
+            "formula": f"{format_float32(g)} \u00d7 {code} \u2212 {format_float32(o)} = {format_float32(w)}",
+            "full_formula": f"{format_float32(d)} \u00d7 {s} \u00d7 {code} \u2212 {format_float32(dmin)} \u00d7 {m} = {format_float32(w)}",
             "metadata": explain_metadata(parts["metadata"][0], j),
         }
 
@@ -709,19 +715,6 @@ def explain(block, lane: int) -> dict:
     }
 
 
-def _fmt(value: float) -> str:
-    """Shortest text that reads back as the same float32, with a typographic minus."""
-    value32 = np.float32(value)
-    if value32 == 0:
-        text = "0"
-    elif not np.isfinite(value32):
-        text = str(float(value32))
-    elif 1e-4 <= abs(value32) < 1e7:
-        text = np.format_float_positional(value32, unique=True, trim="-")
-    else:
-        text = np.format_float_scientific(value32, unique=True, trim="-")
-    return text.replace("-", "\u2212")
-
 
 def _scalar_or_array(array: np.ndarray):
     return array[()] if array.ndim == 0 else array
@@ -767,3 +760,23 @@ def presentation_fixture() -> np.ndarray:
     block[METADATA_OFFSET:PAYLOAD_OFFSET] = pack_scale_min(PRESENTATION_SCALES, PRESENTATION_MINS)
     block[PAYLOAD_OFFSET:] = payload
     return block
+
+
+def from_gguf(raw) -> Q4KTensor:
+    """GGUF Q4_K bytes [..., 144k] -> the tensor they hold (the bytes are the tensor)."""
+    return Q4KTensor(raw)
+
+
+FORMAT = register(
+    Format(
+        name="q4k",
+        title="Q4_K",
+        block_size=BLOCK_WEIGHTS,
+        bits_per_weight=BITS_PER_WEIGHT,
+        quantize=quantize,
+        family="gguf",
+        summary="GGUF super-blocks of 256: 4-bit codes, 6-bit scales and minimums per 32, fp16 d and dmin",
+        gguf_type="Q4_K",
+        from_gguf=from_gguf,
+    )
+)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .affine import SUPPORTED_BITS, SUPPORTED_GROUP_SIZES, check_bits_and_group
+from lab.formats.affine import SUPPORTED_BITS, SUPPORTED_GROUP_SIZES, check_bits_and_group
 
 #: bits per weight of each block format's element codes plus its scales
 FORMAT_BITS_PER_WEIGHT: dict[str, float] = {

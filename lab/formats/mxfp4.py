@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _mx, e2m1
-from ._arrays import as_byte_array
-from ._mx import MXTensor
-from .errors import RuleError, ShapeError
+from lab.formats import _mx
+from lab.codes import e2m1, e8m0
+from lab._arrays import as_byte_array
+from lab.formats._mx import MXTensor
+from lab.errors import RuleError, ShapeError
+from lab.formats.registry import Format, MLXMode, register
 
 GROUP_SIZE = _mx.GROUP_SIZE
 BITS_PER_WEIGHT = 4.25
@@ -44,16 +46,6 @@ def from_mlx(packed, scales) -> MXTensor:
 
 def from_parts(codes, scale_bytes) -> MXTensor:
     return MXTensor(element=_mx.E2M1_ELEMENT, codes=codes, scale_bytes=scale_bytes, rule="given")
-
-
-def to_gguf(tensor: MXTensor) -> np.ndarray:
-    """The tensor's blocks in GGUF's 17-byte layout, uint8 [..., K/32 * 17]."""
-    if tensor.element is not _mx.E2M1_ELEMENT:
-        raise RuleError("only MXFP4 tensors have a GGUF layout")
-    blocks = tensor.codes.reshape(*tensor.shape[:-1], -1, GROUP_SIZE)
-    payload = blocks[..., :16] | (blocks[..., 16:] << 4)
-    raw = np.concatenate([tensor.scale_bytes[..., None], payload], axis=-1).astype(np.uint8)
-    return raw.reshape(*tensor.shape[:-1], -1)
 
 
 def from_gguf(raw) -> MXTensor:
@@ -92,3 +84,23 @@ def _gguf_blocks(raw) -> np.ndarray:
             f"got a last dimension of {data.shape[-1] if data.ndim else 'a scalar'}"
         )
     return data.reshape(*data.shape[:-1], -1, GGUF_BLOCK_BYTES)
+
+
+FORMAT = register(
+    Format(
+        name="mxfp4",
+        title="MXFP4",
+        block_size=GROUP_SIZE,
+        bits_per_weight=BITS_PER_WEIGHT,
+        quantize=quantize,
+        family="mlx",
+        summary="OCP MX: 32 E2M1 codes share one E8M0 power-of-two scale",
+        presets=("mlx", "ggml", "ocp"),
+        mlx=MLXMode(mode="mxfp4", bits=4, group_size=GROUP_SIZE),
+        gguf_type="MXFP4",
+        from_gguf=from_gguf,
+        dequantize_gguf=dequantize_gguf,
+        gguf_preset="ggml",
+        nan_scale_bytes=(e8m0.NAN_BYTE,),
+    )
+)

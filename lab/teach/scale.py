@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import e2m1
-from ._arrays import as_float_array
-from .errors import NonFiniteError, ShapeError
+from lab.codes import e2m1
+from lab._arrays import as_float_array
+from lab.errors import NonFiniteError, ShapeError
 
 ARTICLE_W = (-1.0, 0.3, 0.9, 1.7)
 ARTICLE_X = (2.0, 1.0, -1.0, 0.5)

@@ -1,0 +1,54 @@
+"""Block formats behind one registry.
+
+    from lab.formats import FORMATS
+    tensor = FORMATS["mxfp4"].quantize(w, rule="ocp")     # any float [..., k * block_size]
+    tensor.dequantize(), tensor.explain(0), tensor.bits_per_weight, tensor.to_mlx(), tensor.to_gguf()
+
+Importing this package registers every format, in the order the course meets them: MXFP4,
+MXFP8, NVFP4, MLX affine, Q4_K, Q8_0. See `lab.formats.registry` for the Format record and the
+tensor Protocols, and `lab.formats.rounding` for the named rounding presets.
+"""
+
+# Import order is registration order, which is the order FORMATS lists and the course meets them.
+# isort: off
+from lab.formats import mxfp4, mxfp8, nvfp4, affine, q4k, q8_0
+# isort: on
+from lab.formats.registry import (
+    FORMATS,
+    Format,
+    GGUFTensor,
+    MLXMode,
+    MLXTensor,
+    QuantizedTensor,
+    GGUF_DECODERS,
+    UnknownFormatError,
+    by_gguf_type,
+    get,
+    register,
+    unregister,
+    with_gguf,
+    with_mlx,
+)
+
+__all__ = [
+    "FORMATS",
+    "Format",
+    "GGUFTensor",
+    "MLXMode",
+    "MLXTensor",
+    "QuantizedTensor",
+    "GGUF_DECODERS",
+    "UnknownFormatError",
+    "by_gguf_type",
+    "affine",
+    "get",
+    "mxfp4",
+    "mxfp8",
+    "nvfp4",
+    "q4k",
+    "q8_0",
+    "register",
+    "unregister",
+    "with_gguf",
+    "with_mlx",
+]
