@@ -2,7 +2,8 @@
 """Set up the lab in ./.venv and run it: the README's two commands go through here.
 
     python3 labctl.py open     set up, then open the course in marimo
-    python3 labctl.py test     set up, then run every test (node's runner for the JS codec, then pytest)
+    python3 labctl.py test     set up, then run every test (ruff check and format --check, node's runner for
+                               the JS codec, then pytest)
     python3 labctl.py site     set up, then build the static offline site into site/
     python3 labctl.py serve    serve the built site on 127.0.0.1 (for pages that need HTTP)
     python3 labctl.py bench    set up, then run the benchmark (bench/run.py)
@@ -79,8 +80,22 @@ def open_lab(python: Path, extra: list[str]) -> int:
         port = probe.getsockname()[1]
     token = secrets.token_urlsafe(16)
     server = subprocess.Popen(
-        [str(python), "-m", "marimo", "edit", str(ROOT / "notebooks"), "--headless", "--host", "127.0.0.1",
-         "--port", str(port), "--token-password", token, "--skip-update-check", *extra],
+        [
+            str(python),
+            "-m",
+            "marimo",
+            "edit",
+            str(ROOT / "notebooks"),
+            "--headless",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--token-password",
+            token,
+            "--skip-update-check",
+            *extra,
+        ],
         cwd=ROOT,
     )
     url = f"http://127.0.0.1:{port}/?file=00_index.py&access_token={token}"
@@ -103,6 +118,9 @@ def open_lab(python: Path, extra: list[str]) -> int:
 def run_tests(python: Path, extra: list[str]) -> int:
     in_ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
     status = 0
+    # lint and format under the project's own [tool.ruff] config; a finding fails the run
+    for check in (["check", "."], ["format", "--check", "."]):
+        status |= subprocess.call([str(python), "-m", "ruff", *check], cwd=ROOT)
     node = shutil.which("node")
     js_tests = sorted(str(p) for p in (ROOT / "tests" / "js").glob("*.test.mjs"))
     if js_tests and node:
@@ -120,7 +138,9 @@ def main(argv: list[str]) -> int:
         "open": lambda python, extra: open_lab(python, extra),
         "test": run_tests,
         "site": lambda python, extra: subprocess.call([str(python), "-m", "widgets.sitebuild", *extra], cwd=ROOT),
-        "serve": lambda python, extra: subprocess.call([str(python), "-m", "widgets.sitebuild", "serve", *extra], cwd=ROOT),
+        "serve": lambda python, extra: subprocess.call(
+            [str(python), "-m", "widgets.sitebuild", "serve", *extra], cwd=ROOT
+        ),
         "bench": lambda python, extra: subprocess.call([str(python), str(ROOT / "bench" / "run.py"), *extra], cwd=ROOT),
         "setup": lambda python, extra: 0,
     }

@@ -28,9 +28,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from lab.codes import e2m1, e4m3  # noqa: E402
 from lab.formats import affine, mxfp4, mxfp8, nvfp4, q4k  # noqa: E402
-from lab.codes import e2m1, e4m3
-from lab.teach import real_weights
+from lab.teach import real_weights  # noqa: E402
 
 
 @dataclass
@@ -72,7 +72,9 @@ def environment(rows: int, cols: int) -> dict:
         "processor": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
         "system": f"{platform.system()} {platform.release()}",
-        "threads": {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
+        "threads": {
+            name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+        },
         "phase": "offline quantization and full-tensor decode (neither prefill nor token decode)",
     }
     try:
@@ -109,7 +111,9 @@ def run(rows: int, cols: int, repeat: int) -> tuple[list[Row], dict]:
             5.0,
         )
     )
-    results.append(Row("Q4_K quantize", best_of(lambda: q4k.quantize(w), 1), "(gguf-py has no Q4_K quantizer)", None, None))
+    results.append(
+        Row("Q4_K quantize", best_of(lambda: q4k.quantize(w), 1), "(gguf-py has no Q4_K quantizer)", None, None)
+    )
 
     try:
         import mlx.core as mx
@@ -132,7 +136,13 @@ def run(rows: int, cols: int, repeat: int) -> tuple[list[Row], dict]:
         ("MXFP4", lambda: mxfp4.quantize(w), "mxfp4", {}, 5.0),
         ("MXFP8", lambda: mxfp8.quantize(w), "mxfp8", {}, None),
         ("NVFP4", lambda: nvfp4.quantize(w), "nvfp4", {}, 3.0),
-        ("affine 4-bit g64", lambda: affine.quantize(w, bits=4, group_size=64), "affine", {"bits": 4, "group_size": 64}, 0.5),
+        (
+            "affine 4-bit g64",
+            lambda: affine.quantize(w, bits=4, group_size=64),
+            "affine",
+            {"bits": 4, "group_size": 64},
+            0.5,
+        ),
     ]
     for name, lab_quantize, mode, kwargs, target in cases:
         tensor = lab_quantize()
@@ -141,7 +151,13 @@ def run(rows: int, cols: int, repeat: int) -> tuple[list[Row], dict]:
         results.append(Row(f"{name} quantize", best_of(lab_quantize, repeat), peer, peer_seconds, target))
         peer_seconds = best_of(mlx_dequantize(mode, **kwargs), repeat) if mx else None
         results.append(
-            Row(f"{name} decode", best_of(tensor.dequantize, repeat), peer.replace("quantize", "dequantize"), peer_seconds, None)
+            Row(
+                f"{name} decode",
+                best_of(tensor.dequantize, repeat),
+                peer.replace("quantize", "dequantize"),
+                peer_seconds,
+                None,
+            )
         )
 
     codes = rng.integers(0, 16, size=w.shape, dtype=np.uint8)

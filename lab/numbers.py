@@ -65,7 +65,9 @@ def parse_number(text: str) -> float:
             raise InputError(f"{cleaned} divides by zero. Use a non-zero number below the line.")
         value = float(fraction.group(1)) / denominator
     else:
-        raise InputError(f"\u201c{text.strip()}\u201d is not a number the lab can read. Type something like {NUMBER_EXAMPLES}.")
+        raise InputError(
+            f"\u201c{text.strip()}\u201d is not a number the lab can read. Type something like {NUMBER_EXAMPLES}."
+        )
     if not math.isfinite(value):
         raise InputError(f"{cleaned} is too large: it is beyond the largest float64 (about 1.8e308).")
     return value

@@ -12,7 +12,7 @@ def _():
     import marimo as mo
     import numpy as np
 
-    from lab import device, format_number, q4k
+    from lab import device, q4k
     from lab.teach.charts import q4k_lane_chart
     from widgets import Q4KExplorer
 

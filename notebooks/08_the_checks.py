@@ -7,7 +7,6 @@ app = marimo.App(width="medium", app_title="8 · The checks")
 @app.cell(hide_code=True)
 def _():
     import marimo as mo
-    import numpy as np
 
     from lab import device, q4k, zoo
 

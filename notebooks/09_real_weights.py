@@ -7,7 +7,6 @@ app = marimo.App(width="medium", app_title="9 · Real weights")
 @app.cell(hide_code=True)
 def _():
     import marimo as mo
-    import numpy as np
 
     from lab import format_number, real_weights
 

@@ -145,8 +145,8 @@ def test_s5_0xa5_into_lanes_0_and_32():
 
 def test_s5_lane_formula_for_every_chunk():
     for c in range(4):
-        for l in (0, 31):
-            assert q4k.lanes(32 * c + l) == (64 * c + l, 64 * c + 32 + l)
+        for lane in (0, 31):
+            assert q4k.lanes(32 * c + lane) == (64 * c + lane, 64 * c + 32 + lane)
     assert q4k.lanes(32) == (64, 96)
 
 

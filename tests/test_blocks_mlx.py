@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import planted_weights
+
 from lab.formats import affine, mxfp4, mxfp8, nvfp4
 
 DTYPES = ("float32", "float16", "bfloat16")

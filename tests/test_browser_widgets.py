@@ -9,8 +9,8 @@ import json
 from urllib.parse import quote
 
 import pytest
-
 from browser import browser_page
+
 from widgets import standalone
 
 pytestmark = pytest.mark.browser

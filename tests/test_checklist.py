@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from lab.codes import e2m1
-from lab.formats import q4k
 from lab.errors import ShapeError
+from lab.formats import q4k
 
 Q4_K = gguf.GGMLQuantizationType.Q4_K
 
@@ -97,7 +97,9 @@ def test_check5_compare_a_dot_product(mx):
     x = (rng.normal(0, 1, (3, 1024)) * np.logspace(-2, 2, 1024)).astype(np.float32)
     packed, scales, biases = q4k.to_mlx_affine(raw)
     y_mlx = np.array(
-        mx.quantized_matmul(mx.array(x), mx.array(packed), mx.array(scales), mx.array(biases), transpose=True, group_size=32, bits=4)
+        mx.quantized_matmul(
+            mx.array(x), mx.array(packed), mx.array(scales), mx.array(biases), transpose=True, group_size=32, bits=4
+        )
     ).astype(np.float64)
     y_exact = x.astype(np.float64) @ weights.T
     signed_error = y_mlx - y_exact
@@ -111,7 +113,11 @@ def test_check6_the_actual_optimized_path_boundaries_lengths_rejections(mx):
     raw = _random_blocks(6, seed=6).reshape(2, 3 * 144)  # rows of 768: three blocks, block boundaries inside
     packed, scales, biases = q4k.to_mlx_affine(raw)
     x = np.eye(768, dtype=np.float32)[[0, 31, 32, 255, 256, 511, 512, 767]]
-    y = np.array(mx.quantized_matmul(mx.array(x), mx.array(packed), mx.array(scales), mx.array(biases), transpose=True, group_size=32, bits=4))
+    y = np.array(
+        mx.quantized_matmul(
+            mx.array(x), mx.array(packed), mx.array(scales), mx.array(biases), transpose=True, group_size=32, bits=4
+        )
+    )
     reference = gguf.quants.dequantize(raw, Q4_K)[:, [0, 31, 32, 255, 256, 511, 512, 767]].T
     np.testing.assert_allclose(y, reference, rtol=1e-6, atol=1e-7)
     with pytest.raises(ShapeError, match="256"):
@@ -119,7 +125,9 @@ def test_check6_the_actual_optimized_path_boundaries_lengths_rejections(mx):
     with pytest.raises(ShapeError, match="144"):
         q4k.decode(np.zeros((2, 150), np.uint8))
     with pytest.raises(ValueError):  # MLX itself refuses a group size that does not divide the row
-        mx.quantized_matmul(mx.array(x[:, :100]), mx.array(packed), mx.array(scales), mx.array(biases), group_size=32, bits=4)
+        mx.quantized_matmul(
+            mx.array(x[:, :100]), mx.array(packed), mx.array(scales), mx.array(biases), group_size=32, bits=4
+        )
 
 
 def test_check7_measure_the_real_workload_records_what_was_measured():
@@ -128,5 +136,10 @@ def test_check7_measure_the_real_workload_records_what_was_measured():
     results, info = run(rows=16, cols=256, repeat=1)
     for field in ("workload", "tensor_types", "machine", "processor", "cpu_count", "threads", "phase", "numpy", "mlx"):
         assert field in info
-    assert {row.task for row in results} >= {"Q4_K decode", "MXFP4 quantize", "NVFP4 quantize", "affine 4-bit g64 quantize"}
+    assert {row.task for row in results} >= {
+        "Q4_K decode",
+        "MXFP4 quantize",
+        "NVFP4 quantize",
+        "affine 4-bit g64 quantize",
+    }
     assert all(row.lab_seconds > 0 for row in results)

@@ -77,7 +77,14 @@ def test_e2m1_tie_cases(value, rne_code, mlx_code):
 def test_e2m1_mlx_rule_matches_installed_mlx(mx):
     """A block pinned to scale 1 by a 6.0, so MLX's element rule alone decides each code."""
     midpoints = (e2m1.MAGNITUDES[:-1] + e2m1.MAGNITUDES[1:]) / 2
-    probe = np.concatenate([[6.0], midpoints, -midpoints, [-0.0, -0.1, 0.1, 5.9, -5.9, 2.2, -2.2, 0.0, 1.0, -3.0, 0.3, -0.3, 4.5, -4.5, 1.1, -1.1, 0.6]])
+    probe = np.concatenate(
+        [
+            [6.0],
+            midpoints,
+            -midpoints,
+            [-0.0, -0.1, 0.1, 5.9, -5.9, 2.2, -2.2, 0.0, 1.0, -3.0, 0.3, -0.3, 4.5, -4.5, 1.1, -1.1, 0.6],
+        ]
+    )
     block = probe.astype(np.float32).reshape(1, 32)
     packed, scales = mx.quantize(mx.array(block), group_size=32, bits=4, mode="mxfp4")
     assert int(np.array(scales)[0, 0]) == 127
@@ -138,7 +145,11 @@ def test_e8m0_scale_rules_for_mxfp4(amax, mlx_exponent, ocp_exponent):
 def test_e8m0_mlx_rule_matches_installed_mlx_across_binades(mx):
     rng = np.random.default_rng(11)
     amax = np.concatenate(
-        [np.ldexp(rng.uniform(0.5, 1, 200), rng.integers(-100, 100, 200)), 6 * np.ldexp(1.0, np.arange(-20, 20)), [7, 12.5, 3.1]]
+        [
+            np.ldexp(rng.uniform(0.5, 1, 200), rng.integers(-100, 100, 200)),
+            6 * np.ldexp(1.0, np.arange(-20, 20)),
+            [7, 12.5, 3.1],
+        ]
     ).astype(np.float32)
     block = np.zeros((amax.size, 32), dtype=np.float32)
     block[:, 5] = amax

@@ -14,9 +14,9 @@ import gguf
 import numpy as np
 import pytest
 
+from lab.errors import LabError, ShapeError
 from lab.formats import affine, mlx_layout, mxfp4, mxfp8, nvfp4, q4k
 from lab.teach import device, zoo
-from lab.errors import LabError, ShapeError
 
 Q4_K = gguf.GGMLQuantizationType.Q4_K
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lab.formats import affine, mxfp4, mxfp8, nvfp4, q4k, rounding
 from lab.codes import e8m0
-from lab.teach import scale
 from lab.errors import (
     BitsError,
     CodeRangeError,
@@ -18,6 +16,8 @@ from lab.errors import (
     RuleError,
     ShapeError,
 )
+from lab.formats import affine, mxfp4, mxfp8, nvfp4, q4k, rounding
+from lab.teach import scale
 
 
 @pytest.mark.parametrize(

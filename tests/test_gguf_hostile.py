@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lab.interop import gguf as gguf_tools
-from lab.formats import mxfp4, nvfp4, q4k, q8_0
 from lab.errors import GGUFFormatError, LabError, ShapeError, UnsupportedTypeError
+from lab.formats import mxfp4, nvfp4, q4k, q8_0
+from lab.interop import gguf as gguf_tools
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 U64_MAX = 2**64 - 1
@@ -65,7 +65,10 @@ def build(
     if data is None:
         data = np.arange(16, dtype="<f4").tobytes() + q4k.presentation_fixture().tobytes()
     head = magic + struct.pack(
-        "<IQQ", version, len(infos) if tensor_count is None else tensor_count, len(kvs) if kv_count is None else kv_count
+        "<IQQ",
+        version,
+        len(infos) if tensor_count is None else tensor_count,
+        len(kvs) if kv_count is None else kv_count,
     )
     body = head + b"".join(kvs) + b"".join(infos)
     return body + bytes(-len(body) % alignment) + data
@@ -110,7 +113,10 @@ HOSTILE = {
     "unsupported version 1": (build(version=1), r"unsupported GGUF version 1"),
     "unsupported version 4": (build(version=4), r"unsupported GGUF version 4"),
     "big-endian file": (build(version=3 << 24), r"big-endian GGUF file"),
-    "tensor count far larger than the file": (build(tensor_count=2**62), r"the tensor count is 4611686018427387904, but"),
+    "tensor count far larger than the file": (
+        build(tensor_count=2**62),
+        r"the tensor count is 4611686018427387904, but",
+    ),
     "kv count far larger than the file": (build(kv_count=U64_MAX), r"the key/value count is 18446744073709551615"),
     "key longer than the file": (
         build(kvs=[gguf_string("k", claimed_length=2**40) + struct.pack("<I", UINT8) + b"\x00"]),
@@ -121,7 +127,10 @@ HOSTILE = {
         r"the value of key 'general.name' claims 18446744073709551615 bytes",
     ),
     "unknown value type": (build(kvs=[kv("k", 13, b"\x00" * 8)]), r"the value of key 'k' has unknown value type id 13"),
-    "array of unknown type": (build(kvs=[kv("k", ARRAY, struct.pack("<IQ", 77, 1))]), r"array of unknown value type id 77"),
+    "array of unknown type": (
+        build(kvs=[kv("k", ARRAY, struct.pack("<IQ", 77, 1))]),
+        r"array of unknown value type id 77",
+    ),
     "array with a huge count": (
         build(kvs=[kv("tokenizer.ggml.scores", ARRAY, struct.pack("<IQ", 6, U64_MAX))]),
         r"the element count of the value of key 'tokenizer.ggml.scores' \(an array of FLOAT32\) is 18446744073709551615",
@@ -172,7 +181,10 @@ HOSTILE = {
         r"truncated file: the data offset of tensor 'q' needs 8 bytes",
     ),
     "truncated tensor data": (VALID[:-100], r"truncated tensor data: tensor 'q' needs bytes"),
-    "data section past the end": (VALID[: HEADER_END + len(_kv_section) + len(_tensor_section)], r"tensor data should start at byte"),
+    "data section past the end": (
+        VALID[: HEADER_END + len(_kv_section) + len(_tensor_section)],
+        r"tensor data should start at byte",
+    ),
     "n_dims too large": (build(infos=[tensor_info("a", (8, 2, 1, 1, 1), F32, 0)]), r"tensor 'a' has n_dims 5"),
     "n_dims huge": (
         build(infos=[tensor_info("a", (8,), F32, 0, n_dims=2**32 - 1)]),
@@ -183,7 +195,10 @@ HOSTILE = {
         build(infos=[tensor_info("a", (2**32, 2**32), F32, 0)]),
         r"tensor 'a' has dimensions \[4294967296, 4294967296\] whose product overflows",
     ),
-    "a zero-length dimension": (build(infos=[tensor_info("a", (8, 0), F32, 0)]), r"tensor 'a' has a zero-length dimension"),
+    "a zero-length dimension": (
+        build(infos=[tensor_info("a", (8, 0), F32, 0)]),
+        r"tensor 'a' has a zero-length dimension",
+    ),
     "unknown tensor type id": (build(infos=[tensor_info("a", (8, 2), 99, 0)]), r"tensor 'a' has unknown type id 99"),
     "row not a multiple of the block": (
         build(infos=[tensor_info("q", (100,), Q4_K, 0)]),
@@ -193,7 +208,10 @@ HOSTILE = {
         build(infos=[tensor_info("a", (8, 2), F32, 2**40)]),
         r"tensor 'a' starts at byte 1099511627\d+, outside the file",
     ),
-    "misaligned data": (build(infos=[tensor_info("a", (8, 2), F32, 4)]), r"misaligned data: tensor 'a' starts at data offset 4"),
+    "misaligned data": (
+        build(infos=[tensor_info("a", (8, 2), F32, 4)]),
+        r"misaligned data: tensor 'a' starts at data offset 4",
+    ),
     "overlapping tensors": (
         build(infos=[tensor_info("a", (8, 2), F32, 0), tensor_info("b", (8, 2), F32, 32)]),
         r"tensors 'a' and 'b' overlap",
@@ -234,7 +252,7 @@ def test_every_hostile_file_is_rejected_with_its_own_message_within_the_file_siz
 
 
 def test_each_hostile_file_gets_its_own_message_and_no_other():
-    for case, (raw, message) in HOSTILE.items():
+    for case, (raw, _) in HOSTILE.items():
         with pytest.raises(GGUFFormatError) as caught:
             gguf_tools.validate(raw)
         matching = [other for other, (_, pattern) in HOSTILE.items() if re.search(pattern, str(caught.value))]
@@ -261,7 +279,9 @@ def test_a_large_file_that_fails_late_allocates_less_than_itself(tmp_path):
     assert peak < ALLOCATION_SLACK
 
 
-@pytest.mark.parametrize("case", ["misaligned data", "overlapping tensors", "n_dims too large", "a zero-length dimension"])
+@pytest.mark.parametrize(
+    "case", ["misaligned data", "overlapping tensors", "n_dims too large", "a zero-length dimension"]
+)
 def test_gguf_py_alone_accepts_files_the_lab_rejects(tmp_path, case):
     """Why the walker exists: gguf-py's reader opens these without a word."""
     path = tmp_path / "accepted.gguf"

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from lab.codes import e2m1
-from lab.formats import mxfp4, nvfp4
 from lab.errors import ShapeError
+from lab.formats import mxfp4, nvfp4
 
 MXFP4 = gguf.GGMLQuantizationType.MXFP4
 NVFP4 = gguf.GGMLQuantizationType.NVFP4

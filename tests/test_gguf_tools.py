@@ -7,12 +7,12 @@ from __future__ import annotations
 import gguf
 import numpy as np
 import pytest
-
-from lab.interop import gguf as gguf_tools
-from lab.formats import q4k
-from lab.teach import real_weights
-from lab.errors import DTypeError, GGUFFormatError, LabError, NonFiniteError, ShapeError, UnsupportedTypeError
 from test_real_weights import require_real_model
+
+from lab.errors import DTypeError, GGUFFormatError, LabError, NonFiniteError, ShapeError, UnsupportedTypeError
+from lab.formats import q4k
+from lab.interop import gguf as gguf_tools
+from lab.teach import real_weights
 
 LLAMA_NAMES = {
     "token_embd.weight": (64, 512),
@@ -191,7 +191,9 @@ def test_unknown_tensor_names_and_unwritable_types_are_refused(written, tmp_path
     with gguf_tools.open_gguf(path) as gf, pytest.raises(LabError, match="no tensor named 'nope'"):
         gf.decode("nope")
     w = np.ones((2, 256), np.float32)
-    with pytest.raises(UnsupportedTypeError, match="the lab does not write type Q6_K; supported: F32, F16, MXFP4, NVFP4, Q4_K, Q8_0"):
+    with pytest.raises(
+        UnsupportedTypeError, match="the lab does not write type Q6_K; supported: F32, F16, MXFP4, NVFP4, Q4_K, Q8_0"
+    ):
         gguf_tools.write_gguf(tmp_path / "x.gguf", {"w": w}, {"w": "Q6_K"})
     with pytest.raises(LabError, match=r"no type given for tensors \['w'\]"):
         gguf_tools.write_gguf(tmp_path / "y.gguf", {"w": w}, {})

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from browser import browser_page
 
 pytestmark = pytest.mark.browser
@@ -24,8 +23,19 @@ def live_notebook():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = subprocess.Popen(
-        [sys.executable, "-m", "marimo", "run", str(NOTEBOOKS / "01_one_nibble.py"), "--headless", "--host", "127.0.0.1",
-         "--port", str(port), "--no-token"],
+        [
+            sys.executable,
+            "-m",
+            "marimo",
+            "run",
+            str(NOTEBOOKS / "01_one_nibble.py"),
+            "--headless",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--no-token",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

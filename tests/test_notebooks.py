@@ -113,5 +113,9 @@ def test_09_real_weights():
         pytest.skip("the real model package is not installed")
     defs = run_notebook("09_real_weights.py")
     summaries = {row["format"]: row for row in defs["report"].summary_records()}
-    assert summaries["MXFP8 (mlx)"]["relative_rmse"] < summaries["NVFP4"]["relative_rmse"] < summaries["MXFP4 (mlx)"]["relative_rmse"]
+    assert (
+        summaries["MXFP8 (mlx)"]["relative_rmse"]
+        < summaries["NVFP4"]["relative_rmse"]
+        < summaries["MXFP4 (mlx)"]["relative_rmse"]
+    )
     assert summaries["Q4_K"]["coverage"] < 0.5  # most rows of this model are 384 long, not a multiple of 256

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from lab.formats import affine, mxfp4, mxfp8, nvfp4, q4k
 from lab.codes import e2m1, e4m3, e8m0
-from lab.teach import scale
 from lab.errors import LabError
+from lab.formats import affine, mxfp4, mxfp8, nvfp4, q4k
+from lab.teach import scale
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -7,15 +7,15 @@ MLX's affine kernels, and expected values written out by hand from the article's
 
 from __future__ import annotations
 
+import gguf
 import numpy as np
 import pytest
+from conftest import require_mlx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import gguf
-from conftest import require_mlx
-from lab.formats import q4k
 from lab.errors import CodeRangeError, DTypeError, NonFiniteError, ShapeError
+from lab.formats import q4k
 
 Q4_K = gguf.GGMLQuantizationType.Q4_K
 
@@ -227,7 +227,9 @@ def test_unpack_then_pack_round_trips(metadata):
 def test_explain_metadata_spells_out_split_fields():
     text = q4k.explain_metadata(np.array(CRAFTED_B, dtype=np.uint8), 4)
     assert text["scale"] == 58 and text["min"] == 41 and text["split"]
-    assert text["scale_formula"] == "s4 = (B[8] & 15) | ((B[0] >> 6) << 4) = (154 & 15) | ((193 >> 6) << 4) = 10 | 48 = 58"
+    assert (
+        text["scale_formula"] == "s4 = (B[8] & 15) | ((B[0] >> 6) << 4) = (154 & 15) | ((193 >> 6) << 4) = 10 | 48 = 58"
+    )
     assert text["min_formula"] == "m4 = (B[8] >> 4) | ((B[4] >> 6) << 4) = (154 >> 4) | ((133 >> 6) << 4) = 9 | 32 = 41"
     assert [(p["byte"], p["byte_bits"], p["field_bits"]) for p in text["scale_sources"]] == [
         (8, (0, 3), (0, 3)),
@@ -369,7 +371,9 @@ def test_explain_byte_on_the_fixture():
 
     # Payload byte 64 is chunk 2: its low nibble uses subblock 4, whose scale is split.
     split = q4k.explain_byte(block, 64)["low"]["metadata"]
-    assert split["scale_formula"] == "s4 = (B[8] & 15) | ((B[0] >> 6) << 4) = (33 & 15) | ((130 >> 6) << 4) = 1 | 32 = 33"
+    assert (
+        split["scale_formula"] == "s4 = (B[8] & 15) | ((B[0] >> 6) << 4) = (33 & 15) | ((130 >> 6) << 4) = 1 | 32 = 33"
+    )
 
     high_lane = q4k.explain(block, 32)
     assert (high_lane["payload_index"], high_lane["nibble"], high_lane["weight"]) == (0, "high", 3.25)
@@ -480,10 +484,26 @@ REFERENCE_BYTES_HEX = (
 
 # Two blocks of constant subblocks (float32 values written out exactly).
 CONSTANT_SUBBLOCKS = [
-    [-0.15922501683235168, 0.5408455729484558, 0.21465912461280823, 0.35537269711494446,
-     -0.6538286209106445, -0.12961363792419434, 0.7839754819869995, 1.4934310913085938],
-    [-1.0017222166061401, -0.8094269037246704, 0.40909597277641296, 0.03645624220371246,
-     1.6554975509643555, 0.6033328771591187, -0.5950585603713989, -0.5391156673431396],
+    [
+        -0.15922501683235168,
+        0.5408455729484558,
+        0.21465912461280823,
+        0.35537269711494446,
+        -0.6538286209106445,
+        -0.12961363792419434,
+        0.7839754819869995,
+        1.4934310913085938,
+    ],
+    [
+        -1.0017222166061401,
+        -0.8094269037246704,
+        0.40909597277641296,
+        0.03645624220371246,
+        1.6554975509643555,
+        0.6033328771591187,
+        -0.5950585603713989,
+        -0.5391156673431396,
+    ],
 ]
 
 
@@ -501,7 +521,9 @@ def test_quantizer_bytes_match_the_c_reference():
     expected = np.frombuffer(bytes.fromhex("".join(REFERENCE_BYTES_HEX)), dtype=np.uint8)
     assert ours.shape == expected.shape == (6 * 144,)
     differing = np.nonzero(ours != expected)[0]
-    assert differing.size == 0, f"{differing.size} bytes differ, first at {differing[:1]} (block {differing[:1] // 144})"
+    assert differing.size == 0, (
+        f"{differing.size} bytes differ, first at {differing[:1]} (block {differing[:1] // 144})"
+    )
 
 
 def test_quantizer_all_zero_block():
@@ -549,9 +571,7 @@ def test_mlx_affine_layout_matches_mlx_dequantize():
     packed, scales, biases = tensor.to_mlx_affine()
     assert packed.dtype == np.uint32 and packed.shape == (64, 64)
     assert scales.dtype == biases.dtype == np.float32 and scales.shape == biases.shape == (64, 16)
-    theirs = np.array(
-        mx.dequantize(mx.array(packed), mx.array(scales), mx.array(biases), group_size=32, bits=4)
-    )
+    theirs = np.array(mx.dequantize(mx.array(packed), mx.array(scales), mx.array(biases), group_size=32, bits=4))
     ours = tensor.dequantize()
     # MLX may fuse scale*q + bias; the lab rounds the product first. Allow that much.
     codes = tensor.codes.astype(np.float32)
@@ -563,9 +583,7 @@ def test_mlx_affine_layout_matches_mlx_dequantize():
 def test_mlx_affine_on_the_fixture_is_exact():
     mx = require_mlx()
     packed, scales, biases = q4k.to_mlx_affine(q4k.presentation_fixture().reshape(1, 144))
-    theirs = np.array(
-        mx.dequantize(mx.array(packed), mx.array(scales), mx.array(biases), group_size=32, bits=4)
-    )[0]
+    theirs = np.array(mx.dequantize(mx.array(packed), mx.array(scales), mx.array(biases), group_size=32, bits=4))[0]
     assert (theirs[0], theirs[32]) == (1.0, 3.25)
     assert scales[0, :2].tolist() == [0.25, 0.375] and biases[0, :2].tolist() == [-0.25, -0.5]
     # lane 0 holds code 5 and lane 32 code 10: the first word's low nibble, the fifth word's low nibble

@@ -12,9 +12,9 @@ import gguf
 import numpy as np
 import pytest
 
+from lab.errors import LabError, RuleError
 from lab.formats import mxfp4, nvfp4
 from lab.teach import real_weights
-from lab.errors import LabError, RuleError
 
 SLICE = {
     "embeddings.word_embeddings.weight": 48,
@@ -155,7 +155,9 @@ def test_overall_numbers_pool_the_tensors_by_size(model_slice, report):
     rows = [report.result(name, "NVFP4 + tensor scale") for name in matrices]
     summary = report.summaries["NVFP4 + tensor scale"]
     sizes = np.array([r.n_weights for r in rows])
-    assert summary.bits_per_weight == pytest.approx(float((np.array([4.5 + 32 / n for n in sizes]) * sizes).sum() / sizes.sum()))
+    assert summary.bits_per_weight == pytest.approx(
+        float((np.array([4.5 + 32 / n for n in sizes]) * sizes).sum() / sizes.sum())
+    )
     squared_error = sum((r.relative_rmse * np.linalg.norm(matrices[r.tensor].astype(np.float64))) ** 2 for r in rows)
     squared_norm = sum(np.square(w.astype(np.float64)).sum() for w in matrices.values())
     assert summary.relative_rmse == pytest.approx(np.sqrt(squared_error / squared_norm), rel=1e-9)
@@ -172,7 +174,10 @@ def test_outlier_share_follows_its_definition(model_slice, report):
 
 
 def test_scale_search_beats_or_equals_the_mlx_rule_on_every_real_tensor(report):
-    for rule_format, searched_format in (("MXFP4 (mlx)", "MXFP4 (mlx) + scale search"), ("NVFP4", "NVFP4 + scale search")):
+    for rule_format, searched_format in (
+        ("MXFP4 (mlx)", "MXFP4 (mlx) + scale search"),
+        ("NVFP4", "NVFP4 + scale search"),
+    ):
         for rule_result in (r for r in report.results if r.format == rule_format):
             searched = report.result(rule_result.tensor, searched_format)
             assert searched.relative_rmse <= rule_result.relative_rmse
@@ -209,7 +214,10 @@ def test_progress_is_reported_after_every_step():
     report = real_weights.evaluate_model(weights, formats=["NVFP4", "Q4_K"])
     assert [row["format"] for row in report.summary_records()] == ["NVFP4", "Q4_K"]
     assert [(row["tensor"], row["format"]) for row in report.records()] == [
-        ("a", "NVFP4"), ("a", "Q4_K"), ("b", "NVFP4"), ("b", "Q4_K")
+        ("a", "NVFP4"),
+        ("a", "Q4_K"),
+        ("b", "NVFP4"),
+        ("b", "Q4_K"),
     ]
 
 

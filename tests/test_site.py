@@ -11,8 +11,8 @@ import threading
 from urllib.parse import quote
 
 import pytest
-
 from browser import browser_page
+
 from widgets import sitebuild
 
 pytestmark = pytest.mark.browser

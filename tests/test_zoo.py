@@ -6,8 +6,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-
 from conftest import require_mlx
+
 from lab.formats import q4k
 from lab.teach import zoo
 

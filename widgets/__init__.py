@@ -15,11 +15,11 @@ import anywidget
 import numpy as np
 import traitlets as t
 
+from lab import numbers as text
 from lab.codes import e2m1, e8m0, nibble
+from lab.errors import LabError
 from lab.formats import mxfp4, nvfp4, q4k
 from lab.teach import scale, sizes
-from lab import numbers as text
-from lab.errors import LabError
 
 from ._bundle import bundle, stylesheet
 
@@ -127,7 +127,40 @@ class ScaleLab(_LabWidget):
 
 
 # 32 element codes, all different neighbours; element 0 is 0101 (E2M1 3) for the article's trace.
-_OWNERSHIP_CODES = [5, 1, 10, 7, 2, 12, 0, 14, 3, 9, 6, 11, 4, 15, 8, 13, 6, 2, 9, 5, 12, 1, 7, 10, 3, 14, 0, 11, 4, 13, 2, 8]
+_OWNERSHIP_CODES = [
+    5,
+    1,
+    10,
+    7,
+    2,
+    12,
+    0,
+    14,
+    3,
+    9,
+    6,
+    11,
+    4,
+    15,
+    8,
+    13,
+    6,
+    2,
+    9,
+    5,
+    12,
+    1,
+    7,
+    10,
+    3,
+    14,
+    0,
+    11,
+    4,
+    13,
+    2,
+    8,
+]
 
 
 class OwnershipView(_LabWidget):
@@ -161,7 +194,9 @@ class OwnershipView(_LabWidget):
                 raise LabError("the tensor scale must be a positive finite number")
             # The multiplier f the article calls the tensor scale is MLX's global_scale / 2688.
             nv_block = nvfp4.from_parts(
-                np.array(self.codes), np.array(self.nv_scale_bytes), global_scale=self.tensor_scale * nvfp4.TENSOR_SCALE_RANGE
+                np.array(self.codes),
+                np.array(self.nv_scale_bytes),
+                global_scale=self.tensor_scale * nvfp4.TENSOR_SCALE_RANGE,
             )
             if not 0 <= self.selected < 32:
                 raise LabError(f"selected must be an element index 0..31, got {self.selected}")

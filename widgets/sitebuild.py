@@ -76,7 +76,9 @@ def localise_frontend(page: str, name: str) -> str:
             "changed; update widgets/sitebuild.py before trusting the site"
         )
     if versions != {marimo.__version__}:
-        raise SiteBuildError(f"{name}: the export asks for marimo front-end {sorted(versions)} but marimo {marimo.__version__} is installed")
+        raise SiteBuildError(
+            f"{name}: the export asks for marimo front-end {sorted(versions)} but marimo {marimo.__version__} is installed"
+        )
     page = CDN_PREFIX.sub(f"{ASSET_DIR}/", page)
     for asset in re.findall(rf"{re.escape(ASSET_DIR)}/([^\"'\s?#)]+)", page):
         if not (MARIMO_STATIC / asset).is_file():
@@ -139,7 +141,8 @@ def index_page() -> str:
         if (NOTEBOOKS / file).exists()
     )
     explainers = "\n".join(
-        f'<li><a href="explainers/{slug}.html">{html.escape(title)}</a></li>' for slug, (_, _, title) in standalone.PAGES.items()
+        f'<li><a href="explainers/{slug}.html">{html.escape(title)}</a></li>'
+        for slug, (_, _, title) in standalone.PAGES.items()
     )
     return f"""<!doctype html>
 <html lang="en">
@@ -174,7 +177,11 @@ Every page here works offline.</p>
 
 def build(site: Path = ROOT / "site", notebooks: list[Path] | None = None) -> list[Path]:
     """Build the site into `site` and return the pages written. Raises SiteBuildError."""
-    notebooks = notebooks if notebooks is not None else [NOTEBOOKS / file for file, _, _ in course.NOTEBOOKS if (NOTEBOOKS / file).exists()]
+    notebooks = (
+        notebooks
+        if notebooks is not None
+        else [NOTEBOOKS / file for file, _, _ in course.NOTEBOOKS if (NOTEBOOKS / file).exists()]
+    )
     for generated in ("assets", "explainers"):
         shutil.rmtree(site / generated, ignore_errors=True)
     for old_page in site.glob("*.html"):

@@ -17,9 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from lab._arrays import as_code_array, as_float_array
-
-from lab.numbers import format_number
 from lab.errors import RuleError
+from lab.numbers import format_number
 
 #: value of every code 0..15, negative zero included
 VALUES = np.array(
@@ -100,9 +99,7 @@ def explain(code: int) -> dict:
         formula = f"({sign_text}) \u00d7 2^(1 \u2212 1) \u00d7 (0 + {fraction}/2) = {format_number(value)}"
     else:
         kind = "normal"
-        formula = (
-            f"({sign_text}) \u00d7 2^({exponent} \u2212 1) \u00d7 (1 + {fraction}/2) = {format_number(value)}"
-        )
+        formula = f"({sign_text}) \u00d7 2^({exponent} \u2212 1) \u00d7 (1 + {fraction}/2) = {format_number(value)}"
     return {
         "code": code_value,
         "bits": f"{code_value:04b}",
@@ -113,4 +110,3 @@ def explain(code: int) -> dict:
         "value": value,
         "formula": formula,
     }
-

@@ -88,9 +88,7 @@ def decode_ggml_unsigned(byte) -> np.ndarray:
     codes = as_code_array(byte, limit=256, what="GGUF NVFP4 scale byte").astype(np.int32)
     exponent = (codes >> 3) & 15
     mantissa = codes & 7
-    magnitude = np.where(
-        exponent == 0, mantissa * SUBNORMAL_STEP, np.ldexp(1.0 + mantissa / 8.0, exponent - BIAS)
-    )
+    magnitude = np.where(exponent == 0, mantissa * SUBNORMAL_STEP, np.ldexp(1.0 + mantissa / 8.0, exponent - BIAS))
     return np.where(codes == 0x7F, 0.0, magnitude).astype(np.float32)
 
 

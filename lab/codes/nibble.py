@@ -1,16 +1,16 @@
 """One nibble, three decoders: the same four bits read as E2M1, as UINT4 and as INT4.
 
-    UINT4 - the Q4_K element code: 0..15, before the block's gain and offset.
-    INT4  - two's complement: bit 3 weighs -8, so 1000 is -8 and 1111 is -1.
-    E2M1  - the MXFP4/NVFP4 float element (see lab.e2m1).
+UINT4 - the Q4_K element code: 0..15, before the block's gain and offset.
+INT4  - two's complement: bit 3 weighs -8, so 1000 is -8 and 1111 is -1.
+E2M1  - the MXFP4/NVFP4 float element (see lab.e2m1).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from lab.codes import e2m1
 from lab._arrays import as_code_array
+from lab.codes import e2m1
 
 
 def as_uint4(code) -> np.ndarray | np.uint8:

@@ -12,15 +12,16 @@ tensor Protocols, and `lab.formats.rounding` for the named rounding presets.
 # Import order is registration order, which is the order FORMATS lists and the course meets them.
 # isort: off
 from lab.formats import mxfp4, mxfp8, nvfp4, affine, q4k, q8_0
+
 # isort: on
 from lab.formats.registry import (
     FORMATS,
+    GGUF_DECODERS,
     Format,
     GGUFTensor,
     MLXMode,
     MLXTensor,
     QuantizedTensor,
-    GGUF_DECODERS,
     UnknownFormatError,
     by_gguf_type,
     get,

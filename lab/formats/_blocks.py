@@ -52,7 +52,6 @@ def element_index(shape: tuple[int, ...], index) -> tuple[int, ...]:
             raise ShapeError(f"element index {index} is outside a tensor of {total} weights")
         return tuple(int(i) for i in np.unravel_index(int(index) % total, shape))
     index = tuple(int(i) for i in index)
-    if len(index) != len(shape) or any(not 0 <= i < n for i, n in zip(index, shape)):
+    if len(index) != len(shape) or any(not 0 <= i < n for i, n in zip(index, shape, strict=True)):
         raise ShapeError(f"element index {index} does not fit a tensor of shape {shape}")
     return index
-

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lab.codes import e2m1, e4m3, e8m0
-from lab.formats import mlx_layout
 from lab._arrays import as_code_array, as_float_array, round_to
-from lab.formats._blocks import block_amax, check_group, element_index, float_input, grouped
-from lab.numbers import format_number
+from lab.codes import e2m1, e4m3, e8m0
 from lab.errors import ShapeError, UnsupportedTypeError
+from lab.formats import mlx_layout
+from lab.formats._blocks import block_amax, check_group, element_index, float_input, grouped
 from lab.formats.rounding import preset as get_preset
+from lab.numbers import format_number
 
 GROUP_SIZE = 32
 
@@ -54,8 +54,10 @@ class MXTensor:
         limit = 16 if self.element.bits == 4 else 256
         codes = as_code_array(self.codes, limit=limit, what=f"{self.element.name} code")
         scale_bytes = as_code_array(self.scale_bytes, limit=256, what="E8M0 scale byte")
-        if codes.ndim == 0 or codes.shape[-1] % GROUP_SIZE or scale_bytes.shape != codes.shape[:-1] + (
-            codes.shape[-1] // GROUP_SIZE,
+        if (
+            codes.ndim == 0
+            or codes.shape[-1] % GROUP_SIZE
+            or scale_bytes.shape != codes.shape[:-1] + (codes.shape[-1] // GROUP_SIZE,)
         ):
             raise ShapeError(
                 f"{self.element.mode} needs codes [..., 32k] and one scale byte per 32 codes, "
@@ -120,7 +122,9 @@ class MXTensor:
         in its high nibble. GGUF has no MXFP8 type.
         """
         if self.element is not E2M1_ELEMENT:
-            raise UnsupportedTypeError(f"GGUF has no {self.element.mode.upper()} tensor type; only MXFP4 has a GGUF layout")
+            raise UnsupportedTypeError(
+                f"GGUF has no {self.element.mode.upper()} tensor type; only MXFP4 has a GGUF layout"
+            )
         blocks = self.codes.reshape(*self.shape[:-1], -1, GROUP_SIZE)
         payload = blocks[..., :16] | (blocks[..., 16:] << 4)
         raw = np.concatenate([self.scale_bytes[..., None], payload], axis=-1).astype(np.uint8)

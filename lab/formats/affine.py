@@ -29,12 +29,12 @@ from functools import partial
 
 import numpy as np
 
-from lab.formats import mlx_layout
 from lab._arrays import as_code_array, round_to
-from lab.formats._blocks import element_index, float_input, grouped
-from lab.numbers import format_number
 from lab.errors import BitsError, GroupSizeError, ShapeError
+from lab.formats import mlx_layout
+from lab.formats._blocks import element_index, float_input
 from lab.formats.registry import Format, MLXMode, register
+from lab.numbers import format_number
 
 SUPPORTED_BITS = (1, 2, 3, 4, 5, 6, 8)
 SUPPORTED_GROUP_SIZES = (32, 64, 128)

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.formats import _mx
-from lab.codes import e2m1, e8m0
 from lab._arrays import as_byte_array
-from lab.formats._mx import MXTensor
+from lab.codes import e2m1, e8m0
 from lab.errors import RuleError, ShapeError
+from lab.formats import _mx
+from lab.formats._mx import MXTensor
 from lab.formats.registry import Format, MLXMode, register
 
 GROUP_SIZE = _mx.GROUP_SIZE

@@ -8,8 +8,8 @@ Elements round half to even and saturate at 448 under both. GGUF has no MXFP8 te
 
 from __future__ import annotations
 
-from lab.formats import _mx
 from lab.codes import e8m0
+from lab.formats import _mx
 from lab.formats._mx import MXTensor
 from lab.formats.registry import Format, MLXMode, register
 

@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lab.codes import e2m1, e4m3
-from lab.formats import mlx_layout
 from lab._arrays import as_byte_array, as_code_array, as_float_array, round_to
-from lab.formats._blocks import block_amax, check_group, element_index, float_input, grouped
-from lab.numbers import format_number
+from lab.codes import e2m1, e4m3
 from lab.errors import LabError, NonFiniteError, RuleError, ShapeError
+from lab.formats import mlx_layout
+from lab.formats._blocks import block_amax, check_group, element_index, float_input, grouped
 from lab.formats.registry import Format, MLXMode, register
+from lab.numbers import format_number
 
 GROUP_SIZE = 16
 TENSOR_SCALE_RANGE = e2m1.MAX * e4m3.MAX  # 2688
@@ -59,8 +59,10 @@ class NVFP4Tensor:
     def __post_init__(self):
         codes = as_code_array(self.codes, limit=16, what="E2M1 code")
         scale_bytes = as_code_array(self.scale_bytes, limit=256, what="E4M3 scale byte")
-        if codes.ndim == 0 or codes.shape[-1] % GROUP_SIZE or scale_bytes.shape != codes.shape[:-1] + (
-            codes.shape[-1] // GROUP_SIZE,
+        if (
+            codes.ndim == 0
+            or codes.shape[-1] % GROUP_SIZE
+            or scale_bytes.shape != codes.shape[:-1] + (codes.shape[-1] // GROUP_SIZE,)
         ):
             raise ShapeError(
                 "nvfp4 needs codes [..., 16k] and one scale byte per 16 codes, "
@@ -145,7 +147,9 @@ class NVFP4Tensor:
                 "global_scale to export, or store the tensor scale separately"
             )
         if self.shape[-1] % GGUF_BLOCK_WEIGHTS:
-            raise ShapeError(f"GGUF NVFP4 blocks hold 64 weights; the last dimension {self.shape[-1]} is not a multiple of 64")
+            raise ShapeError(
+                f"GGUF NVFP4 blocks hold 64 weights; the last dimension {self.shape[-1]} is not a multiple of 64"
+            )
         if np.any(self.scale_bytes & 0x80):
             raise LabError("GGUF NVFP4 stores unsigned E4M3 scales; a negative block scale cannot be exported")
         codes = self.codes.reshape(*self.shape[:-1], -1, 4, 2, 8)  # [..., block, group, half, j]
@@ -194,9 +198,7 @@ def quantize(w, global_scale=None, group_size: int = GROUP_SIZE) -> NVFP4Tensor:
         with np.errstate(over="ignore"):
             scale_encode = float(np.float32(TENSOR_SCALE_RANGE) / np.float32(global_scale))
         if not np.isfinite(scale_encode):
-            raise NonFiniteError(
-                f"global_scale {global_scale!r} is too small: 2688 / global_scale overflows float32"
-            )
+            raise NonFiniteError(f"global_scale {global_scale!r} is too small: 2688 / global_scale overflows float32")
         block_scale = round_to(block_scale * scale_encode, "float32").astype(np.float64)
     scale_bytes = np.asarray(e4m3.encode(block_scale), dtype=np.uint8)
     scale_values = e4m3.decode(scale_bytes)
@@ -246,7 +248,9 @@ def from_gguf(raw) -> NVFP4Tensor:
     blocks = _gguf_blocks(raw)
     payload = blocks[..., 4:].reshape(*blocks.shape[:-1], 4, 8)
     codes = np.stack([payload & 0x0F, payload >> 4], axis=-2)  # [..., block, group, half, j]
-    return NVFP4Tensor(codes=codes.reshape(*blocks.shape[:-2], -1), scale_bytes=blocks[..., :4].reshape(*blocks.shape[:-2], -1))
+    return NVFP4Tensor(
+        codes=codes.reshape(*blocks.shape[:-2], -1), scale_bytes=blocks[..., :4].reshape(*blocks.shape[:-2], -1)
+    )
 
 
 def dequantize_gguf(raw, decoder: str = "ocp") -> np.ndarray:

@@ -44,9 +44,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab._arrays import as_byte_array, as_code_array, as_float_array, require_last_multiple, to_float32_input
-from lab.numbers import format_float32
 from lab.errors import CodeRangeError, DTypeError, NonFiniteError, ShapeError
 from lab.formats.registry import Format, register
+from lab.numbers import format_float32
 
 BLOCK_BYTES = 144
 BLOCK_WEIGHTS = 256
@@ -94,7 +94,9 @@ def pack_scale_min(scales, mins) -> np.ndarray:
         if array.ndim == 0 or array.shape[-1] != SUBBLOCKS:
             raise ShapeError(f"Q4_K has {SUBBLOCKS} subblock {name} per block, got shape {array.shape}")
     if subblock_scale.shape != subblock_min.shape:
-        raise ShapeError(f"scales and mins must have the same shape, got {subblock_scale.shape} and {subblock_min.shape}")
+        raise ShapeError(
+            f"scales and mins must have the same shape, got {subblock_scale.shape} and {subblock_min.shape}"
+        )
     first_scales, later_scales = subblock_scale[..., :4], subblock_scale[..., 4:]
     first_mins, later_mins = subblock_min[..., :4], subblock_min[..., 4:]
     scale_bytes = first_scales | ((later_scales >> 4) << 6)
@@ -128,7 +130,9 @@ def explain_metadata(b12, subblock: int) -> dict:
     """How s_j and m_j are read out of the twelve metadata bytes, with the arithmetic spelled out."""
     metadata = as_byte_array(b12, what="Q4_K metadata bytes")
     if metadata.shape != (METADATA_BYTES,):
-        raise ShapeError(f"explain_metadata takes one block's {METADATA_BYTES} metadata bytes, got shape {metadata.shape}")
+        raise ShapeError(
+            f"explain_metadata takes one block's {METADATA_BYTES} metadata bytes, got shape {metadata.shape}"
+        )
     B = [int(b) for b in metadata]
     sources = metadata_sources(subblock)
     j = int(subblock)
@@ -426,7 +430,9 @@ def from_parts(d, dmin, scales, mins, codes) -> Q4KTensor:
     except ValueError as error:
         if isinstance(error, (CodeRangeError, DTypeError, NonFiniteError)):
             raise
-        raise ShapeError(f"parts do not match {n_blocks} block(s) of codes with shape {lane_codes.shape}: {error}") from None
+        raise ShapeError(
+            f"parts do not match {n_blocks} block(s) of codes with shape {lane_codes.shape}: {error}"
+        ) from None
     return Q4KTensor(_assemble(d16, dmin16, subblock_scale, subblock_min, block_codes))
 
 
@@ -713,7 +719,6 @@ def explain(block, lane: int) -> dict:
         "dmin": by_byte["dmin"],
         "partner_lane": by_byte[partner]["lane"],
     }
-
 
 
 def _scalar_or_array(array: np.ndarray):

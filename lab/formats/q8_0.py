@@ -45,9 +45,14 @@ class Q8_0Tensor:
         codes, d = np.asarray(self.codes), np.asarray(self.d)
         if codes.dtype != np.int8 or d.dtype != np.float16:
             raise DTypeError(f"Q8_0 holds int8 codes and float16 scales, got {codes.dtype} and {d.dtype}")
-        if codes.ndim == 0 or codes.shape[-1] % BLOCK_WEIGHTS or d.shape != (
-            *codes.shape[:-1],
-            codes.shape[-1] // BLOCK_WEIGHTS,
+        if (
+            codes.ndim == 0
+            or codes.shape[-1] % BLOCK_WEIGHTS
+            or d.shape
+            != (
+                *codes.shape[:-1],
+                codes.shape[-1] // BLOCK_WEIGHTS,
+            )
         ):
             raise ShapeError(f"Q8_0 needs codes [..., 32k] and one d per 32 codes, got {codes.shape} and {d.shape}")
 
@@ -107,8 +112,7 @@ def from_gguf(raw: ArrayLike) -> Q8_0Tensor:
     data = as_byte_array(raw, what="GGUF Q8_0 bytes")
     if data.ndim == 0 or data.shape[-1] == 0 or data.shape[-1] % BLOCK_BYTES:
         raise ShapeError(
-            f"Q8_0 data must be whole {BLOCK_BYTES}-byte blocks (2 bytes of d + 32 code bytes), "
-            f"got shape {data.shape}"
+            f"Q8_0 data must be whole {BLOCK_BYTES}-byte blocks (2 bytes of d + 32 code bytes), got shape {data.shape}"
         )
     blocks = np.ascontiguousarray(data).reshape(*data.shape[:-1], -1, BLOCK_BYTES)
     d = blocks[..., :2].copy().view("<f2")[..., 0].astype(np.float16)

@@ -31,15 +31,16 @@ import re
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import gguf
 import numpy as np
 
-from lab.formats import by_gguf_type, q4k, with_gguf
-from lab.formats.q8_0 import BLOCK_WEIGHTS as Q8_0_BLOCK_WEIGHTS
 from lab._arrays import bfloat16_bits_to_float32, to_float32_input
 from lab.errors import DTypeError, GGUFFormatError, LabError, NonFiniteError, ShapeError, UnsupportedTypeError
+from lab.formats import by_gguf_type, q4k, with_gguf
+from lab.formats.q8_0 import BLOCK_WEIGHTS as Q8_0_BLOCK_WEIGHTS
 
 MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -199,7 +200,9 @@ class _Walker:
             self.string(what)
             return
         if nesting >= MAX_ARRAY_NESTING:
-            raise GGUFFormatError(f"{what} nests arrays more than {MAX_ARRAY_NESTING} deep, which the lab does not read")
+            raise GGUFFormatError(
+                f"{what} nests arrays more than {MAX_ARRAY_NESTING} deep, which the lab does not read"
+            )
         element_type = self.u32(f"the element type of {what}")
         if element_type not in VALUE_TYPES:
             raise GGUFFormatError(f"{what} is an array of unknown value type id {element_type}; GGUF defines ids 0..12")
@@ -342,7 +345,7 @@ def validate(buffer) -> Layout:
         shape = tuple(reversed(innermost_first))
         tensors.append(TensorInfo(name, type_name, shape, n_elements, n_bytes, start))
     by_start = sorted(tensors, key=lambda info: info.offset)
-    for before, after in zip(by_start, by_start[1:]):
+    for before, after in pairwise(by_start):
         if after.offset < before.offset + before.n_bytes:
             raise GGUFFormatError(f"tensors {before.name!r} and {after.name!r} overlap in the file")
     return Layout(version, alignment, data_offset, size, keys, value_types, tuple(tensors))
@@ -457,7 +460,8 @@ def open_gguf(path) -> GGUFFile:
             f"gguf-py's reader rejected {path.name} after the lab's checks passed: {type(error).__name__}: {error}"
         ) from error
     theirs = [
-        (t.name, t.tensor_type.name, tuple(int(n) for n in reversed(t.shape)), int(t.data_offset)) for t in reader.tensors
+        (t.name, t.tensor_type.name, tuple(int(n) for n in reversed(t.shape)), int(t.data_offset))
+        for t in reader.tensors
     ]
     ours = [(t.name, t.type_name, t.shape, t.offset) for t in layout.tensors]
     if theirs != ours:
@@ -468,6 +472,7 @@ def open_gguf(path) -> GGUFFile:
 # --------------------------------------------------------------------------------------------
 # Decoding raw bytes
 # --------------------------------------------------------------------------------------------
+
 
 def decode_raw(raw: np.ndarray, type_name: str, decoder: str = "ocp") -> np.ndarray:
     """Rows of raw bytes [..., bytes per row] of one tensor type -> float32 weights [..., row length].

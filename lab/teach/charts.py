@@ -17,12 +17,14 @@ _AXIS = {"labelFontSize": 15, "titleFontSize": 16}
 def _data(columns: dict) -> alt.Data:
     """Columns of equal length as inline Vega data (plain Python values, so it serialises)."""
     names = list(columns)
-    rows = zip(*(np.asarray(columns[name]).tolist() for name in names))
-    return alt.Data(values=[dict(zip(names, row)) for row in rows])
+    rows = zip(*(np.asarray(columns[name]).tolist() for name in names), strict=True)
+    return alt.Data(values=[dict(zip(names, row, strict=True)) for row in rows])
 
 
 def _styled(chart: alt.Chart) -> alt.Chart:
-    return chart.configure_axis(**_AXIS).configure_legend(labelFontSize=15, titleFontSize=16).configure_title(fontSize=18)
+    return (
+        chart.configure_axis(**_AXIS).configure_legend(labelFontSize=15, titleFontSize=16).configure_title(fontSize=18)
+    )
 
 
 def e2m1_ruler_chart() -> alt.Chart:
@@ -30,12 +32,18 @@ def e2m1_ruler_chart() -> alt.Chart:
     values = np.unique(e2m1.VALUES.astype(np.float64) + 0.0)
     gaps = np.append(np.diff(values), 0.0)
     frame = _data({"value": values, "gap to next": gaps})
-    marks = alt.Chart(frame).mark_tick(thickness=3, size=40, color=PALETTE[0]).encode(
-        x=alt.X("value:Q", title="E2M1 value", scale=alt.Scale(domain=[-6.5, 6.5])),
-        tooltip=["value:Q", "gap to next:Q"],
+    marks = (
+        alt.Chart(frame)
+        .mark_tick(thickness=3, size=40, color=PALETTE[0])
+        .encode(
+            x=alt.X("value:Q", title="E2M1 value", scale=alt.Scale(domain=[-6.5, 6.5])),
+            tooltip=["value:Q", "gap to next:Q"],
+        )
     )
     labels = alt.Chart(frame).mark_text(dy=30, fontSize=14).encode(x="value:Q", text=alt.Text("value:Q", format="g"))
-    return _styled((marks + labels).properties(height=90, width=620, title="Every E2M1 value: dense near zero, sparse at the top"))
+    return _styled(
+        (marks + labels).properties(height=90, width=620, title="Every E2M1 value: dense near zero, sparse at the top")
+    )
 
 
 def error_vs_scale_chart(w, inputs: dict[str, list[float]], scales) -> alt.Chart:
@@ -46,14 +54,20 @@ def error_vs_scale_chart(w, inputs: dict[str, list[float]], scales) -> alt.Chart
         for s in scales
     ]
     frame = alt.Data(values=rows)
-    lines = alt.Chart(frame).mark_line(point=True, strokeWidth=3).encode(
-        x=alt.X("scale:Q", scale=alt.Scale(type="log", base=2), title="scale (log₂ axis)"),
-        y=alt.Y("Δy:Q", title="signed output error Δy"),
-        color=alt.Color("input:N", scale=alt.Scale(range=PALETTE), title="input x"),
-        tooltip=["input:N", "scale:Q", "Δy:Q"],
+    lines = (
+        alt.Chart(frame)
+        .mark_line(point=True, strokeWidth=3)
+        .encode(
+            x=alt.X("scale:Q", scale=alt.Scale(type="log", base=2), title="scale (log₂ axis)"),
+            y=alt.Y("Δy:Q", title="signed output error Δy"),
+            color=alt.Color("input:N", scale=alt.Scale(range=PALETTE), title="input x"),
+            tooltip=["input:N", "scale:Q", "Δy:Q"],
+        )
     )
     zero = alt.Chart(alt.Data(values=[{"y": 0}])).mark_rule(color="#555").encode(y="y:Q")
-    return _styled((zero + lines).properties(height=300, width=620, title="The same weights, different inputs, different errors"))
+    return _styled(
+        (zero + lines).properties(height=300, width=620, title="The same weights, different inputs, different errors")
+    )
 
 
 def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> alt.Chart:
@@ -68,12 +82,16 @@ def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> alt.Chart:
             "traced": np.isin(lanes, highlight),
         }
     )
-    bars = alt.Chart(frame).mark_bar().encode(
-        x=alt.X("lane:Q", title="output lane", scale=alt.Scale(domain=[0, weights.size])),
-        y=alt.Y("weight:Q", title="reconstructed weight"),
-        color=alt.Color("subblock:N", scale=alt.Scale(range=PALETTE), title="subblock j"),
-        opacity=alt.condition("datum.traced", alt.value(1.0), alt.value(0.55)),
-        tooltip=["lane:Q", "weight:Q", "subblock:N"],
+    bars = (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X("lane:Q", title="output lane", scale=alt.Scale(domain=[0, weights.size])),
+            y=alt.Y("weight:Q", title="reconstructed weight"),
+            color=alt.Color("subblock:N", scale=alt.Scale(range=PALETTE), title="subblock j"),
+            opacity=alt.condition("datum.traced", alt.value(1.0), alt.value(0.55)),
+            tooltip=["lane:Q", "weight:Q", "subblock:N"],
+        )
     )
     return _styled(bars.properties(height=260, width=660, title="256 lanes, eight subblocks of 32"))
 
@@ -86,12 +104,22 @@ def bits_per_weight_chart(extra: dict[str, float] | None = None) -> alt.Chart:
             entries[f"MLX affine {bits}-bit g{group}"] = bpw
     entries.update(extra or {})
     frame = _data({"format": list(entries), "bits per weight": list(entries.values())})
-    bars = alt.Chart(frame).mark_bar(color=PALETTE[0]).encode(
-        x=alt.X("bits per weight:Q"),
-        y=alt.Y("format:N", sort="x", title=None),
-        tooltip=["format:N", "bits per weight:Q"],
+    bars = (
+        alt.Chart(frame)
+        .mark_bar(color=PALETTE[0])
+        .encode(
+            x=alt.X("bits per weight:Q"),
+            y=alt.Y("format:N", sort="x", title=None),
+            tooltip=["format:N", "bits per weight:Q"],
+        )
     )
-    text = alt.Chart(frame).mark_text(align="left", dx=4, fontSize=14).encode(
-        x="bits per weight:Q", y=alt.Y("format:N", sort="x"), text=alt.Text("bits per weight:Q", format=".4g")
+    text = (
+        alt.Chart(frame)
+        .mark_text(align="left", dx=4, fontSize=14)
+        .encode(x="bits per weight:Q", y=alt.Y("format:N", sort="x"), text=alt.Text("bits per weight:Q", format=".4g"))
     )
-    return _styled((bars + text).properties(height=28 * len(entries), width=560, title="Storage per weight: codes plus their scales"))
+    return _styled(
+        (bars + text).properties(
+            height=28 * len(entries), width=560, title="Storage per weight: codes plus their scales"
+        )
+    )

@@ -3,15 +3,35 @@
 from __future__ import annotations
 
 NOTEBOOKS: tuple[tuple[str, str, str], ...] = (
-    ("01_one_nibble.py", "One nibble, three decoders", "E2M1, UINT4 and INT4 read the same bits; signed zero; uneven gaps."),
-    ("02_scale_is_a_ruler.py", "The scale is a ruler", "Spacing and reach, clipping, and why output error depends on the input."),
+    (
+        "01_one_nibble.py",
+        "One nibble, three decoders",
+        "E2M1, UINT4 and INT4 read the same bits; signed zero; uneven gaps.",
+    ),
+    (
+        "02_scale_is_a_ruler.py",
+        "The scale is a ruler",
+        "Spacing and reach, clipping, and why output error depends on the input.",
+    ),
     ("03_mxfp4.py", "MXFP4", "One E8M0 power-of-two scale for 32 values; the OCP floor and MLX ceil rules."),
     ("04_nvfp4.py", "NVFP4", "Two E4M3 rulers per 32 values and an FP32 tensor scale; the reciprocal-scale trap."),
     ("05_q4k.py", "Q4_K", "Gain and offset; 0xA5 into lanes 0 and 32; the 12-byte metadata puzzle."),
-    ("06_files_and_recipes.py", "Files and recipes", "What a GGUF file really holds; Q4_K_M as a recipe; rejecting what we cannot read."),
-    ("07_capacity_and_cost.py", "Capacity and cost", "The 7 B arithmetic, MLX's bits-per-weight grid, and why storage is not speed."),
+    (
+        "06_files_and_recipes.py",
+        "Files and recipes",
+        "What a GGUF file really holds; Q4_K_M as a recipe; rejecting what we cannot read.",
+    ),
+    (
+        "07_capacity_and_cost.py",
+        "Capacity and cost",
+        "The 7 B arithmetic, MLX's bits-per-weight grid, and why storage is not speed.",
+    ),
     ("08_the_checks.py", "The checks", "The checklist as a live battery, and a zoo of broken decoders it catches."),
-    ("09_real_weights.py", "Real weights", "Every format on a real transformer: which tensors each one hurts, and by how much."),
+    (
+        "09_real_weights.py",
+        "Real weights",
+        "Every format on a real transformer: which tensors each one hurts, and by how much.",
+    ),
 )
 
 

@@ -25,13 +25,13 @@ from dataclasses import dataclass, field, fields, is_dataclass
 import gguf
 import numpy as np
 
-from lab.formats import affine, mlx_layout, mxfp4, mxfp8, nvfp4, q4k
-from lab.teach import zoo
 from lab._arrays import round_to, to_float32_input
+from lab.errors import LabError, ShapeError
+from lab.formats import affine, mlx_layout, mxfp4, mxfp8, nvfp4, q4k
 from lab.formats._mx import MXTensor
 from lab.formats.affine import AffineTensor
-from lab.errors import LabError, ShapeError
 from lab.formats.nvfp4 import NVFP4Tensor
+from lab.teach import zoo
 
 KINDS = ("mxfp4", "mxfp8", "nvfp4", "affine")
 #: how many differing elements a comparison lists one by one; the rest are only counted
@@ -167,7 +167,12 @@ class DeviceReport:
             lines += [f"Parameters: {parameters}", ""]
         lines += [self.message, ""]
         if self.reference_checks:
-            lines += ["#### The lab against gguf-py (no MLX involved)", "", *_comparison_table(self.reference_checks), ""]
+            lines += [
+                "#### The lab against gguf-py (no MLX involved)",
+                "",
+                *_comparison_table(self.reference_checks),
+                "",
+            ]
         for run in self.runs:
             lines += [f"#### Device: {run.device} ({run.device_name})", ""]
             if run.comparisons:
@@ -207,7 +212,10 @@ def _number(value) -> str:
 
 
 def _comparison_table(comparisons) -> list[str]:
-    lines = ["| compared | identical | within rounding | max abs diff | max ulps | verdict |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| compared | identical | within rounding | max abs diff | max ulps | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in comparisons:
         lines.append(
             f"| {c.name} | {c.identical} of {c.total} {c.unit}s | {c.within_rounding} ({c.rounding}) | "
@@ -422,7 +430,9 @@ def compare_values(
     )
 
 
-def _compare_exact(name, unit, reference, observed, *, group_size, group_label, total=None, identical=None) -> Comparison:
+def _compare_exact(
+    name, unit, reference, observed, *, group_size, group_label, total=None, identical=None
+) -> Comparison:
     """Codes or scale bytes: equal or not, no rounding allowed.
 
     `total` and `identical` override the element counts where the comparison is reported in
@@ -565,7 +575,7 @@ class _Steps:
         converted = tuple(mlx_layout.to_numpy(array) for array in arrays)
         self.dtypes = tuple(str(array.dtype).rsplit(".", 1)[-1] for array in arrays)
         if isinstance(result, dict):
-            return dict(zip(result, converted))
+            return dict(zip(result, converted, strict=True))
         return converted if isinstance(result, (tuple, list)) else converted[0]
 
 
@@ -658,7 +668,8 @@ def run_block(kind: str, w=None, tensor=None, x=None, **format_kwargs) -> Device
     inputs = _learner_input(x, lab_tensor.shape[-1])
     parameters = _mlx_parameters(kind, lab_tensor)
     runs = tuple(
-        _run_block_on(mx, label, device, kind, lab_tensor, weights, inputs, parameters) for label, device in mlx_devices(mx)
+        _run_block_on(mx, label, device, kind, lab_tensor, weights, inputs, parameters)
+        for label, device in mlx_devices(mx)
     )
     shown = dict(parameters)
     if kind == "nvfp4":
@@ -727,7 +738,9 @@ def _run_block_on(mx, label, device, kind, tensor, weights, inputs, parameters) 
         )
         if default is not None:
             default_dtype = steps.dtypes[0]
-            comparisons.append(_default_dtype_comparison(default_dtype, default.reshape(shape), mlx_weights, group_size))
+            comparisons.append(
+                _default_dtype_comparison(default_dtype, default.reshape(shape), mlx_weights, group_size)
+            )
         if global_scale is not None:
             forgotten = steps.attempt(
                 "mx.dequantize without global_scale",
@@ -797,7 +810,7 @@ def _compare_quantized(kind, tensor, lab_arrays, quantized, shape, bits, group_s
     ]
     names = ["scales"] + (["biases"] if kind == "affine" else [])
     group_shape = shape[:-1] + (shape[-1] // group_size,)
-    for name, lab_array, mlx_array in zip(names, lab_arrays[1:], quantized[1:]):
+    for name, lab_array, mlx_array in zip(names, lab_arrays[1:], quantized[1:], strict=True):
         comparisons.append(
             _compare_exact(
                 f"mx.quantize {name} vs lab",
@@ -880,7 +893,9 @@ def _nan_scale_note(kind: str, tensor, lab_weights: np.ndarray, mlx_weights: np.
     )
 
 
-def _forgotten_global_scale(without: np.ndarray, with_scale: np.ndarray, global_scale: float) -> tuple[float | None, str]:
+def _forgotten_global_scale(
+    without: np.ndarray, with_scale: np.ndarray, global_scale: float
+) -> tuple[float | None, str]:
     """(factor, note): dequantizing NVFP4 without its tensor scale multiplies every weight by one factor."""
     usable = np.isfinite(without) & np.isfinite(with_scale) & (with_scale != 0)
     expected = float(np.float32(nvfp4.TENSOR_SCALE_RANGE) / np.float32(global_scale))
@@ -953,9 +968,7 @@ def run_q4k(raw, x=None) -> DeviceReport:
         rounding="nothing",
         block_size=q4k.BLOCK_WEIGHTS,
     )
-    runs = tuple(
-        _run_q4k_on(mx, label, device, tensor, reference, inputs) for label, device in mlx_devices(mx)
-    )
+    runs = tuple(_run_q4k_on(mx, label, device, tensor, reference, inputs) for label, device in mlx_devices(mx))
     return DeviceReport(
         available=True,
         kind="q4k",
@@ -1059,7 +1072,7 @@ def _load_gguf(mx, steps: _Steps, tensor: q4k.Q4KTensor, device) -> _Loaded | No
         loaded = steps.attempt("mx.load of the GGUF file", lambda: mx.load(str(path), stream=device))
     if loaded is None:
         return None
-    dtypes = dict(zip(loaded, steps.dtypes))
+    dtypes = dict(zip(loaded, steps.dtypes, strict=True))
     arrays = {name: loaded[name] for name in sorted(loaded)}
     description = ", ".join(f"'{name}' {dtypes[name]} {array.shape}" for name, array in arrays.items())
     return _Loaded(arrays=arrays, dtypes=dtypes, description=description or "no arrays")
@@ -1111,7 +1124,9 @@ def _compare_loaded(mx, steps: _Steps, loaded: _Loaded, reference, tensor: q4k.Q
         ulp_dtype=rounding_dtype,
         block_size=q4k.BLOCK_WEIGHTS,
     )
-    return Comparison(**{**_fields_of(comparison), "note": _diagnose_loaded(values, tensor, rounding_dtype, comparison)})
+    return Comparison(
+        **{**_fields_of(comparison), "note": _diagnose_loaded(values, tensor, rounding_dtype, comparison)}
+    )
 
 
 def _implied_group_size_and_bits(packed: np.ndarray, scales: np.ndarray, length: int) -> tuple[int, int] | None:

@@ -41,11 +41,11 @@ from pathlib import Path
 
 import numpy as np
 
-from lab.formats import _mx, affine, mxfp4, mxfp8, nvfp4, q4k
 from lab.codes import e4m3
+from lab.errors import LabError, RuleError
+from lab.formats import _mx, affine, mxfp4, mxfp8, nvfp4, q4k
 from lab.formats._blocks import float_input, grouped
 from lab.formats._mx import MXTensor
-from lab.errors import LabError, RuleError
 from lab.formats.nvfp4 import NVFP4Tensor
 from lab.formats.rounding import preset as rounding_preset
 

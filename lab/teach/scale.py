@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab.codes import e2m1
 from lab._arrays import as_float_array
+from lab.codes import e2m1
 from lab.errors import NonFiniteError, ShapeError
 
 ARTICLE_W = (-1.0, 0.3, 0.9, 1.7)

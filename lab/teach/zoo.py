@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import gguf
 import numpy as np
 
+from lab._arrays import to_float32_input
 from lab.codes import e2m1, e8m0, nibble
 from lab.formats import mlx_layout, mxfp4, q4k
-from lab._arrays import to_float32_input
 from lab.formats._blocks import grouped
 from lab.formats._mx import MXTensor
 
@@ -574,7 +574,9 @@ def check_dot_product(decoder, x=None, blocks=None) -> CheckResult:
     def where(index):
         return f"output of block {index[0]}"
 
-    return _result(5, "y = w . x per block against gguf-py's weights . x (float64)", expected, got, mismatch, where, detail)
+    return _result(
+        5, "y = w . x per block against gguf-py's weights . x (float64)", expected, got, mismatch, where, detail
+    )
 
 
 def check_against_mlx(quantizer, w=None) -> CheckResult:
@@ -588,7 +590,9 @@ def check_against_mlx(quantizer, w=None) -> CheckResult:
         mx = mlx_layout.mlx_core()
     except mlx_layout.MLXUnavailableError as error:
         compared = "MXFP4 bytes against mx.quantize"
-        return CheckResult(check=6, passed=False, compared=compared, cases=0, mismatches=0, detail=str(error), ran=False)
+        return CheckResult(
+            check=6, passed=False, compared=compared, cases=0, mismatches=0, detail=str(error), ran=False
+        )
     packed, scales = mx.quantize(mx.array(weights), group_size=mxfp4.GROUP_SIZE, bits=4, mode="mxfp4")
     reference = mxfp4.from_mlx(packed, scales)
     tensor = quantizer(weights)

@@ -30,12 +30,11 @@ from pathlib import Path
 import numpy as np
 
 from lab.codes import e2m1, e4m3, e8m0, nibble
-from lab.formats import mxfp4, nvfp4, q4k
-from lab.teach import scale, sizes
 from lab.errors import InputError
-from lab.numbers import parse_number, parse_number_row
-from lab.numbers import format_float32
+from lab.formats import mxfp4, nvfp4, q4k
+from lab.numbers import format_float32, parse_number, parse_number_row
 from lab.numbers import format_number as format_lab_number
+from lab.teach import scale, sizes
 
 GOLDEN_PATH = Path(__file__).with_name("golden.json")
 REGENERATE = ".venv/bin/python tests/js/make_golden.py"
@@ -125,11 +124,16 @@ def e4m3_encode_cases() -> list:
 
 def fp16_cases() -> list:
     rng = np.random.default_rng(1601)
-    patterns = {sign | (exponent << 10) | fraction for sign in (0, 0x8000) for exponent in range(32) for fraction in (0, 1, 0x200, 0x3FF)}
+    patterns = {
+        sign | (exponent << 10) | fraction
+        for sign in (0, 0x8000)
+        for exponent in range(32)
+        for fraction in (0, 1, 0x200, 0x3FF)
+    }
     patterns |= set(rng.integers(0, 1 << 16, 200).tolist())
     bits = np.array(sorted(patterns), dtype=np.uint16)
     values = bits.view(np.float16).astype(np.float32)  # what lab.q4k does with d and dmin
-    return [{"bits": int(b), "value": v} for b, v in zip(bits, values)]
+    return [{"bits": int(b), "value": v} for b, v in zip(bits, values, strict=True)]
 
 
 def fp16_encode_cases() -> list:
@@ -330,19 +334,62 @@ def nvfp4_tensor_factor_cases() -> list:
     """Tensor scales at and beyond float32's edges: accepted, or refused with the error class."""
     scales = [2688.0, 1.0, 3.4e38, 3.5e38, 1e39, 1.5e-45, 1e-46, 1e-50, 0.0, -1.0]
     return [
-        {"global_scale": g, **outcome(lambda g=g: nvfp4.from_parts([0] * 16, [0x38], g).tensor_factor)}
-        for g in scales
+        {"global_scale": g, **outcome(lambda g=g: nvfp4.from_parts([0] * 16, [0x38], g).tensor_factor)} for g in scales
     ]
 
 
 NUMBER_TEXTS = [
-    "0.5", "-1e-3", " 1.5 ", ".5", "1.", "+2", "\u22120.25", "3/8", "-3 / 8", "1/0", "0/0", "2^-3", "2^(-3)",
-    "-2^10", "2^1024", "2^-1075", "2^-1074", "1e308", "1e309", "-1e999", "5e-324", "1e-400", "", "   ", "abc",
-    "NaN", "-inf", "Infinity", "0x10", "1,5", "1_0", "\u0661", "1e", "e5", "--1", "2^", "2^1.5", "3/8/2",
+    "0.5",
+    "-1e-3",
+    " 1.5 ",
+    ".5",
+    "1.",
+    "+2",
+    "\u22120.25",
+    "3/8",
+    "-3 / 8",
+    "1/0",
+    "0/0",
+    "2^-3",
+    "2^(-3)",
+    "-2^10",
+    "2^1024",
+    "2^-1075",
+    "2^-1074",
+    "1e308",
+    "1e309",
+    "-1e999",
+    "5e-324",
+    "1e-400",
+    "",
+    "   ",
+    "abc",
+    "NaN",
+    "-inf",
+    "Infinity",
+    "0x10",
+    "1,5",
+    "1_0",
+    "\u0661",
+    "1e",
+    "e5",
+    "--1",
+    "2^",
+    "2^1.5",
+    "3/8/2",
 ]
 ROW_TEXTS = [
-    "-1, 0.3, 0.9, 1.7", "2 1 -1 0.5", "1;2;3", "", " , ", "1, abc", "1, 2^-3, 3/8", ", ".join(["1"] * 64),
-    ", ".join(["1"] * 65), "1e999, 1", "\u22121, \u22122",
+    "-1, 0.3, 0.9, 1.7",
+    "2 1 -1 0.5",
+    "1;2;3",
+    "",
+    " , ",
+    "1, abc",
+    "1, 2^-3, 3/8",
+    ", ".join(["1"] * 64),
+    ", ".join(["1"] * 65),
+    "1e999, 1",
+    "\u22121, \u22122",
 ]
 
 
@@ -464,13 +511,18 @@ def bits_per_weight_cases() -> list:
     for (bits, group), value in sizes.affine_grid().items():
         cases.append({"format": "affine", "opts": {"bits": bits, "group_size": group}, "value": value})
     cases.append(
-        {"format": "affine", "opts": {"bits": 4, "group_size": 64, "parameter_bits": 32},
-         "value": sizes.affine_bits_per_weight(4, 64, 32)}
+        {
+            "format": "affine",
+            "opts": {"bits": 4, "group_size": 64, "parameter_bits": 32},
+            "value": sizes.affine_bits_per_weight(4, 64, 32),
+        }
     )
-    cases.append({"format": "affine", "opts": {"bits": 7, "group_size": 64},
-                  **outcome(sizes.affine_bits_per_weight, 7, 64)})
-    cases.append({"format": "affine", "opts": {"bits": 4, "group_size": 16},
-                  **outcome(sizes.affine_bits_per_weight, 4, 16)})
+    cases.append(
+        {"format": "affine", "opts": {"bits": 7, "group_size": 64}, **outcome(sizes.affine_bits_per_weight, 7, 64)}
+    )
+    cases.append(
+        {"format": "affine", "opts": {"bits": 4, "group_size": 16}, **outcome(sizes.affine_bits_per_weight, 4, 16)}
+    )
     cases.append({"format": "NVFP4", "opts": {"n_weights": 0}, **outcome(sizes.nvfp4_bits_per_weight, 0)})
     return cases
 
