@@ -21,6 +21,7 @@ import platform
 import sys
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from lab.codes import e2m1, e4m3  # noqa: E402
-from lab.formats import affine, mxfp4, mxfp8, nvfp4, q4k  # noqa: E402
+from lab.formats import FORMATS, Format  # noqa: E402
 from lab.teach import real_weights  # noqa: E402
 
 
@@ -65,7 +66,7 @@ def best_of(function, repeat: int) -> float:
 def environment(rows: int, cols: int) -> dict:
     info = {
         "workload": f"synthetic N(0, 0.02) weights, {rows} x {cols} = {rows * cols:,} float32, decode = dequantize",
-        "tensor_types": ["MXFP4", "MXFP8", "NVFP4", "MLX affine 4-bit g64", "Q4_K", "E2M1", "E4M3"],
+        "tensor_types": [fmt.title for fmt in FORMATS.values()] + ["E2M1", "E4M3"],
         "python": sys.version.split()[0],
         "numpy": np.__version__,
         "machine": platform.machine(),
@@ -93,72 +94,89 @@ def environment(rows: int, cols: int) -> dict:
     return info
 
 
+#: speed goals, as the lab's speed over its peer's in the same run: (registry name, task) -> ratio
+TARGET_RATIOS = {
+    ("mxfp4", "quantize"): 5.0,
+    ("nvfp4", "quantize"): 3.0,
+    ("affine4_g64", "quantize"): 0.5,
+    ("q4k", "decode"): 5.0,
+}
+
+
+def _mlx_peer(w: np.ndarray, fmt: Format):
+    """MLX's own quantize and dequantize of w for this format, as timed callables, or None."""
+    try:
+        import mlx.core as mx
+    except ImportError:
+        return None
+    parameters = fmt.mlx.parameters()
+    w_mx = mx.array(w)
+    parts = mx.quantize(w_mx, **parameters)
+    mx.eval(*parts)
+    return (
+        f"MLX {mx.__version__} CPU",
+        "mx.quantize",
+        "mx.dequantize",
+        lambda: mx.eval(*mx.quantize(w_mx, **parameters)),
+        lambda: mx.eval(mx.dequantize(*parts, dtype=mx.float32, **parameters)),
+    )
+
+
+def _gguf_peer(raw: np.ndarray, w: np.ndarray, fmt: Format):
+    """gguf-py's quantize (where it has one for the type) and dequantize, as timed callables, or None."""
+    try:
+        import gguf
+    except ImportError:
+        return None
+    qtype = gguf.GGMLQuantizationType[fmt.gguf_type]
+    try:
+        gguf.quants.quantize(w[:1], qtype)
+        quantize = partial(gguf.quants.quantize, w, qtype)
+    except NotImplementedError:
+        quantize = None
+    return "gguf-py", "quants.quantize", "quants.dequantize", quantize, lambda: gguf.quants.dequantize(raw, qtype)
+
+
+def format_rows(w: np.ndarray, repeat: int) -> list[Row]:
+    """A quantize row and a decode row for every registry format, each against MLX where MLX has the
+    format, else against gguf-py; a format registered later joins with no edit here."""
+    results = []
+    for fmt in FORMATS.values():
+        tensor = fmt.quantize(w)
+        lab_quantize = best_of(lambda fmt=fmt: fmt.quantize(w), 1 if fmt.name == "q4k" else repeat)
+        lab_decode = best_of(tensor.dequantize, repeat)
+        peer = _mlx_peer(w, fmt) if fmt.mlx else _gguf_peer(tensor.to_gguf(), w, fmt) if fmt.gguf_type else None
+        if peer is None:
+            peer = ("no peer installed", "", "", None, None)
+        library, quantize_call, decode_call, peer_quantize, peer_decode = peer
+        quantize_peer = f"{library} {quantize_call}" if peer_quantize else f"({library} has no {fmt.title} quantizer)"
+        results.append(
+            Row(
+                f"{fmt.title} quantize",
+                lab_quantize,
+                quantize_peer,
+                best_of(peer_quantize, repeat) if peer_quantize else None,
+                TARGET_RATIOS.get((fmt.name, "quantize")),
+            )
+        )
+        results.append(
+            Row(
+                f"{fmt.title} decode",
+                lab_decode,
+                f"{library} {decode_call}" if peer_decode else f"({library})",
+                best_of(peer_decode, repeat) if peer_decode else None,
+                TARGET_RATIOS.get((fmt.name, "decode")),
+            )
+        )
+    return results
+
+
 def run(rows: int, cols: int, repeat: int) -> tuple[list[Row], dict]:
     rng = np.random.default_rng(0)
     w = rng.normal(0, 0.02, (rows, cols)).astype(np.float32)
     results: list[Row] = []
 
-    import gguf
-
-    q4k_tensor = q4k.quantize(w)
-    raw = q4k_tensor.raw
-    results.append(
-        Row(
-            "Q4_K decode",
-            best_of(lambda: q4k.decode(raw), repeat),
-            "gguf-py quants.dequantize",
-            best_of(lambda: gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q4_K), repeat),
-            5.0,
-        )
-    )
-    results.append(
-        Row("Q4_K quantize", best_of(lambda: q4k.quantize(w), 1), "(gguf-py has no Q4_K quantizer)", None, None)
-    )
-
-    try:
-        import mlx.core as mx
-    except ImportError:
-        mx = None
-
-    def mlx_quantize(mode, **kwargs):
-        w_mx = mx.array(w)
-        return lambda: mx.eval(*mx.quantize(w_mx, mode=mode, **kwargs))
-
-    def mlx_dequantize(mode, **kwargs):
-        w_mx = mx.array(w)
-        parts = mx.quantize(w_mx, mode=mode, **kwargs)
-        mx.eval(*parts)
-        if mode == "affine":
-            return lambda: mx.eval(mx.dequantize(*parts, mode=mode, dtype=mx.float32, **kwargs))
-        return lambda: mx.eval(mx.dequantize(parts[0], parts[1], mode=mode, dtype=mx.float32, **kwargs))
-
-    cases = [
-        ("MXFP4", lambda: mxfp4.quantize(w), "mxfp4", {}, 5.0),
-        ("MXFP8", lambda: mxfp8.quantize(w), "mxfp8", {}, None),
-        ("NVFP4", lambda: nvfp4.quantize(w), "nvfp4", {}, 3.0),
-        (
-            "affine 4-bit g64",
-            lambda: affine.quantize(w, bits=4, group_size=64),
-            "affine",
-            {"bits": 4, "group_size": 64},
-            0.5,
-        ),
-    ]
-    for name, lab_quantize, mode, kwargs, target in cases:
-        tensor = lab_quantize()
-        peer = f"MLX {mx.__version__} CPU mx.quantize" if mx else "MLX not installed"
-        peer_seconds = best_of(mlx_quantize(mode, **kwargs), repeat) if mx else None
-        results.append(Row(f"{name} quantize", best_of(lab_quantize, repeat), peer, peer_seconds, target))
-        peer_seconds = best_of(mlx_dequantize(mode, **kwargs), repeat) if mx else None
-        results.append(
-            Row(
-                f"{name} decode",
-                best_of(tensor.dequantize, repeat),
-                peer.replace("quantize", "dequantize"),
-                peer_seconds,
-                None,
-            )
-        )
+    results += format_rows(w, repeat)
 
     codes = rng.integers(0, 16, size=w.shape, dtype=np.uint8)
     try:

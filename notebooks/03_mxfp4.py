@@ -13,7 +13,7 @@ def _():
     import numpy as np
 
     from lab import device, e8m0, format_number, mxfp4, rounding
-    from lab.teach.real_weights import error_metrics
+    from lab.teach.metrics import error_metrics
     from widgets import OwnershipView
 
     return (

