@@ -1,4 +1,4 @@
-"""The widget bundler (widgets/_bundle.py) on tiny fake module trees.
+"""The widget bundler (widgets/_bundle.py) on tiny fake module trees, and on the real widgets.
 
 Each fake tree lives in tmp_path, so every rule the bundler enforces is shown failing on the
 smallest input that breaks it.
@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from widgets._bundle import BundleError, bundle
+from widgets._bundle import HERE, BundleError, bundle
+
+WIDGETS = ("nibble.js", "scale_lab.js", "ownership.js", "q4k_explorer.js")
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -138,6 +140,20 @@ def test_a_re_export_cannot_be_bundled(tmp_path):
                             "widget.js": 'import { A } from "./index.js";\nexport default { A };\n'})
     with pytest.raises(BundleError, match="re-exports"):
         bundle("widget.js", root=root)
+
+
+@pytest.mark.parametrize("widget_file", WIDGETS)
+def test_each_real_widget_bundles_every_module_it_reaches_once(widget_file):
+    """The real bundles: ui.js and the codec modules each once, the widget last, no import left."""
+    text = bundle(widget_file)
+    sections = _sections(text)
+    assert sections[-1] == widget_file and sections[-2] == "ui.js"
+    assert len(sections) == len(set(sections))
+    assert all(name.startswith("codec/") for name in sections[:-2])
+    assert "codec/index.js" not in sections  # widgets import from the defining module, not the index
+    assert not re.search(r"^import\b", text, re.MULTILINE)
+    for name in sections:
+        assert (HERE / name).is_file()
 
 
 @pytest.mark.parametrize(

@@ -110,8 +110,9 @@ def test_q4k_explorer_bad_index_gives_a_message():
 
 @pytest.mark.parametrize("module_file", ["nibble.js", "scale_lab.js", "ownership.js", "q4k_explorer.js"])
 def test_each_bundle_and_standalone_script_parses(module_file, tmp_path):
-    """The bundler joins codec.js, ui.js and a widget into one module (and a standalone page adds
-    its host), so a name declared twice would break the widget; node's parser catches that."""
+    """The bundler joins a widget, ui.js and the codec modules it imports into one module (and a
+    standalone page adds its host), so a name declared twice would break the widget; node's parser
+    catches that."""
     import re
     import shutil
     import subprocess

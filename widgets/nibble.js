@@ -1,7 +1,8 @@
 // Nibble decoder: four bit buttons, the same nibble as E2M1, UINT4 and INT4, the 16-code table and
 // the E2M1 ruler. All state is the synced trait `code`; everything shown is computed here from it,
 // so the widget works in a static page with no kernel.
-import { E2M1_VALUES, e2m1Explain, uint4, int4 } from "./codec.js";
+import { E2M1_VALUES, e2m1Explain } from "./codec/codes/e2m1.js";
+import { uint4, int4 } from "./codec/codes/nibble.js";
 import { h, svg, formatNumber, bits, mount, setTraits } from "./ui.js";
 
 const BIT_NAMES = ["sign", "exponent bit 1", "exponent bit 0", "fraction bit"];

@@ -1,6 +1,7 @@
 // Q4_K block explorer: the 144-byte map, one payload byte followed into its two lanes, the
 // 12-byte metadata unpacked field by field, and all 256 weights. State: synced traits `block`
-// (144 bytes) and `payload_index`. All arithmetic comes from codec.js.
+// (144 bytes) and `payload_index`. All arithmetic comes from the codec (codec/).
+import { fp16Decode, fp16Encode } from "./codec/codes/fp16.js";
 import {
   Q4K_BLOCK_BYTES,
   Q4K_METADATA_OFFSET,
@@ -10,11 +11,8 @@ import {
   q4kUnpackScaleMin,
   q4kExplainByte,
   q4kMetadataSources,
-  fp16Decode,
-  fp16Encode,
-  parseByte,
-  parseNumber,
-} from "./codec.js";
+} from "./codec/formats/q4k.js";
+import { parseByte, parseNumber } from "./codec/numbers.js";
 import { h, svg, formatNumber, hex2, bits, mount, setTraits } from "./ui.js";
 
 const REGIONS = [

@@ -1,5 +1,5 @@
-// Small DOM helpers shared by every widget. No arithmetic lives here: numbers come from codec.js.
-import { formatLabNumber } from "./codec.js";
+// Small DOM helpers shared by every widget. No arithmetic lives here: numbers come from the codec in codec/.
+import { formatLabNumber } from "./codec/numbers.js";
 
 export function h(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
