@@ -137,11 +137,12 @@ def _check_collisions(modules: list[_Module], root: Path) -> None:
     for module in modules:
         for name in module.declared:
             if name in owner:
-                first = "twice in " + _name(module.path, root) if owner[name] == module.path else (
-                    f"in {_name(owner[name], root)} and in {_name(module.path, root)}"
-                )
+                if owner[name] == module.path:
+                    where = f"twice in {_name(module.path, root)}"
+                else:
+                    where = f"in {_name(owner[name], root)} and in {_name(module.path, root)}"
                 raise BundleError(
-                    f"top-level name {name!r} is declared {first}; in one bundle one would shadow the other, so rename one"
+                    f"top-level name {name!r} is declared {where}; in one bundle one would shadow the other, so rename one"
                 )
             owner[name] = module.path
 
