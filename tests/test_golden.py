@@ -1,6 +1,6 @@
 """tests/js/golden.json is what the Python codec computes today.
 
-The node tests (tests/js/codec.test.mjs) check widgets/codec.js against golden.json; this test
+The node tests (tests/js/codec.test.mjs) check the JS codec (widgets/codec/) against golden.json; this test
 makes sure golden.json is not stale, so a change to lab/ cannot leave the JS codec checked
 against old numbers.
 """
@@ -35,7 +35,7 @@ def test_golden_json_matches_the_python_codec():
     raise AssertionError(
         f"tests/js/golden.json is stale: sections {', '.join(stale)} differ from what lab/ computes now. "
         f"Regenerate it with `{generator.REGENERATE}`, then run `node --test tests/js/` to check "
-        "widgets/codec.js against the new numbers."
+        "the JS codec (widgets/codec/) against the new numbers."
     )
 
 

@@ -110,8 +110,9 @@ def test_q4k_explorer_bad_index_gives_a_message():
 
 @pytest.mark.parametrize("module_file", ["nibble.js", "scale_lab.js", "ownership.js", "q4k_explorer.js"])
 def test_each_bundle_and_standalone_script_parses(module_file, tmp_path):
-    """The bundler joins codec.js, ui.js and a widget into one module (and a standalone page adds
-    its host), so a name declared twice would break the widget; node's parser catches that."""
+    """The bundler joins a widget, ui.js and the codec modules it imports into one module (and a
+    standalone page adds its host), so a name declared twice would break the widget; node's parser
+    catches that."""
     import re
     import shutil
     import subprocess
@@ -156,3 +157,13 @@ def test_scale_lab_reads_the_same_grammar_as_the_browser():
     widget.w_text = "1e308, 1e308"
     widget.x_text = "1, 1"
     assert "overflows float64" in widget.message and widget.delta_y is None
+
+
+@pytest.mark.parametrize("module_file", ["ui.js", "nibble.js", "scale_lab.js", "ownership.js", "q4k_explorer.js"])
+def test_widgets_spell_no_codes_of_their_own(module_file):
+    """Hex bytes and binary fields come from the codec (codec/codes/bits.js), as number text does,
+    so a figure cannot spell a code differently from the explain() text next to it."""
+    from widgets._bundle import HERE
+
+    source = (HERE / module_file).read_text(encoding="utf-8")
+    assert ".toString(16)" not in source and ".toString(2)" not in source

@@ -1,10 +1,10 @@
 """The article's figures as anywidgets.
 
 Every widget keeps all of its state in synced traits. The browser side (one ES module per figure,
-bundled with the shared codec.js) computes what it shows from those traits, so a static HTML export
-re-renders and stays interactive with no kernel. The Python side recomputes the same derived traits
-with the `lab` codec, so notebooks and tests can read them; the golden-vector tests prove the two
-codecs agree bit for bit.
+bundled with the JS codec modules it imports from codec/) computes what it shows from those
+traits, so a static HTML export re-renders and stays interactive with no kernel. The Python side
+recomputes the same derived traits with the `lab` codec, so notebooks and tests can read them; the
+golden-vector tests prove the two codecs agree bit for bit.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 // Nibble decoder: four bit buttons, the same nibble as E2M1, UINT4 and INT4, the 16-code table and
 // the E2M1 ruler. All state is the synced trait `code`; everything shown is computed here from it,
 // so the widget works in a static page with no kernel.
-import { E2M1_VALUES, e2m1Explain, uint4, int4 } from "./codec.js";
-import { h, svg, formatNumber, bits, mount, setTraits } from "./ui.js";
+import { binary } from "./codec/codes/bits.js";
+import { E2M1_VALUES, e2m1Explain } from "./codec/codes/e2m1.js";
+import { uint4, int4 } from "./codec/codes/nibble.js";
+import { h, svg, formatNumber, mount, setTraits } from "./ui.js";
 
 const BIT_NAMES = ["sign", "exponent bit 1", "exponent bit 0", "fraction bit"];
 
@@ -59,7 +61,7 @@ function readouts(code) {
       h(
         "p",
         {},
-        `sign ${parts.sign} · exponent ${bits(parts.exponentField, 2)} · fraction ${parts.fraction} · ${parts.kind}`,
+        `sign ${parts.sign} · exponent ${binary(parts.exponentField, 2)} · fraction ${parts.fraction} · ${parts.kind}`,
       ),
       h("p", { class: "lab-formula", "data-testid": "e2m1-formula" }, parts.formula),
     ),
@@ -85,7 +87,7 @@ function codeTable(model, code) {
     h(
       "tr",
       { class: each === code ? "lab-current" : "", "aria-current": each === code ? "true" : null },
-      h("td", {}, bits(each, 4)),
+      h("td", {}, binary(each, 4)),
       h("td", {}, String(each)),
       h("td", {}, formatNumber(value)),
       h("td", {}, String(uint4(each))),
@@ -93,7 +95,7 @@ function codeTable(model, code) {
       h(
         "td",
         {},
-        h("button", { type: "button", class: "lab-pick", "data-focus": `pick-${each}`, "aria-label": `pick code ${bits(each, 4)}`, onclick: () => setTraits(model, { code: each }) }, "pick"),
+        h("button", { type: "button", class: "lab-pick", "data-focus": `pick-${each}`, "aria-label": `pick code ${binary(each, 4)}`, onclick: () => setTraits(model, { code: each }) }, "pick"),
       ),
     ),
   );
@@ -137,7 +139,7 @@ function render({ model, el }) {
     traits: ["code"],
     validate: validCode,
     build: ({ code }) => [
-      h("div", { class: "lab-row" }, bitButtons(model, code), h("span", { class: "lab-caption" }, `code ${code} = ${bits(code, 4)}`)),
+      h("div", { class: "lab-row" }, bitButtons(model, code), h("span", { class: "lab-caption" }, `code ${code} = ${binary(code, 4)}`)),
       readouts(code),
       ruler(code),
       codeTable(model, code),

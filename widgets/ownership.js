@@ -2,19 +2,15 @@
 // and as two NVFP4 blocks (an E4M3 scale for each 16, plus one FP32 tensor scale). The learner
 // edits the scale bytes and the tensor scale, picks an element, and sees who owns which scale.
 // State: synced traits codes, mx_scale_byte, nv_scale_bytes, tensor_scale, selected.
-import {
-  e2m1Decode,
-  e8m0Decode,
-  e4m3Decode,
-  mxfp4Dequantize,
-  nvfp4Dequantize,
-  nvfp4TensorFactor,
-  NVFP4_TENSOR_SCALE_RANGE,
-  bitsPerWeight,
-  parseByte,
-  parseNumber,
-} from "./codec.js";
-import { h, formatNumber, hex2, bits, mount, setTraits, message } from "./ui.js";
+import { binary, hexByte } from "./codec/codes/bits.js";
+import { e2m1Decode } from "./codec/codes/e2m1.js";
+import { e4m3Decode } from "./codec/codes/e4m3.js";
+import { e8m0Decode } from "./codec/codes/e8m0.js";
+import { mxfp4Dequantize } from "./codec/formats/mxfp4.js";
+import { nvfp4Dequantize, nvfp4TensorFactor, NVFP4_TENSOR_SCALE_RANGE } from "./codec/formats/nvfp4.js";
+import { bitsPerWeight } from "./codec/formats/sizes.js";
+import { parseByte, parseNumber } from "./codec/numbers.js";
+import { h, formatNumber, mount, setTraits, message } from "./ui.js";
 
 function validState(model) {
   const codes = model.get("codes");
@@ -46,7 +42,7 @@ function byteEditor(label, value, focus, onValid, ui) {
     h("span", {}, label),
     h("input", {
       type: "text",
-      value: hex2(value),
+      value: hexByte(value),
       "data-focus": focus,
       "aria-label": label,
       onchange: (event) => {
@@ -69,11 +65,11 @@ function cells(model, view, weights, ownerOf, label) {
           type: "button",
           class: `lab-cell ${ownerOf(index)}`,
           "aria-pressed": index === view.selected ? "true" : "false",
-          "aria-label": `element ${index}, code ${bits(code, 4)}, weight ${formatNumber(weights[index])}`,
+          "aria-label": `element ${index}, code ${binary(code, 4)}, weight ${formatNumber(weights[index])}`,
           "data-focus": `${label}-${index}`,
           onclick: () => setTraits(model, { selected: index }),
         },
-        h("div", {}, bits(code, 4)),
+        h("div", {}, binary(code, 4)),
         h("div", {}, formatNumber(weights[index])),
       ),
     ),

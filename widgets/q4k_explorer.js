@@ -1,6 +1,8 @@
 // Q4_K block explorer: the 144-byte map, one payload byte followed into its two lanes, the
 // 12-byte metadata unpacked field by field, and all 256 weights. State: synced traits `block`
-// (144 bytes) and `payload_index`. All arithmetic comes from codec.js.
+// (144 bytes) and `payload_index`. All arithmetic comes from the codec (codec/).
+import { binary, hexByte } from "./codec/codes/bits.js";
+import { fp16Decode, fp16Encode } from "./codec/codes/fp16.js";
 import {
   Q4K_BLOCK_BYTES,
   Q4K_METADATA_OFFSET,
@@ -10,12 +12,9 @@ import {
   q4kUnpackScaleMin,
   q4kExplainByte,
   q4kMetadataSources,
-  fp16Decode,
-  fp16Encode,
-  parseByte,
-  parseNumber,
-} from "./codec.js";
-import { h, svg, formatNumber, hex2, bits, mount, setTraits } from "./ui.js";
+} from "./codec/formats/q4k.js";
+import { parseByte, parseNumber } from "./codec/numbers.js";
+import { h, svg, formatNumber, mount, setTraits } from "./ui.js";
 
 const REGIONS = [
   { name: "d", start: 0, end: 2, className: "lab-region-d" },
@@ -55,10 +54,10 @@ function byteMap(model, view, traced) {
     const payloadIndex = offset - Q4K_PAYLOAD_OFFSET;
     const selected = isPayload && payloadIndex === view.payloadIndex;
     const classes = ["lab-cell", region.className, selected ? "lab-selected" : "", feeding.has(offset) ? "lab-feeds" : ""].join(" ");
-    const label = isPayload ? `payload byte ${payloadIndex} = ${hex2(byte)}` : `${region.name} byte ${offset} = ${hex2(byte)}`;
+    const label = isPayload ? `payload byte ${payloadIndex} = ${hexByte(byte)}` : `${region.name} byte ${offset} = ${hexByte(byte)}`;
     return isPayload
-      ? h("button", { type: "button", class: classes, "aria-pressed": selected ? "true" : "false", "aria-label": label, "data-focus": `byte-${offset}`, onclick: () => setTraits(model, { payload_index: payloadIndex }) }, hex2(byte).slice(2))
-      : h("div", { class: classes, title: label, "aria-label": label, role: "img" }, hex2(byte).slice(2));
+      ? h("button", { type: "button", class: classes, "aria-pressed": selected ? "true" : "false", "aria-label": label, "data-focus": `byte-${offset}`, onclick: () => setTraits(model, { payload_index: payloadIndex }) }, hexByte(byte).slice(2))
+      : h("div", { class: classes, title: label, "aria-label": label, role: "img" }, hexByte(byte).slice(2));
   });
   return h(
     "div",
@@ -111,7 +110,7 @@ function editors(model, view, ui) {
   return h(
     "div",
     { class: "lab-row" },
-    field(`payload byte ${view.payloadIndex}`, hex2(view.block[Q4K_PAYLOAD_OFFSET + view.payloadIndex]), "edit-byte", (event) => {
+    field(`payload byte ${view.payloadIndex}`, hexByte(view.block[Q4K_PAYLOAD_OFFSET + view.payloadIndex]), "edit-byte", (event) => {
       const parsed = parseByte(event.target.value);
       if (!parsed.ok) return reject(`payload byte: ${parsed.message}`);
       const block = [...view.block];
@@ -134,9 +133,9 @@ function metadataTable(view, traced) {
       "tr",
       { class: inUse ? "lab-current" : "" },
       h("td", {}, String(j)),
-      h("td", {}, `${scale} = ${bits(scale, 6)}`),
+      h("td", {}, `${scale} = ${binary(scale, 6)}`),
       h("td", { style: "text-align:left" }, describe(sources.scale)),
-      h("td", {}, `${mins[j]} = ${bits(mins[j], 6)}`),
+      h("td", {}, `${mins[j]} = ${binary(mins[j], 6)}`),
       h("td", { style: "text-align:left" }, describe(sources.min)),
     );
   });
@@ -181,7 +180,7 @@ function metadataBits(view, traced) {
     return [
       svg("text", { x: 0, y: y + 16, class: "lab-tick" }, `B[${index}]`),
       bitCells,
-      svg("text", { x: 70 + 8 * cell + 10, y: y + 16, class: "lab-tick" }, `${hex2(byte)}${labels.length ? "  → " + labels.join(", ") : ""}`),
+      svg("text", { x: 70 + 8 * cell + 10, y: y + 16, class: "lab-tick" }, `${hexByte(byte)}${labels.length ? "  → " + labels.join(", ") : ""}`),
     ];
   });
   return svg(

@@ -1,8 +1,10 @@
 // Scale lab: a weight row, an input row and one scale. Shows each reconstructed weight (lab
 // convention: nearest scaled E2M1 value, lowest code on a tie, clipping at ±6·scale), the
 // per-weight error, y, ŷ and the signed output error, and the grid at the current scale.
-// State: the synced traits w_text, x_text and scale. Arithmetic: codec.js.
-import { E2M1_MAX, scaleAnalyse, scaleRepresentable, parseNumber, parseNumberRow } from "./codec.js";
+// State: the synced traits w_text, x_text and scale. Arithmetic: the codec (codec/).
+import { E2M1_MAX } from "./codec/codes/e2m1.js";
+import { parseNumber, parseNumberRow } from "./codec/numbers.js";
+import { scaleAnalyse, scaleRepresentable } from "./codec/teach/scale.js";
 import { h, svg, formatNumber, mount, setTraits } from "./ui.js";
 
 const POWERS = [-6, -5, -4, -3, -2, -1, 0, 1, 2]; // the power-of-two scales offered as buttons

@@ -1,5 +1,6 @@
-// Small DOM helpers shared by every widget. No arithmetic lives here: numbers come from codec.js.
-import { formatLabNumber } from "./codec.js";
+// Small DOM helpers shared by every widget. No arithmetic and no number text live here: numbers
+// and their spellings (hex bytes, binary fields) come from the codec in codec/.
+import { formatLabNumber } from "./codec/numbers.js";
 
 export function h(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
@@ -30,18 +31,10 @@ export function svg(tag, attributes = {}, ...children) {
   return node;
 }
 
-// A number as the Python lab writes it (codec.formatLabNumber), plus a dash for "no value".
+// A number as the Python lab writes it (formatLabNumber), plus a dash for "no value".
 export function formatNumber(value) {
   if (value === null || value === undefined) return "—";
   return formatLabNumber(value);
-}
-
-export function hex2(byte) {
-  return "0x" + byte.toString(16).toUpperCase().padStart(2, "0");
-}
-
-export function bits(value, width) {
-  return value.toString(2).padStart(width, "0");
 }
 
 // Render a figure and re-render it whenever one of `traits` changes. `validate(model)` returns

@@ -1,4 +1,4 @@
-// widgets/codec.js against the Python codec, bit for bit.
+// The JS codec (widgets/codec/) against the Python codec, bit for bit.
 //
 // golden.json is written by tests/js/make_golden.py from lab/; floats there are IEEE bit
 // patterns ("f64:<hex>", "f32:<hex>", "f64:NaN"), so these tests compare bits, never
@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 
-import * as codec from "../../widgets/codec.js";
+import * as codec from "../../widgets/codec/index.js";
 
 // ---------------------------------------------------------------------------------------------
 // Reading the golden file

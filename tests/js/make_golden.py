@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Golden vectors for the JS codec (widgets/codec.js), computed by the Python codec (lab/).
+"""Golden vectors for the JS codec (widgets/codec/), computed by the Python codec (lab/).
 
     .venv/bin/python tests/js/make_golden.py        rewrites tests/js/golden.json
 
-node --test tests/js/ then checks widgets/codec.js against every vector bit for bit, and
+node --test tests/js/ then checks widgets/codec/ against every vector bit for bit, and
 tests/test_golden.py fails when this file's output no longer matches the committed golden.json.
 
 Encoding, chosen so that every float survives JSON with its exact bits:

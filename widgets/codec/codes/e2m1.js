@@ -1,0 +1,40 @@
+// E2M1 (Python lab.e2m1): the 4-bit float every MXFP4 and NVFP4 element is stored as.
+import { checkCode } from "../arrays.js";
+import { formatLabNumber } from "../numbers.js";
+import { binary } from "./bits.js";
+
+// E2M1 code (a nibble), bit 3 first:  s e1 e0 m0
+//   sign = bit 3, exponent field = bits 2..1 (bias 1), fraction = bit 0
+//   exponent field 0  -> (-1)^s * 0.5 * m0            zero or the subnormal 0.5
+//   exponent field >0 -> (-1)^s * 2^(e-1) * (1 + m0/2)
+// No infinity, no NaN; code 8 (1000) is negative zero.
+
+/** Value of every E2M1 code 0..15, negative zero included. */
+export const E2M1_VALUES = Object.freeze([
+  0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6,
+]);
+export const E2M1_MAX = 6;
+
+export function e2m1Decode(code) {
+  return E2M1_VALUES[checkCode(code, 16, "E2M1 code")];
+}
+
+/** Everything needed to decode one E2M1 code by hand (Python lab.e2m1.explain). */
+export function e2m1Explain(code) {
+  checkCode(code, 16, "E2M1 code");
+  const sign = code >> 3;
+  const exponentField = (code >> 1) & 3;
+  const fraction = code & 1;
+  const value = E2M1_VALUES[code];
+  const signText = sign === 0 ? "+1" : "\u22121";
+  let kind;
+  let formula;
+  if (exponentField === 0) {
+    kind = fraction === 0 ? "zero" : "subnormal";
+    formula = `(${signText}) \u00d7 2^(1 \u2212 1) \u00d7 (0 + ${fraction}/2) = ${formatLabNumber(value)}`;
+  } else {
+    kind = "normal";
+    formula = `(${signText}) \u00d7 2^(${exponentField} \u2212 1) \u00d7 (1 + ${fraction}/2) = ${formatLabNumber(value)}`;
+  }
+  return { code, bits: binary(code, 4), sign, exponentField, fraction, kind, value, formula };
+}

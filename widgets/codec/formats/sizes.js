@@ -1,0 +1,45 @@
+// Bits per weight (Python lab.sizes): element and scale storage only.
+import { describe, labError } from "../errors.js";
+
+const FORMAT_BITS_PER_WEIGHT = {
+  BF16: 16,
+  "ideal 4-bit": 4,
+  MXFP4: (32 * 4 + 8) / 32, // 4.25
+  NVFP4: (16 * 4 + 8) / 16, // 4.5, plus 32/N with an FP32 tensor scale
+  MXFP8: (32 * 8 + 8) / 32, // 8.25
+  Q4_K: (144 * 8) / 256, // 4.5: fp16 d and dmin, 12 metadata bytes, 128 code bytes
+};
+const AFFINE_BITS = [1, 2, 3, 4, 5, 6, 8];
+const AFFINE_GROUP_SIZES = [32, 64, 128];
+
+/**
+ * Bits per weight of a format: "BF16", "ideal 4-bit", "MXFP4", "MXFP8", "Q4_K", "NVFP4"
+ * (opts.nWeights adds one FP32 tensor scale: + 32/N) and "affine" (MLX: opts.bits +
+ * 2 · opts.parameterBits / opts.groupSize, parameterBits 16 by default).
+ */
+export function bitsPerWeight(format, opts = {}) {
+  if (format === "affine") {
+    const { bits, groupSize, parameterBits = 16 } = opts;
+    if (!AFFINE_BITS.includes(bits)) {
+      throw labError("BitsError", `affine mode supports bits ${AFFINE_BITS.join(", ")}, got ${describe(bits)}`);
+    }
+    if (!AFFINE_GROUP_SIZES.includes(groupSize)) {
+      throw labError(
+        "GroupSizeError",
+        `affine mode supports group sizes ${AFFINE_GROUP_SIZES.join(", ")}, got ${describe(groupSize)}`,
+      );
+    }
+    return bits + (2 * parameterBits) / groupSize;
+  }
+  if (!Object.hasOwn(FORMAT_BITS_PER_WEIGHT, format)) {
+    const known = [...Object.keys(FORMAT_BITS_PER_WEIGHT), "affine"].join(", ");
+    throw labError("ValueError", `unknown format ${describe(format)}; expected one of ${known}`);
+  }
+  if (format === "NVFP4" && opts.nWeights !== undefined && opts.nWeights !== null) {
+    if (typeof opts.nWeights !== "number" || !(opts.nWeights > 0)) {
+      throw labError("ValueError", `a tensor has a positive number of weights, got ${describe(opts.nWeights)}`);
+    }
+    return FORMAT_BITS_PER_WEIGHT.NVFP4 + 32 / opts.nWeights;
+  }
+  return FORMAT_BITS_PER_WEIGHT[format];
+}
