@@ -8,7 +8,7 @@
 // Python rounds a float64 result to float32, the codec calls Math.fround at the same place; a
 // float32 operation on float32 inputs equals Math.fround of the float64 operation.
 //
-// Names follow the Python module they mirror, in camelCase: lab.e2m1.explain -> e2m1Explain,
+// Names follow the Python module they mirror, in camelCase: lab.codes.e2m1.explain -> e2m1Explain,
 // and its dict key "exponent_field" -> exponentField. Bad input throws an Error whose `name`
 // is the Python error class for the same input (errors.js).
 //

@@ -63,7 +63,7 @@ export function formatG(x, precision) {
 }
 
 /**
- * A number as the lab writes it for learners (Python lab._blocks.fmt): up to ten significant
+ * A number as the lab writes it for learners (Python lab.numbers.format_number): up to ten significant
  * digits, a real minus sign (U+2212), and -0 kept as "−0".
  */
 export function formatLabNumber(value) {
@@ -131,7 +131,7 @@ const FLOAT32_POSITIONAL_FROM = Math.fround(1e-4); // numpy compares in float32 
 const FLOAT32_POSITIONAL_BELOW = 1e7;
 
 /**
- * A float32 as Python lab.q4k writes it: the shortest text that reads back as the same float32,
+ * A float32 as Python lab.formats.q4k writes it: the shortest text that reads back as the same float32,
  * positional from 1e-4 up to 1e7 and scientific outside, with a real minus sign.
  */
 export function formatFloat32(value) {
@@ -216,7 +216,7 @@ const BYTE_EXAMPLES = "126, 0x7E or 0b01111110";
 
 const MAX_ROW_LENGTH = 64;
 
-/** A row of numbers separated by commas, semicolons or spaces, at most 64 (lab.text.parse_number_row). */
+/** A row of numbers separated by commas, semicolons or spaces, at most 64 (lab.numbers.parse_number_row). */
 export function parseNumberRow(text, label) {
   const items = String(text).split(/[,;\s]+/).filter((item) => item.length > 0);
   if (items.length === 0) return { ok: false, values: null, message: `${label}: enter at least one number, separated by commas` };

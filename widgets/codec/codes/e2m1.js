@@ -1,4 +1,4 @@
-// E2M1 (Python lab.e2m1): the 4-bit float every MXFP4 and NVFP4 element is stored as.
+// E2M1 (Python lab.codes.e2m1): the 4-bit float every MXFP4 and NVFP4 element is stored as.
 import { checkCode } from "../arrays.js";
 import { formatLabNumber } from "../numbers.js";
 import { binary } from "./bits.js";
@@ -19,7 +19,7 @@ export function e2m1Decode(code) {
   return E2M1_VALUES[checkCode(code, 16, "E2M1 code")];
 }
 
-/** Everything needed to decode one E2M1 code by hand (Python lab.e2m1.explain). */
+/** Everything needed to decode one E2M1 code by hand (Python lab.codes.e2m1.explain). */
 export function e2m1Explain(code) {
   checkCode(code, 16, "E2M1 code");
   const sign = code >> 3;

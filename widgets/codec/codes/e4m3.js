@@ -1,4 +1,4 @@
-// E4M3 "fn" (Python lab.e4m3): the MXFP8 element and the NVFP4 block scale.
+// E4M3 "fn" (Python lab.codes.e4m3): the MXFP8 element and the NVFP4 block scale.
 import { checkCode } from "../arrays.js";
 import { describe, labError } from "../errors.js";
 import { frexpExponent, pow2, roundHalfEven, signbit } from "../floats.js";
@@ -27,7 +27,7 @@ export function e4m3Decode(byte) {
   return sign ? -magnitude : magnitude;
 }
 
-/** Nearest E4M3 byte: round half to even, saturating at ±448, the sign of zero kept (lab.e4m3.encode). */
+/** Nearest E4M3 byte: round half to even, saturating at ±448, the sign of zero kept (lab.codes.e4m3.encode). */
 export function e4m3Encode(x) {
   if (typeof x !== "number") throw labError("DTypeError", `value to encode as E4M3 must be a number, got ${describe(x)}`);
   if (!Number.isFinite(x)) throw labError("NonFiniteError", `value to encode as E4M3 is NaN or infinity: ${x}`);
@@ -39,7 +39,7 @@ export function e4m3Encode(x) {
   return Math.min(magnitudeCode, E4M3_MAX_BYTE) | (signbit(x) ? 0x80 : 0);
 }
 
-/** Python lab.e4m3.explain. */
+/** Python lab.codes.e4m3.explain. */
 export function e4m3Explain(byte) {
   checkCode(byte, 256, "E4M3 byte");
   const { sign, exponentField, fraction } = e4m3Fields(byte);

@@ -1,4 +1,4 @@
-// E8M0 (Python lab.e8m0): the MX scale byte, a bare power of two.
+// E8M0 (Python lab.codes.e8m0): the MX scale byte, a bare power of two.
 import { checkCode } from "../arrays.js";
 import { pow2 } from "../floats.js";
 import { formatG } from "../numbers.js";
@@ -15,7 +15,7 @@ export function e8m0Decode(byte) {
   return byte === E8M0_NAN_BYTE ? NaN : pow2(byte - E8M0_BIAS);
 }
 
-/** Python lab.e8m0.explain. */
+/** Python lab.codes.e8m0.explain. */
 export function e8m0Explain(byte) {
   checkCode(byte, 256, "E8M0 byte");
   if (byte === E8M0_NAN_BYTE) {

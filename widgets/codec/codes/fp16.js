@@ -25,7 +25,7 @@ const FP16_MIN_NORMAL = pow2(-14);
 
 /**
  * The float16 nearest to x (ties to even, rounded once straight from float64, as numpy's
- * astype(float16) does for Q4_K's d and dmin in lab.q4k.from_parts). Returns {ok, bits, value,
+ * astype(float16) does for Q4_K's d and dmin in lab.formats.q4k.from_parts). Returns {ok, bits, value,
  * message}: bits is the 16-bit pattern, value what it decodes to; a NaN, an infinity or a
  * magnitude that rounds beyond 65504 gives ok false and a message, where Python raises.
  */

@@ -1,4 +1,4 @@
-// The same nibble read as an integer (Python lab.nibble): UINT4 and INT4, next to E2M1.
+// The same nibble read as an integer (Python lab.codes.nibble): UINT4 and INT4, next to E2M1.
 import { checkCode } from "../arrays.js";
 
 /** The nibble as an unsigned integer 0..15: the Q4_K element code before gain and offset. */

@@ -1,4 +1,4 @@
-// Checks shared by the block formats (Python lab._blocks): a row of codes with one scale byte per
+// Checks shared by the block formats (Python lab.formats._blocks): a row of codes with one scale byte per
 // block, and an element index into that row (negative counts from the end, as in Python).
 import { checkCodes } from "../arrays.js";
 import { describe, labError } from "../errors.js";

@@ -1,4 +1,4 @@
-// MXFP4 (Python lab.mxfp4), one row in the lab's logical order.
+// MXFP4 (Python lab.formats.mxfp4), one row in the lab's logical order.
 import { e2m1Explain, E2M1_VALUES } from "../codes/e2m1.js";
 import { e8m0Decode, e8m0Explain } from "../codes/e8m0.js";
 import { formatLabNumber } from "../numbers.js";

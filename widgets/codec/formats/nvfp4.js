@@ -1,4 +1,4 @@
-// NVFP4 (Python lab.nvfp4), one row in the lab's logical order.
+// NVFP4 (Python lab.formats.nvfp4), one row in the lab's logical order.
 import { E2M1_MAX, e2m1Explain, E2M1_VALUES } from "../codes/e2m1.js";
 import { e4m3Decode, e4m3Explain } from "../codes/e4m3.js";
 import { describe, labError } from "../errors.js";

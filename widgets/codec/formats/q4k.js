@@ -1,4 +1,4 @@
-// Q4_K (Python lab.q4k): 256 weights in a 144-byte super-block.
+// Q4_K (Python lab.formats.q4k): 256 weights in a 144-byte super-block.
 import { checkCode, checkCodes } from "../arrays.js";
 import { binary, hexByte } from "../codes/bits.js";
 import { fp16Decode } from "../codes/fp16.js";
@@ -82,7 +82,7 @@ export function q4kMetadataSources(j) {
   };
 }
 
-/** How s_j and m_j are read out of B, with the arithmetic spelled out (Python lab.q4k.explain_metadata). */
+/** How s_j and m_j are read out of B, with the arithmetic spelled out (Python lab.formats.q4k.explain_metadata). */
 export function q4kExplainMetadata(b12, j) {
   const B = checkBytes(b12, 12, "Q4_K metadata");
   const sources = q4kMetadataSources(j);
@@ -189,7 +189,7 @@ export function q4kDecodeBlock(bytes144) {
 }
 
 /**
- * Everything needed to decode payload byte p of one block by hand (Python lab.q4k.explain_byte):
+ * Everything needed to decode payload byte p of one block by hand (Python lab.formats.q4k.explain_byte):
  * both nibbles, their lanes and subblocks, the metadata they use, and the arithmetic.
  */
 export function q4kExplainByte(block, payloadIndex) {

@@ -1,4 +1,4 @@
-// Bits per weight (Python lab.sizes): element and scale storage only.
+// Bits per weight (Python lab.teach.sizes): element and scale storage only.
 import { describe, labError } from "../errors.js";
 
 const FORMAT_BITS_PER_WEIGHT = {

@@ -1,4 +1,4 @@
-// The article's scale lab (Python lab.scale): the lab convention, not a vendor recipe.
+// The article's scale lab (Python lab.teach.scale): the lab convention, not a vendor recipe.
 import { checkFiniteRow } from "../arrays.js";
 import { E2M1_MAX, E2M1_VALUES } from "../codes/e2m1.js";
 import { describe, labError } from "../errors.js";
@@ -42,7 +42,7 @@ export function scaleReconstruct(w, scale) {
   return scaleQuantizeCodes(w, scale).map((code) => scale * E2M1_VALUES[code]);
 }
 
-// The scale lab's dot product (lab.scale._exact_dot): Infinity where a product or the sum leaves
+// The scale lab's dot product (lab.teach.scale._exact_dot): Infinity where a product or the sum leaves
 // float64's range, so the caller can say so instead of showing a meaningless number.
 function dotOrInfinity(a, b) {
   if (Array.from(a, (value, index) => value * b[index]).some((product) => !Number.isFinite(product))) return Infinity;
@@ -55,7 +55,7 @@ function dotOrInfinity(a, b) {
 }
 
 /**
- * One row through the scale lab (Python lab.scale.analyse): codes, ŵ, the signed weight errors
+ * One row through the scale lab (Python lab.teach.scale.analyse): codes, ŵ, the signed weight errors
  * ŵ − w, which weights clipped (|w| > 6·scale), y = w·x, ŷ = ŵ·x (both fsum-exact), Δy = ŷ − y,
  * and each weight's share of Δy, terms[i] = (ŵᵢ − wᵢ)·xᵢ.
  */
