@@ -35,7 +35,7 @@ def test_modules_come_after_what_they_import_and_appear_once(tmp_path):
             "lib/base.js": "export const ONE = 1;\n",
             "lib/twice.js": 'import { ONE } from "./base.js";\nexport function two() {\n  return ONE + ONE;\n}\n',
             "lib/deep/three.js": (
-                "import {\n  ONE,\n} from \"../base.js\";\nimport { two } from \"../twice.js\";\n"
+                'import {\n  ONE,\n} from "../base.js";\nimport { two } from "../twice.js";\n'
                 "export function three() {\n  return two() + ONE;\n}\n"
             ),
             "widget.js": (
@@ -52,14 +52,25 @@ def test_modules_come_after_what_they_import_and_appear_once(tmp_path):
 
 
 def test_a_module_nobody_imports_is_left_out(tmp_path):
-    root = _tree(tmp_path, {"used.js": "export const A = 1;\n", "unused.js": "export const B = 2;\n",
-                            "widget.js": 'import { A } from "./used.js";\nexport default { A };\n'})
+    root = _tree(
+        tmp_path,
+        {
+            "used.js": "export const A = 1;\n",
+            "unused.js": "export const B = 2;\n",
+            "widget.js": 'import { A } from "./used.js";\nexport default { A };\n',
+        },
+    )
     assert _sections(bundle("widget.js", root=root)) == ["used.js", "widget.js"]
 
 
 def test_importing_a_name_the_module_does_not_export_raises(tmp_path):
-    root = _tree(tmp_path, {"lib.js": "export const A = 1;\nconst hidden = 2;\n",
-                            "widget.js": 'import { A, hidden } from "./lib.js";\nexport default { A };\n'})
+    root = _tree(
+        tmp_path,
+        {
+            "lib.js": "export const A = 1;\nconst hidden = 2;\n",
+            "widget.js": 'import { A, hidden } from "./lib.js";\nexport default { A };\n',
+        },
+    )
     with pytest.raises(BundleError, match=r"widget\.js imports hidden from lib\.js, which does not export it"):
         bundle("widget.js", root=root)
 
@@ -129,15 +140,26 @@ def test_two_modules_declaring_the_same_top_level_name_raise(tmp_path):
 
 
 def test_a_widget_name_that_collides_with_an_imported_module_raises(tmp_path):
-    root = _tree(tmp_path, {"lib.js": "export const A = 1;\nlet render = 0;\n",
-                            "widget.js": 'import { A } from "./lib.js";\nfunction render() {}\nexport default { render };\n'})
+    root = _tree(
+        tmp_path,
+        {
+            "lib.js": "export const A = 1;\nlet render = 0;\n",
+            "widget.js": 'import { A } from "./lib.js";\nfunction render() {}\nexport default { render };\n',
+        },
+    )
     with pytest.raises(BundleError, match=r"'render' is declared in lib\.js and in widget\.js"):
         bundle("widget.js", root=root)
 
 
 def test_a_re_export_cannot_be_bundled(tmp_path):
-    root = _tree(tmp_path, {"lib.js": "export const A = 1;\n", "index.js": 'export * from "./lib.js";\n',
-                            "widget.js": 'import { A } from "./index.js";\nexport default { A };\n'})
+    root = _tree(
+        tmp_path,
+        {
+            "lib.js": "export const A = 1;\n",
+            "index.js": 'export * from "./lib.js";\n',
+            "widget.js": 'import { A } from "./index.js";\nexport default { A };\n',
+        },
+    )
     with pytest.raises(BundleError, match="re-exports"):
         bundle("widget.js", root=root)
 

@@ -67,7 +67,9 @@ def _read(path: Path, root: Path, *, entry: bool) -> _Module:
             f"{where} re-exports from another module (export … from); import from the module that declares the name"
         )
     if not entry and (_EXPORT_LIST.search(source) or _EXPORT_DEFAULT.search(source)):
-        raise BundleError(f"{where} is imported by another module, so it may only export declarations (export function …)")
+        raise BundleError(
+            f"{where} is imported by another module, so it may only export declarations (export function …)"
+        )
     if _DESTRUCTURING.search(source):
         raise BundleError(f"{where} declares top-level names by destructuring; declare each name on its own")
     imports = []
@@ -85,7 +87,9 @@ def _read(path: Path, root: Path, *, entry: bool) -> _Module:
         names = tuple(name.strip() for name in named["names"].split(",") if name.strip())
         for name in names:
             if not _IDENTIFIER.fullmatch(name):
-                raise BundleError(f"{where} imports {name!r} from {named['spec']}: renaming imports cannot survive bundling")
+                raise BundleError(
+                    f"{where} imports {name!r} from {named['spec']}: renaming imports cannot survive bundling"
+                )
         target = (path.parent / named["spec"]).resolve()
         if not target.is_relative_to(root):
             raise BundleError(f"{where} imports {named['spec']}, which is outside {root}")
