@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from lab.formats import FORMATS
 from lab.formats.affine import SUPPORTED_BITS, SUPPORTED_GROUP_SIZES, check_bits_and_group
 
-#: bits per weight of each block format's element codes plus its scales
+#: bits per weight: two reference points, then every registered block format by its title
+#: (element codes plus scales; NVFP4 adds 32/N with an FP32 tensor scale)
 FORMAT_BITS_PER_WEIGHT: dict[str, float] = {
     "BF16": 16.0,
     "ideal 4-bit": 4.0,
-    "MXFP4": (32 * 4 + 8) / 32,  # 4.25
-    "NVFP4": (16 * 4 + 8) / 16,  # 4.5, plus 32/N with an FP32 tensor scale
-    "MXFP8": (32 * 8 + 8) / 32,  # 8.25
-    "Q4_K": 144 * 8 / 256,  # 4.5: 2+2 bytes fp16 d and dmin, 12 bytes of 6-bit scales/mins, 128 code bytes
+    **{fmt.title: fmt.bits_per_weight for fmt in FORMATS.values()},
 }
 
 SEVEN_BILLION = 7_000_000_000

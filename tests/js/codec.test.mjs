@@ -267,6 +267,13 @@ describe("golden vectors from the Python codec", () => {
     }
   });
 
+  test("the registry table, entry for entry", () => {
+    assert.deepEqual(
+      codec.FORMATS.map((entry) => ({ ...entry, nanScaleBytes: [...entry.nanScaleBytes] })),
+      golden.registry,
+    );
+  });
+
   test("bits per weight", () => {
     for (const { format, opts, value, error } of golden.bitsPerWeight) {
       const path = `bitsPerWeight(${format}, ${JSON.stringify(opts)})`;

@@ -31,7 +31,7 @@ import numpy as np
 
 from lab.codes import e2m1, e4m3, e8m0, nibble
 from lab.errors import InputError
-from lab.formats import mxfp4, nvfp4, q4k
+from lab.formats import FORMATS, mxfp4, nvfp4, q4k
 from lab.numbers import format_float32, parse_number, parse_number_row
 from lab.numbers import format_number as format_lab_number
 from lab.teach import scale, sizes
@@ -504,6 +504,20 @@ def format_float32_cases() -> list:
     return [{"value": np.float32(v), "text": format_float32(v)} for v in values]
 
 
+def registry_cases() -> list:
+    """The registry's constants, in registry order, as widgets/codec/formats/registry.js must hold them."""
+    return [
+        {
+            "name": fmt.name,
+            "title": fmt.title,
+            "blockSize": fmt.block_size,
+            "bitsPerWeight": fmt.bits_per_weight,
+            "nanScaleBytes": list(fmt.nan_scale_bytes),
+        }
+        for fmt in FORMATS.values()
+    ]
+
+
 def bits_per_weight_cases() -> list:
     cases = [{"format": name, "opts": {}, "value": bits} for name, bits in sizes.FORMAT_BITS_PER_WEIGHT.items()]
     for n in (1, 16, 4096, 7_000_000_000):
@@ -561,6 +575,7 @@ def _sections() -> dict:
         "nvfp4_tensor_factor": nvfp4_tensor_factor_cases(),
         "parse": parse_cases(),
         "q4k": q4k_cases(),
+        "registry": registry_cases(),
         "q4k_metadata_sources": q4k_metadata_source_cases(),
         "q4k_pack": q4k_pack_cases(),
         "q4k_placement": q4k_placement_cases(),

@@ -25,5 +25,6 @@ export * from "./codes/fp16.js";
 export * from "./formats/mxfp4.js";
 export * from "./formats/nvfp4.js";
 export * from "./formats/q4k.js";
+export * from "./formats/registry.js";
 export * from "./formats/sizes.js";
 export * from "./teach/scale.js";

@@ -1,20 +1,20 @@
 // Bits per weight (Python lab.teach.sizes): element and scale storage only.
 import { describe, labError } from "../errors.js";
+import { FORMATS } from "./registry.js";
 
-const FORMAT_BITS_PER_WEIGHT = {
+// Two reference points, then every registered format by its title (NVFP4 is 4.5 plus 32/N with
+// an FP32 tensor scale).
+const FORMAT_BITS_PER_WEIGHT = Object.freeze({
   BF16: 16,
   "ideal 4-bit": 4,
-  MXFP4: (32 * 4 + 8) / 32, // 4.25
-  NVFP4: (16 * 4 + 8) / 16, // 4.5, plus 32/N with an FP32 tensor scale
-  MXFP8: (32 * 8 + 8) / 32, // 8.25
-  Q4_K: (144 * 8) / 256, // 4.5: fp16 d and dmin, 12 metadata bytes, 128 code bytes
-};
+  ...Object.fromEntries(FORMATS.map((entry) => [entry.title, entry.bitsPerWeight])),
+});
 const AFFINE_BITS = [1, 2, 3, 4, 5, 6, 8];
 const AFFINE_GROUP_SIZES = [32, 64, 128];
 
 /**
- * Bits per weight of a format: "BF16", "ideal 4-bit", "MXFP4", "MXFP8", "Q4_K", "NVFP4"
- * (opts.nWeights adds one FP32 tensor scale: + 32/N) and "affine" (MLX: opts.bits +
+ * Bits per weight of a format: "BF16", "ideal 4-bit", a registered format's title ("MXFP4",
+ * "Q4_K", "NVFP4": opts.nWeights adds one FP32 tensor scale, + 32/N) and "affine" (MLX: opts.bits +
  * 2 · opts.parameterBits / opts.groupSize, parameterBits 16 by default).
  */
 export function bitsPerWeight(format, opts = {}) {
