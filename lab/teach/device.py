@@ -31,7 +31,8 @@ from lab.formats import affine, mlx_layout, mxfp4, mxfp8, nvfp4, q4k
 from lab.formats._mx import MXTensor
 from lab.formats.affine import AffineTensor
 from lab.formats.nvfp4 import NVFP4Tensor
-from lab.teach import zoo
+from lab.teach.fixtures import varied_input
+from lab.teach.zoo import wrong_q4k_decoder_matching
 
 KINDS = ("mxfp4", "mxfp8", "nvfp4", "affine")
 #: how many differing elements a comparison lists one by one; the rest are only counted
@@ -582,7 +583,7 @@ class _Steps:
 def _learner_input(x, length: int) -> np.ndarray:
     """x as float32 [M, length]; without one, a row with varied signs and magnitudes."""
     if x is None:
-        return zoo.varied_input(length).astype(np.float32)[None, :]
+        return varied_input(length).astype(np.float32)[None, :]
     inputs, _ = to_float32_input(x, what="x")
     inputs = inputs[None, :] if inputs.ndim == 1 else inputs
     if inputs.ndim != 2 or inputs.shape[-1] != length:
@@ -1145,14 +1146,10 @@ def _diagnose_loaded(values: np.ndarray, tensor: q4k.Q4KTensor, rounding_dtype: 
     """When MLX disagrees, name a deliberately broken decoder from lab.zoo that reproduces it exactly."""
     if comparison.within_rounding == comparison.total:
         return ""
-    for decoder in zoo.Q4K_DECODERS:
-        if not decoder.deliberately_wrong:
-            continue
-        with np.errstate(invalid="ignore", over="ignore"):
-            candidate = round_to(decoder.function(tensor.raw), rounding_dtype)
-        if np.array_equal(candidate.reshape(values.shape), values, equal_nan=True):
-            return (
-                f"MLX's values equal, at every element, lab.zoo's deliberately wrong decoder "
-                f"'{decoder.name}' rounded to {rounding_dtype}: {decoder.what_is_wrong}"
-            )
-    return "None of lab.zoo's deliberately wrong decoders reproduces MLX's values."
+    decoder = wrong_q4k_decoder_matching(tensor.raw, values, rounding_dtype)
+    if decoder is None:
+        return "None of lab.zoo's deliberately wrong decoders reproduces MLX's values."
+    return (
+        f"MLX's values equal, at every element, lab.zoo's deliberately wrong decoder "
+        f"'{decoder.name}' rounded to {rounding_dtype}: {decoder.what_is_wrong}"
+    )
