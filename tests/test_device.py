@@ -16,7 +16,9 @@ import pytest
 
 from lab.errors import LabError, ShapeError
 from lab.formats import affine, mlx_layout, mxfp4, mxfp8, nvfp4, q4k
-from lab.teach import device, zoo
+from lab.teach import pane as device
+from lab.teach import zoo
+from lab.teach.pane.steps import Steps
 
 Q4_K = gguf.GGMLQuantizationType.Q4_K
 
@@ -428,7 +430,7 @@ def test_q4k_matmul_is_measured_against_gguf_py_not_the_lab_decoder(mx, monkeypa
 
 
 def test_only_mlx_failures_are_reported_as_mlx_refusing(mx, monkeypatch):
-    steps = device._Steps(mx)
+    steps = Steps(mx)
     # MLX's own refusal (a reshape to the wrong size) becomes a line in the report
     assert steps.attempt("mx.reshape", lambda: mx.reshape(mx.zeros(6), (4,))) is None
     (refusal,) = steps.refusals
