@@ -43,7 +43,7 @@ _SHORT_NAMES = {
     "course": "lab.teach.course",
     "zoo": "lab.teach.zoo",
     "real_weights": "lab.teach.real_weights",
-    "device": "lab.teach.device",
+    "device": "lab.teach.pane",
 }
 
 __all__ = ["format_number", *_SHORT_NAMES]

@@ -7,16 +7,20 @@ differ row by row and affine groups are shifted off zero.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import re
 
 import gguf
 import numpy as np
 import pytest
 
 from lab.errors import LabError, ShapeError
-from lab.formats import affine, mlx_layout, mxfp4, mxfp8, nvfp4, q4k
-from lab.teach import device, zoo
+from lab.formats import affine, mlx_layout, mxfp4, mxfp8, nvfp4, q4k, registry
+from lab.teach import pane as device
+from lab.teach import zoo
+from lab.teach.pane.steps import Steps
 
 Q4_K = gguf.GGMLQuantizationType.Q4_K
 
@@ -428,7 +432,7 @@ def test_q4k_matmul_is_measured_against_gguf_py_not_the_lab_decoder(mx, monkeypa
 
 
 def test_only_mlx_failures_are_reported_as_mlx_refusing(mx, monkeypatch):
-    steps = device._Steps(mx)
+    steps = Steps(mx)
     # MLX's own refusal (a reshape to the wrong size) becomes a line in the report
     assert steps.attempt("mx.reshape", lambda: mx.reshape(mx.zeros(6), (4,))) is None
     (refusal,) = steps.refusals
@@ -497,3 +501,163 @@ def test_gguf_path_reports_a_refusing_mx_load(mx, monkeypatch):
     run = _cpu(device.run_q4k(q4k.presentation_fixture()))
     assert any("simulated refusal" in refusal for refusal in run.refusals)
     assert not any(name.startswith("GGUF path") for name in _by_name(run))
+
+
+# --------------------------------------------------------------------------------------------
+# The pane loops over the registry
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def toy_formats():
+    """A copy of MXFP4 under another name, and one MLX has no mode for, registered for one test."""
+    toys = (
+        dataclasses.replace(registry.get("mxfp4"), name="toy_mxfp4", title="Toy MXFP4"),
+        dataclasses.replace(registry.get("mxfp4"), name="toy_no_mlx", title="Toy without MLX", mlx=None),
+    )
+    for toy in toys:
+        registry.register(toy)
+    try:
+        yield toys
+    finally:
+        for toy in toys:
+            registry.unregister(toy.name)
+
+
+def test_a_registered_format_shows_up_in_the_pane_unedited(mx, toy_formats):
+    w = _asymmetric_weights(rows=4, cols=64)
+    report = device.run_block("toy_mxfp4", w=w)
+    assert (report.kind, report.title) == ("toy_mxfp4", "Toy MXFP4")
+    run = _cpu(report)
+    assert not run.refusals
+    comparisons = _by_name(run)
+    # MLX's arrays, computed here, against the counts the report gives
+    packed, scales = mx.quantize(mx.array(w), group_size=32, bits=4, mode="mxfp4")
+    assert comparisons["mx.quantize packed codes vs lab"].total == np.array(packed).nbytes
+    mlx_round_trip = np.array(mx.dequantize(packed, scales, group_size=32, bits=4, mode="mxfp4", dtype=mx.float32))
+    for name in (
+        "mx.quantize packed codes vs lab",
+        "mx.quantize scales vs lab",
+        "MLX round trip vs lab round trip",
+        "mx.dequantize(dtype=float32) vs lab dequantize()",
+    ):
+        assert comparisons[name].verdict == "bit-identical", name
+    assert np.array_equal(run.round_trip.mlx, mlx_round_trip)
+
+
+def test_a_format_without_an_mlx_mode_gets_a_plain_report(mx, toy_formats):
+    w = _asymmetric_weights(rows=2, cols=256)
+    for name, title in (("toy_no_mlx", "Toy without MLX"), ("q4k", registry.get("q4k").title)):
+        report = device.run_block(name, w=w)
+        assert report.available and report.runs == ()
+        assert report.message.startswith(f"MLX has no {title} mode")
+        assert f"MLX has no {title} mode" in report.to_markdown()
+        json.dumps(report.as_dict())
+
+
+def test_affine_with_bits_and_group_size_maps_to_the_registry_or_the_affine_quantizer(mx):
+    w = _asymmetric_weights(rows=2, cols=64)
+    assert device.run_block("affine", w=w, bits=4, group_size=32).kind == "affine4_g32"
+    # 5 bits in groups of 32 is no registry entry: the pane quantizes with affine.quantize itself
+    assert "affine5_g32" not in registry.FORMATS
+    report = device.run_block("affine", w=w, bits=5, group_size=32)
+    assert report.kind == "affine5_g32" and report.parameters["bits"] == 5
+    comparisons = _by_name(_cpu(report))
+    packed, *_ = mx.quantize(mx.array(w), group_size=32, bits=5, mode="affine")
+    assert comparisons["mx.quantize packed codes vs lab"].total == np.array(packed).nbytes
+    assert comparisons["mx.quantize packed codes vs lab"].verdict == "bit-identical"
+
+
+# --------------------------------------------------------------------------------------------
+# MLX's own round trip
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("fmt", "mode"), [("mxfp4", (32, 4, "mxfp4")), ("affine4_g64", (64, 4, "affine"))])
+def test_mlx_round_trip_beside_the_lab_round_trip_where_they_agree(mx, fmt, mode):
+    w = _asymmetric_weights()
+    run = _cpu(device.run_block(fmt, w=w))
+    group_size, bits, mlx_mode = mode
+    arrays = mx.quantize(mx.array(w), group_size=group_size, bits=bits, mode=mlx_mode)
+    mlx_round_trip = np.array(mx.dequantize(*arrays, group_size=group_size, bits=bits, mode=mlx_mode, dtype=mx.float32))
+    lab_round_trip = registry.get(fmt).round_trip(w)
+    round_trip = run.round_trip
+    assert np.array_equal(round_trip.original, w)
+    assert np.array_equal(round_trip.lab, lab_round_trip) and np.array_equal(round_trip.mlx, mlx_round_trip)
+    assert round_trip.comparison is _by_name(run)["MLX round trip vs lab round trip"]
+    assert round_trip.comparison.within_rounding == round_trip.comparison.total
+    assert round_trip.comparison.max_abs_diff == float(np.abs(mlx_round_trip.astype(np.float64) - lab_round_trip).max())
+    assert round_trip.mlx_max_error == float(np.abs(mlx_round_trip.astype(np.float64) - w).max())
+    assert round_trip.lab_max_error == float(np.abs(lab_round_trip.astype(np.float64) - w).max())
+    assert run.non_finite == ()
+    if fmt == "mxfp4":  # one product per weight: MLX's decoder and the lab's agree to the bit
+        assert round_trip.comparison.verdict == "bit-identical"
+
+
+def test_mlx_round_trip_where_the_scale_rules_part(mx):
+    # amax 6.5: the OCP floor rule gives 2^(floor(log2 6.5) - 2) = 2^0 (byte 127), MLX's ceil rule
+    # 2^ceil(log2(6.5 / 6)) = 2^1 (byte 128)
+    rng = np.random.default_rng(9)
+    w = rng.uniform(-6, 6, (1, 64)).astype(np.float32)
+    w[0, 5] = 6.5
+    assert (math.floor(math.log2(6.5)) - 2, math.ceil(math.log2(6.5 / 6))) == (0, 1)
+    report = device.run_block("mxfp4", w=w, rule="ocp")
+    run = _cpu(report)
+    packed, scales = mx.quantize(mx.array(w), group_size=32, bits=4, mode="mxfp4")
+    assert np.array(scales)[0, 0] == 128 and mxfp4.quantize(w, rule="ocp").scale_bytes[0, 0] == 127
+    mlx_round_trip = np.array(mx.dequantize(packed, scales, group_size=32, bits=4, mode="mxfp4", dtype=mx.float32))
+    lab_round_trip = mxfp4.quantize(w, rule="ocp").dequantize()
+    differs = ~_same_or_both_nan(mlx_round_trip, lab_round_trip)  # bits, so -0 and +0 differ
+    assert differs[0, :32].any() and not differs[0, 32:].any()  # only the group with amax 6.5 parts
+
+    comparison = run.round_trip.comparison
+    assert comparison.verdict.startswith("differs")
+    assert comparison.identical == int((~differs).sum())
+    assert comparison.max_abs_diff == float(np.abs(mlx_round_trip.astype(np.float64) - lab_round_trip).max())
+    listed = [d.index for d in comparison.differences]
+    assert listed and all(differs[index] for index in listed)
+    for d in comparison.differences:
+        assert (d.reference, d.mlx) == (lab_round_trip[d.index], mlx_round_trip[d.index])
+    markdown = report.to_markdown()
+    row, element = listed[0]
+    assert f"| row {row}, element {element} | row 0, scale group 0 | {w[row, element]:.9g} |" in markdown
+
+
+def test_mlx_round_trip_flags_the_non_finite_values_mlx_returns(mx):
+    signs = np.sign(np.random.default_rng(3).normal(size=(2, 64))).astype(np.float32)
+    w = signs * np.float32(3e38)
+    w[1, 32:] = np.linspace(-1, 1, 32)  # one ordinary group: MLX returns it finite
+    report = device.run_block("mxfp4", w=w)
+    run = _cpu(report)
+    # measured here: what MLX's own round trip returns, and its scale bytes
+    packed, scales = mx.quantize(mx.array(w), group_size=32, bits=4, mode="mxfp4")
+    returned = np.array(mx.dequantize(packed, scales, group_size=32, bits=4, mode="mxfp4", dtype=mx.float32))
+    scale_bytes = np.array(scales)
+    bad = ~np.isfinite(returned)
+    assert bad[:, :32].all() and bad[0, 32:].all() and not bad[1, 32:].any()
+    (flag,) = [flag for flag in run.non_finite if flag.source == "MLX's round trip"]
+    assert flag.count == int(bad.sum()) == 96
+    assert (flag.nan, flag.positive_infinity, flag.negative_infinity) == (
+        int(np.isnan(returned).sum()),
+        int(np.isposinf(returned).sum()),
+        int(np.isneginf(returned).sum()),
+    )
+    first_indices = [tuple(int(i) for i in where) for where in np.argwhere(bad)[: len(flag.first)]]
+    assert [value.index for value in flag.first] == first_indices
+    for value in flag.first:
+        row, group = value.group
+        assert value.scale == f"scale byte 0x{int(scale_bytes[row, group]):02X}"
+    # 3e38 needs 2^ceil(log2(3e38 / 6)) = 2^126: byte 253
+    assert scale_bytes[0, 0] == math.ceil(math.log2(3e38 / 6)) + 127 == 0xFD
+    summary = "MLX's round trip holds 96 non-finite values"
+    assert summary in report.message and summary in report.to_markdown()
+    assert "first at row 0, element 0 (row 0, scale group 0, scale byte 0xFD)" in report.to_markdown()
+
+
+def test_the_markdown_names_positions_in_words_not_tuples(mx):
+    w = _asymmetric_weights(rows=1, cols=32)
+    w[0, 3] = 6.5 * np.abs(w).max()
+    markdown = device.run_block("mxfp4", w=w, rule="ocp").to_markdown()
+    assert "MXFP4, 1 × 32" in markdown and "x of shape 1 × 32" in markdown
+    assert "row 0, element" in markdown and "row 0, scale group 0" in markdown
+    assert not re.search(r"\(\d+(, \d+)*,?\)", markdown)

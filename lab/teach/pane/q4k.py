@@ -1,0 +1,228 @@
+"""Q4_K on the device: MLX's two paths for a GGUF Q4_K block, against gguf-py's decoder.
+
+There are two MLX paths: the block rewritten as MLX affine groups of 32 (lab.q4k.to_mlx_affine),
+and a real GGUF file read back with mx.load. The reference for Q4_K is gguf-py's decoder; where
+MLX disagrees with it the pane says where, names the deliberately wrong decoder from the zoo
+that reproduces MLX's values if one does, and never moves the lab.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import tempfile
+from dataclasses import dataclass, replace
+
+import gguf
+import numpy as np
+
+from lab.formats import mlx_layout, q4k
+from lab.teach.pane.compare import (
+    compare_matmul,
+    compare_values,
+    product_and_sum_allowance,
+    rounding_allowance,
+)
+from lab.teach.pane.report import Comparison, DeviceReport, DeviceRun
+from lab.teach.pane.steps import Steps, device_name, learner_input, mlx_devices, mlx_version, unavailable
+from lab.teach.zoo import wrong_q4k_decoder_matching
+
+GGUF_TENSOR_NAME = "lab.q4k"
+Q4_K_TYPE = gguf.GGMLQuantizationType.Q4_K
+
+
+def run_q4k(raw, x=None) -> DeviceReport:
+    """Run Q4_K bytes [..., 144k] through MLX's two paths on every device, against gguf-py's decoder.
+
+    (a) the blocks as MLX affine groups of 32 (lab.q4k.to_mlx_affine) through mx.dequantize
+        and mx.quantized_matmul;
+    (b) a GGUF file written with gguf-py's GGUFWriter and read back with mx.load, whatever that
+        returns, compared per element, per 32-lane subblock and per 256-weight block.
+    """
+    tensor = q4k.Q4KTensor(raw)
+    try:
+        mx = mlx_layout.mlx_core()
+    except mlx_layout.MLXUnavailableError as error:
+        return unavailable(q4k.FORMAT.name, error, title=q4k.FORMAT.title)
+    with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d is the block's own answer
+        reference = gguf.quants.dequantize(tensor.raw, Q4_K_TYPE)
+        lab_weights = tensor.dequantize()
+    inputs = learner_input(x, tensor.shape[-1])
+    lab_check = compare_values(
+        "lab.q4k decode vs gguf-py",
+        reference,
+        lab_weights,
+        group_size=q4k.SUBBLOCK_WEIGHTS,
+        group_label="subblock",
+        allowed=np.zeros(reference.shape),
+        rounding="nothing",
+        block_size=q4k.BLOCK_WEIGHTS,
+    )
+    runs = tuple(_run_q4k_on(mx, label, device, tensor, reference, inputs) for label, device in mlx_devices(mx))
+    return DeviceReport(
+        available=True,
+        kind=q4k.FORMAT.name,
+        title=q4k.FORMAT.title,
+        message=" ".join(f"{run.device}: {run.verdict}." for run in runs),
+        mlx_version=mlx_version(mx),
+        shape=tuple(tensor.shape),
+        parameters={"group_size": q4k.SUBBLOCK_WEIGHTS, "bits": 4, "mode": "affine"},
+        reference_checks=(lab_check,),
+        runs=runs,
+    )
+
+
+def _run_q4k_on(mx, label, device, tensor, reference, inputs) -> DeviceRun:
+    steps = Steps(mx)
+    shape = tensor.shape
+    rows = int(np.prod(shape[:-1], dtype=np.int64))
+    layout = tensor.to_mlx_affine()
+    packed, scales, biases = (np.ascontiguousarray(a).reshape(rows, -1) for a in layout)
+    affine_mx = [mx.array(packed), mx.array(scales), mx.array(biases)]
+    parameters = {"group_size": q4k.SUBBLOCK_WEIGHTS, "bits": 4}
+    comparisons, notes = [], []
+
+    dequantized = steps.attempt(
+        "mx.dequantize of the affine layout",
+        lambda: mx.dequantize(*affine_mx, **parameters, dtype=mx.float32, stream=device),
+    )
+    if dequantized is not None:
+        comparisons.append(
+            compare_values(
+                "affine path: mx.dequantize vs gguf-py",
+                reference,
+                dequantized.reshape(shape),
+                group_size=q4k.SUBBLOCK_WEIGHTS,
+                group_label="subblock",
+                allowed=product_and_sum_allowance(layout[1], tensor.codes, reference),
+                rounding="float32 rounding of gain·q and of the sum",
+                block_size=q4k.BLOCK_WEIGHTS,
+            )
+        )
+    y_mlx = steps.attempt(
+        "mx.quantized_matmul of the affine layout",
+        lambda: mx.quantized_matmul(mx.array(inputs), *affine_mx, transpose=True, **parameters, stream=device),
+    )
+    # the reference is gguf-py's decode, as for every Q4_K comparison, not the lab's own decoder
+    matmul = None if y_mlx is None else compare_matmul(inputs, reference.reshape(rows, -1), y_mlx)
+
+    loaded = _load_gguf(mx, steps, tensor, device)
+    if loaded is not None:
+        notes.append(f"mx.load on a Q4_K GGUF file returned {loaded.description}.")
+        comparison = _compare_loaded(mx, steps, loaded, reference, tensor, device)
+        if comparison is None:
+            notes.append("Nothing MLX returned could be set against gguf-py's weights.")
+        else:
+            comparisons.append(comparison)
+    return DeviceRun(
+        device=label,
+        device_name=device_name(mx, device),
+        comparisons=tuple(comparisons),
+        matmul=matmul,
+        default_dtype=None,
+        forgotten_global_scale_factor=None,
+        notes=tuple(notes),
+        refusals=tuple(steps.refusals),
+    )
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    arrays: dict[str, np.ndarray]  # as numpy; bfloat16 widened to float32
+    dtypes: dict[str, str]  # the dtype MLX chose for each
+    description: str
+
+
+def _load_gguf(mx, steps: Steps, tensor: q4k.Q4KTensor, device) -> _Loaded | None:
+    """Write the bytes as a Q4_K tensor in a real GGUF file and mx.load it; None if MLX refused."""
+    with tempfile.TemporaryDirectory(prefix="four-bit-lab-") as folder:
+        path = pathlib.Path(folder) / "block.gguf"
+        writer = gguf.GGUFWriter(str(path), arch="four-bit-lab")
+        writer.add_tensor(GGUF_TENSOR_NAME, np.ascontiguousarray(tensor.raw), raw_dtype=Q4_K_TYPE)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+
+        # mx.load maps the file lazily: attempt evaluates the arrays while the file still exists
+        loaded = steps.attempt("mx.load of the GGUF file", lambda: mx.load(str(path), stream=device))
+    if loaded is None:
+        return None
+    dtypes = dict(zip(loaded, steps.dtypes, strict=True))
+    arrays = {name: loaded[name] for name in sorted(loaded)}
+    # the shape as MLX's .shape prints it: the note quotes what mx.load handed back
+    description = ", ".join(f"'{name}' {dtypes[name]} of .shape {array.shape}" for name, array in arrays.items())
+    return _Loaded(arrays=arrays, dtypes=dtypes, description=description or "no arrays")
+
+
+def _compare_loaded(mx, steps: Steps, loaded: _Loaded, reference, tensor: q4k.Q4KTensor, device) -> Comparison | None:
+    """Whatever mx.load returned, set against gguf-py's decode of the same bytes.
+
+    A float array is compared as it is; packed (weights, scales[, biases]) are decoded first
+    with the group size and bits their shapes imply.
+    """
+    name = GGUF_TENSOR_NAME
+    if name not in loaded.arrays:
+        return None
+    if f"{name}.scales" in loaded.arrays:
+        packed, scales = loaded.arrays[name], loaded.arrays[f"{name}.scales"]
+        biases = loaded.arrays.get(f"{name}.biases")
+        implied = _implied_group_size_and_bits(packed, scales, reference.shape[-1])
+        if implied is None:
+            return None
+        group_size, bits = implied
+        values = steps.attempt(
+            "mx.dequantize of the arrays mx.load returned",
+            lambda: mx.dequantize(
+                mx.array(packed),
+                mx.array(scales),
+                None if biases is None else mx.array(biases),
+                group_size=group_size,
+                bits=bits,
+                dtype=mx.float32,
+                stream=device,
+            ),
+        )
+        returned = "float32"
+    else:
+        values, returned = loaded.arrays[name], loaded.dtypes[name]
+    if values is None or values.size != reference.size or values.dtype.kind != "f":
+        return None
+    values = values.reshape(reference.shape).astype(np.float32)
+    rounding_dtype = returned if returned in ("float16", "bfloat16") else "float32"
+    comparison = compare_values(
+        f"GGUF path: mx.load ({returned}) vs gguf-py",
+        reference,
+        values,
+        group_size=q4k.SUBBLOCK_WEIGHTS,
+        group_label="subblock",
+        allowed=rounding_allowance(reference, rounding_dtype),
+        rounding=f"{rounding_dtype} rounding",
+        ulp_dtype=rounding_dtype,
+        block_size=q4k.BLOCK_WEIGHTS,
+    )
+    return replace(comparison, note=_diagnose_loaded(values, tensor, rounding_dtype, comparison))
+
+
+def _implied_group_size_and_bits(packed: np.ndarray, scales: np.ndarray, length: int) -> tuple[int, int] | None:
+    """The group size and bits the shapes of packed uint32 words and scales imply for rows of `length`.
+
+    None when they imply no whole number of either, so nothing can be decoded.
+    """
+    if packed.ndim == 0 or scales.ndim == 0 or scales.shape[-1] == 0 or length % scales.shape[-1]:
+        return None
+    if (packed.shape[-1] * 32) % length:
+        return None
+    return length // scales.shape[-1], packed.shape[-1] * 32 // length
+
+
+def _diagnose_loaded(values: np.ndarray, tensor: q4k.Q4KTensor, rounding_dtype: str, comparison: Comparison) -> str:
+    """When MLX disagrees, name a deliberately broken decoder from lab.zoo that reproduces it exactly."""
+    if comparison.within_rounding == comparison.total:
+        return ""
+    decoder = wrong_q4k_decoder_matching(tensor.raw, values, rounding_dtype)
+    if decoder is None:
+        return "None of lab.zoo's deliberately wrong decoders reproduces MLX's values."
+    return (
+        f"MLX's values equal, at every element, lab.zoo's deliberately wrong decoder "
+        f"'{decoder.name}' rounded to {rounding_dtype}: {decoder.what_is_wrong}"
+    )

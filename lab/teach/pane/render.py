@@ -1,0 +1,210 @@
+"""The pane's report as markdown, in words a reader follows: "row 0, element 5", "1 × 32", never a tuple."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from lab.teach.pane.report import (
+        Breakdown,
+        Comparison,
+        DeviceReport,
+        DeviceRun,
+        MatmulComparison,
+        NonFinite,
+        RoundTrip,
+    )
+
+#: how many differing elements a comparison lists one by one; the rest are only counted
+LISTED_DIFFERENCES = 32
+#: how many groups a verdict names before it says "and N more"
+NAMED_GROUPS = 8
+#: names for the last axes of an index, innermost first; further axes are "axis k"
+_AXIS_NAMES = ("row", "matrix")
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    """(32,) -> '32'; (1, 32) -> '1 × 32'."""
+    return " × ".join(str(int(n)) for n in shape)
+
+
+def position_text(index: tuple[int, ...], last: str = "element") -> str:
+    """(5,) -> 'element 5'; (0, 5) -> 'row 0, element 5'; (0, 1) with last='scale group' -> 'row 0, scale group 1'."""
+    *leading, innermost = (int(i) for i in index)
+    names = [_AXIS_NAMES[k] if k < len(_AXIS_NAMES) else f"axis {len(leading) - 1 - k}" for k in range(len(leading))]
+    parts = [f"{name} {i}" for name, i in zip(reversed(names), leading, strict=True)]
+    return ", ".join([*parts, f"{last} {innermost}"])
+
+
+def non_finite_summary(flag: NonFinite) -> str:
+    """'3 non-finite values (1 NaN, 2 +inf), first at row 0, element 4 (row 0, scale group 0, scale byte 0xFF)'."""
+    kinds = {"NaN": flag.nan, "+inf": flag.positive_infinity, "−inf": flag.negative_infinity}
+    counted = ", ".join(f"{count} {name}" for name, count in kinds.items() if count)
+    first = flag.first[0]
+    where = f"{position_text(first.index)} ({position_text(first.group, 'scale group')}, {first.scale})"
+    return f"{flag.count} non-finite value{'s' if flag.count != 1 else ''} ({counted}), first at {where}"
+
+
+def report_markdown(report: DeviceReport) -> str:
+    name = report.title or report.kind
+    if not report.available and report.install_hint is not None:
+        lines = [f"**On-device check ({name}): MLX is not available here.** {report.message}"]
+        lines.append(f"\nTo get it: `{report.install_hint}`")
+        return "\n".join(lines)
+    shape = f", {shape_text(report.shape)}" if report.shape else ""
+    version = f" with MLX {report.mlx_version}" if report.mlx_version else ""
+    lines = [f"### On-device check: {name}{shape}{version}", ""]
+    parameters = ", ".join(f"{key}={value}" for key, value in report.parameters.items())
+    if parameters:
+        lines += [f"Parameters: {parameters}", ""]
+    lines += [report.message, ""]
+    if report.reference_checks:
+        lines += [
+            "#### The lab against gguf-py (no MLX involved)",
+            "",
+            *_comparison_table(report.reference_checks),
+            "",
+        ]
+    for run in report.runs:
+        lines += _run_markdown(run)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _run_markdown(run: DeviceRun) -> list[str]:
+    lines = [f"#### Device: {run.device} ({run.device_name})", ""]
+    if run.comparisons:
+        lines += [*_comparison_table(run.comparisons), ""]
+    round_trip = run.round_trip
+    for comparison in run.comparisons:
+        if round_trip is not None and comparison is round_trip.comparison:
+            lines += _round_trip_lines(round_trip)
+        else:
+            lines += _difference_details(comparison)
+    for flag in run.non_finite:
+        lines += [f"- **{flag.source} holds {non_finite_summary(flag)}.**", *_non_finite_lines(flag)]
+    if run.non_finite:
+        lines.append("")
+    if run.matmul is not None:
+        lines += _matmul_markdown(run.matmul)
+    if run.default_dtype is not None:
+        lines.append(f"- `mx.dequantize` without `dtype=` returns **{run.default_dtype}**.")
+    lines += [f"- {note}" for note in run.notes]
+    lines += [f"- MLX refused: {refusal}" for refusal in run.refusals]
+    return lines + [""]
+
+
+def _number(value) -> str:
+    return "—" if value is None else f"{value:.6g}"
+
+
+def _comparison_table(comparisons) -> list[str]:
+    lines = [
+        "| compared | identical | within rounding | max abs diff | max ulps | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in comparisons:
+        lines.append(
+            f"| {c.name} | {c.identical} of {c.total} {c.unit}s | {c.within_rounding} ({c.rounding}) | "
+            f"{_number(c.max_abs_diff)} | {_number(c.max_ulps)} | {c.verdict} |"
+        )
+    return lines
+
+
+def _difference_details(comparison: Comparison, original: np.ndarray | None = None) -> list[str]:
+    """The breakdowns and the first differing items; with `original`, the learner's weight beside each."""
+    lines = []
+    if comparison.note:
+        lines += [f"*{comparison.name}:* {comparison.note}", ""]
+    if not comparison.differences:
+        return lines
+    for breakdown in comparison.breakdowns:
+        lines += _breakdown_lines(breakdown)
+    shown = len(comparison.differences)
+    # the round trip shows the learner's weight beside both round trips
+    header = (
+        "| where | group | original w | lab round trip | MLX round trip | MLX − lab |"
+        if original is not None
+        else "| where | group | reference | MLX | MLX − reference |"
+    )
+    lines += [
+        f"*{comparison.name}: first {shown} of {comparison.differing} {comparison.unit}s {comparison.listing}*",
+        "",
+        header,
+        "|---" * header.count(" |") + "|",
+    ]
+    # scales and biases are listed one per group; codes and weights one per element
+    item = "scale group" if comparison.unit in ("scale", "bias") else "element"
+    for d in comparison.differences:
+        before = "" if original is None else f" {float(original[d.index]):.9g} |"
+        lines.append(
+            f"| {position_text(d.index, item)} | {position_text(d.group, _group_word(comparison))} |{before} "
+            f"{d.reference:.9g} | {d.mlx:.9g} | {d.signed_difference:.3g} |"
+        )
+    return lines + [""]
+
+
+def _group_word(comparison: Comparison) -> str:
+    return comparison.breakdowns[0].label if comparison.breakdowns else "group"
+
+
+def _breakdown_lines(breakdown: Breakdown) -> list[str]:
+    groups = breakdown.groups_with_differences()
+    if not groups:
+        return []
+    described = [
+        f"{position_text(group, breakdown.label)}: {int(breakdown.not_identical[group])} not identical, "
+        f"{int(breakdown.beyond_rounding[group])} beyond rounding, max {float(breakdown.max_abs_diff[group]):.3g}"
+        for group in groups[:NAMED_GROUPS]
+    ]
+    more = [f"and {len(groups) - NAMED_GROUPS} more {breakdown.label}s"] if len(groups) > NAMED_GROUPS else []
+    return [f"Per {breakdown.label} of {breakdown.size}: " + "; ".join(described + more), ""]
+
+
+def _round_trip_lines(round_trip: RoundTrip) -> list[str]:
+    """MLX's own round trip beside the lab's: how far each lands from w, and where they part."""
+    comparison = round_trip.comparison
+    lines = [
+        f"*MLX's own round trip (mx.quantize, then mx.dequantize with dtype=float32) against the lab's "
+        f"(quantize, then dequantize()): {comparison.verdict}.* Largest distance from the original "
+        f"weights: lab {round_trip.lab_max_error:.6g}, MLX {round_trip.mlx_max_error:.6g}.",
+        "",
+    ]
+    return lines + _difference_details(comparison, original=round_trip.original)
+
+
+def _non_finite_lines(flag: NonFinite) -> list[str]:
+    if len(flag.first) < 2:
+        return []
+    shown = flag.first[:NAMED_GROUPS]
+    located = "; ".join(
+        f"{position_text(value.index)} = {value.value:g} ({position_text(value.group, 'scale group')}, {value.scale})"
+        for value in shown
+    )
+    more = f" and {flag.count - len(shown)} more" if flag.count > len(shown) else ""
+    return [f"  - the first {len(shown)}: {located}{more}"]
+
+
+def _matmul_markdown(matmul: MatmulComparison) -> list[str]:
+    with_original = matmul.quantization_error is not None
+    lines = [
+        f"*mx.quantized_matmul with x of shape {shape_text(matmul.x_shape)}: {matmul.verdict}*",
+        "",
+        "| output | reference (float64) | MLX | signed error | relative | float32 bound |"
+        + (" ŷ − y (quantization) |" if with_original else ""),
+        "|---|---|---|---|---|---|" + ("---|" if with_original else ""),
+    ]
+    flat = list(np.ndindex(matmul.y_reference.shape))
+    for index in flat[:LISTED_DIFFERENCES]:
+        lines.append(
+            f"| {position_text(index, 'output')} | {matmul.y_reference[index]:.9g} | {matmul.y_mlx[index]:.9g} | "
+            f"{matmul.signed_error[index]:.3g} | {matmul.relative_error[index]:.3g} | "
+            f"{matmul.accumulation_bound[index]:.3g} |"
+            + (f" {matmul.quantization_error[index]:.3g} |" if with_original else "")
+        )
+    if len(flat) > LISTED_DIFFERENCES:
+        lines.append(f"| … {len(flat) - LISTED_DIFFERENCES} more |")
+    if matmul.note:
+        lines += ["", matmul.note]
+    return lines + [""]
