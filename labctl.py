@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Set up the lab in ./.venv and run it: the README's two commands go through here.
 
-    python3 labctl.py open     set up, then open the course in marimo
+    python3 labctl.py open     set up, then open the course in marimo's app view (changes nothing)
+    python3 labctl.py edit     set up, then open the course in marimo's editor, to change the notebooks
     python3 labctl.py test     set up, then run every test (ruff check and format --check, node's runner for
                                the JS codec, then pytest)
     python3 labctl.py site     set up, then build the static offline site into site/
@@ -21,6 +22,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import venv
 import webbrowser
@@ -73,46 +75,58 @@ def setup() -> Path:
     return python
 
 
-def open_lab(python: Path, extra: list[str]) -> int:
-    """Serve the notebooks folder on 127.0.0.1 and open the course's index in the browser."""
+def open_lab(python: Path, extra: list[str], mode: str = "run") -> int:
+    """Serve the notebooks folder on 127.0.0.1 and open the course's index in the browser.
+
+    mode "run" is marimo's app view: the notebooks run and can be used, but nothing is written
+    back to them. "edit" opens marimo's editor, which saves what is changed. The access token goes
+    to marimo through a private file, never on the command line, where any local user's process
+    listing would show it.
+    """
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     token = secrets.token_urlsafe(16)
-    server = subprocess.Popen(
-        [
-            str(python),
-            "-m",
-            "marimo",
-            "edit",
-            str(ROOT / "notebooks"),
-            "--headless",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--token-password",
-            token,
-            "--skip-update-check",
-            *extra,
-        ],
-        cwd=ROOT,
-    )
-    url = f"http://127.0.0.1:{port}/?file=00_index.py&access_token={token}"
-    for _ in range(200):
-        if server.poll() is not None:
-            return server.returncode
-        with socket.socket() as client:
-            if client.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
-    print(f"\nThe four-bit lab is open at {url}\n(Ctrl+C stops it.)\n", flush=True)
-    webbrowser.open(url)
-    try:
-        return server.wait()
-    except KeyboardInterrupt:
-        server.terminate()
-        return server.wait()
+    with tempfile.TemporaryDirectory(prefix="four-bit-lab-") as private:
+        token_file = Path(private) / "token"
+        token_file.touch(mode=0o600)
+        token_file.write_text(token)
+        # marimo reads the file once while it starts; the folder goes away when marimo stops.
+        server = subprocess.Popen(
+            [
+                str(python),
+                "-m",
+                "marimo",
+                mode,
+                str(ROOT / "notebooks"),
+                "--headless",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--token-password-file",
+                str(token_file),
+                # only the editor checks for a newer marimo; `marimo run` has no such flag
+                *(["--skip-update-check"] if mode == "edit" else []),
+                *extra,
+            ],
+            cwd=ROOT,
+        )
+        url = f"http://127.0.0.1:{port}/?file=00_index.py&access_token={token}"
+        for _ in range(200):
+            if server.poll() is not None:
+                return server.returncode
+            with socket.socket() as client:
+                if client.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        print(f"\nThe four-bit lab is open at {url}\n(Ctrl+C stops it.)\n", flush=True)
+        webbrowser.open(url)
+        try:
+            return server.wait()
+        except KeyboardInterrupt:
+            server.terminate()
+            return server.wait()
 
 
 def run_tests(python: Path, extra: list[str]) -> int:
@@ -135,7 +149,8 @@ def run_tests(python: Path, extra: list[str]) -> int:
 
 def main(argv: list[str]) -> int:
     commands = {
-        "open": lambda python, extra: open_lab(python, extra),
+        "open": lambda python, extra: open_lab(python, extra, "run"),
+        "edit": lambda python, extra: open_lab(python, extra, "edit"),
         "test": run_tests,
         "site": lambda python, extra: subprocess.call([str(python), "-m", "widgets.sitebuild", *extra], cwd=ROOT),
         "serve": lambda python, extra: subprocess.call(

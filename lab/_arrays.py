@@ -16,15 +16,55 @@ from lab.errors import CodeRangeError, DTypeError, NonFiniteError, ShapeError
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 
 
+def is_integer(value) -> bool:
+    """True for a Python or numpy integer; False for bools (True is not a bit width or an index) and floats."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def as_array(values, *, what: str) -> np.ndarray:
+    """np.asarray in the lab's words: a ragged nested list is a ShapeError, complex numbers a DTypeError.
+
+    numpy would refuse a ragged list with a bare ValueError, and casting complex numbers to float
+    drops the imaginary part with only a warning; the lab names both instead.
+    """
+    try:
+        array = np.asarray(values)
+    except ValueError:
+        raise ShapeError(
+            f"{what} must be a rectangular array: its nested lists have different lengths (a ragged list)"
+        ) from None
+    if np.iscomplexobj(array):
+        raise DTypeError(
+            f"{what} must be real numbers, got complex numbers ({array.dtype}); the lab will not drop the imaginary part"
+        )
+    return array
+
+
+def as_float_scalar(value, *, what: str) -> float:
+    """One real number as a Python float (NaN and infinity pass; the caller says what range it needs)."""
+    array = as_float_array(value, what=what, allow_nonfinite=True)
+    if array.ndim != 0:
+        raise ShapeError(f"{what} must be a single number, got an array of shape {array.shape}")
+    return float(array)
+
+
 def as_code_array(code, *, limit: int, what: str) -> np.ndarray:
     """Integer codes in 0..limit-1 as a uint8/uint16 array; floats, bools and out-of-range values are rejected."""
-    array = np.asarray(code)
+    array = as_array(code, what=what)
     if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
         raise DTypeError(f"{what} must be integers in 0..{limit - 1}, got dtype {array.dtype}")
     if array.size and (array.min() < 0 or array.max() >= limit):
         bad = array[(array < 0) | (array >= limit)].flat[0]
         raise CodeRangeError(f"{what} must be in 0..{limit - 1}, got {int(bad)}")
     return array.astype(np.uint8 if limit <= 256 else np.uint16)
+
+
+def as_code_scalar(code, *, limit: int, what: str) -> int:
+    """One integer code in 0..limit-1 as a Python int, for the explain functions that trace one code."""
+    array = as_code_array(code, limit=limit, what=what)
+    if array.ndim != 0:
+        raise ShapeError(f"{what} must be a single code, got an array of shape {array.shape}")
+    return int(array)
 
 
 def as_float_array(
@@ -36,7 +76,7 @@ def as_float_array(
     read it. That is for code whose arithmetic is exact in float32 (comparisons, abs, scaling by
     a power of two): widening 16 M weights to float64 first costs time and gives the same answer.
     """
-    array = np.asarray(values)
+    array = as_array(values, what=what)
     if array.dtype == np.bool_ or not (
         np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer) or _is_bfloat16(array)
     ):
@@ -53,7 +93,7 @@ def as_byte_array(raw, *, what: str) -> np.ndarray:
     """bytes, bytearray, memoryview or an integer array in 0..255 as a uint8 array."""
     if isinstance(raw, (bytes, bytearray, memoryview)):
         return np.frombuffer(bytes(raw), dtype=np.uint8)
-    array = np.asarray(raw)
+    array = as_array(raw, what=what)
     if array.dtype == np.uint8:
         return array
     return as_code_array(array, limit=256, what=what)
@@ -117,13 +157,20 @@ def to_float32_input(values, *, what: str = "w", copy: bool = True) -> tuple[np.
     if type(values).__module__.startswith("mlx"):
         array, dtype = _mlx_to_numpy(values)
     else:
-        array, dtype = np.asarray(values), dtype_name(values)
+        array, dtype = as_array(values, what=what), dtype_name(values)
     if array.dtype == np.bool_ or not (np.issubdtype(array.dtype, np.number) or _is_bfloat16(array)):
         raise DTypeError(f"{what} must be a float array, got dtype {array.dtype}")
-    as_f32 = array.astype(np.float32, copy=copy)
+    # A float64 beyond float32's range becomes inf in the cast; it is reported below by value.
+    with np.errstate(over="ignore"):
+        as_f32 = array.astype(np.float32, copy=copy)
     if not np.all(np.isfinite(as_f32)):
-        where = np.argwhere(~np.isfinite(as_f32))[0]
-        raise NonFiniteError(f"{what} contains NaN or infinity (first at index {tuple(int(i) for i in where)})")
+        where = tuple(int(i) for i in np.argwhere(~np.isfinite(as_f32))[0])
+        if np.isfinite(array[where]):
+            raise NonFiniteError(
+                f"{what} holds {float(array[where]):g} (first at index {where}), which is beyond float32's "
+                f"largest finite value, about 3.4e38; the lab computes in float32, as MLX and ggml do"
+            )
+        raise NonFiniteError(f"{what} contains NaN or infinity (first at index {where})")
     return as_f32, dtype
 
 

@@ -26,7 +26,8 @@ class DTypeError(LabError):
 
 
 class NonFiniteError(LabError):
-    """NaN or infinity where the operation needs finite numbers."""
+    """NaN or infinity where the operation needs finite numbers, or a finite number that becomes
+    infinity in the dtype the operation computes in (1e39 is finite in float64, not in float32)."""
 
 
 class ReservedCodeError(LabError):
@@ -51,3 +52,7 @@ class GGUFFormatError(LabError):
 
 class InputError(LabError):
     """Text a learner typed that the lab cannot read as the number (or row of numbers) it needs."""
+
+
+class FileReadError(LabError):
+    """A file the operating system would not open or read; the message names the path and the reason."""

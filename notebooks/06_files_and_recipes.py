@@ -16,7 +16,18 @@ def _():
     from lab.errors import LabError
     from lab.teach.metrics import error_metrics
 
-    return LabError, Path, error_metrics, format_number, gguf_tools, mo, np, q4k, tempfile, zoo
+    return (
+        LabError,
+        Path,
+        error_metrics,
+        format_number,
+        gguf_tools,
+        mo,
+        np,
+        q4k,
+        tempfile,
+        zoo,
+    )
 
 
 @app.cell(hide_code=True)
@@ -59,7 +70,7 @@ def _(Path, gguf_tools, np, tempfile):
     # The folder and the file go away with the notebook's process.
     scratch = tempfile.TemporaryDirectory(prefix="four-bit-lab-")
     path = gguf_tools.write_gguf(Path(scratch.name) / "tiny-q4_k_m.gguf", tensors, plan, name="tiny lab model", file_type="Q4_K_M")
-    return path, plan, scratch, tensors
+    return path, tensors
 
 
 @app.cell(hide_code=True)
@@ -105,7 +116,7 @@ def _(error_metrics, mo, q4k, tensors, traced_raw, traced_tensor, zoo):
         {_cost['relative_rmse']:.4f}: what quantization cost, which no decoder can give back.
         """
     )
-    return (decoder_check,)
+    return
 
 
 @app.cell(hide_code=True)
@@ -127,7 +138,7 @@ def _(LabError, gguf_tools, mo, np):
         > {rejection}
         """
     )
-    return (rejection,)
+    return
 
 
 @app.cell(hide_code=True)

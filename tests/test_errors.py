@@ -121,3 +121,180 @@ def test_q4k_quantize_of_weights_too_small_for_fp16_gives_zeros_without_warnings
         raw = q4k.quantize(w).raw
     decoded = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q4_K)
     assert np.all(decoded == 0)
+
+
+# --- issue #12, item 5: every public entry point names bad input in the lab's words ---------
+
+
+@pytest.mark.parametrize("quantize", [mxfp4.quantize, mxfp8.quantize, nvfp4.quantize, affine.quantize, q4k.quantize])
+def test_complex_weights_are_refused_not_silently_made_real(quantize):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's ComplexWarning must not be what the learner sees
+        with pytest.raises(DTypeError, match="complex numbers.*imaginary part"):
+            quantize(np.full((1, 256), 1 + 2j))
+
+
+@pytest.mark.parametrize("quantize", [mxfp4.quantize, nvfp4.quantize, affine.quantize, q4k.quantize])
+def test_ragged_lists_are_a_shape_error(quantize):
+    with pytest.raises(ShapeError, match="ragged"):
+        quantize([[1.0] * 256, [1.0] * 3])
+
+
+def test_a_bool_is_not_a_bit_width_and_a_float_is_not_a_group_size():
+    w = np.ones((1, 64), np.float32)
+    with pytest.raises(BitsError):
+        affine.quantize(w, bits=True)
+    with pytest.raises(BitsError):
+        affine.quantize(w, bits=4.0)
+    with pytest.raises(GroupSizeError):
+        affine.quantize(w, group_size=64.0)
+    with pytest.raises(GroupSizeError, match="requires group size 32 but got 32.0"):
+        mxfp4.quantize(w, group_size=32.0)
+    with pytest.raises(GroupSizeError):
+        mxfp8.quantize(w, group_size=32.0)
+    with pytest.raises(GroupSizeError):
+        nvfp4.quantize(w, group_size=16.0)
+
+
+def test_a_list_is_not_a_global_scale_or_a_scale():
+    with pytest.raises(ShapeError, match="global_scale must be a single number"):
+        nvfp4.quantize(np.ones((1, 16), np.float32), global_scale=[1.0])
+    with pytest.raises(ShapeError, match="scale must be a single number"):
+        scale.reconstruct([1.0], [0.5])
+    with pytest.raises(ShapeError, match="scale must be a single number"):
+        scale.analyse([1.0], [1.0], [0.5, 1.0])
+
+
+@pytest.mark.parametrize("index", [2.0, True, None, (0, 1.5)])
+def test_explain_takes_integer_indices_only(index):
+    tensors = [
+        mxfp4.quantize(np.ones((1, 32), np.float32)),
+        nvfp4.quantize(np.ones((1, 16), np.float32)),
+        affine.quantize(np.ones((1, 64), np.float32)),
+        q4k.quantize(np.ones((1, 256), np.float32)),
+    ]
+    for tensor in tensors:
+        with pytest.raises(DTypeError, match="integer"):
+            tensor.explain(index)
+
+
+@pytest.mark.parametrize(
+    ("decode", "raw"),
+    [
+        (mxfp4.dequantize_gguf, np.zeros(17, np.uint8)),
+        (nvfp4.dequantize_gguf, np.zeros(36, np.uint8)),
+        (mxfp4.FORMAT.decode_gguf, np.zeros(17, np.uint8)),
+        (nvfp4.FORMAT.decode_gguf, np.zeros(36, np.uint8)),
+        (q4k.FORMAT.decode_gguf, np.zeros(144, np.uint8)),
+    ],
+)
+@pytest.mark.parametrize("decoder", ["torch", None, "OCP"])
+def test_unknown_decoders_are_named_at_every_decoder_entry_point(decode, raw, decoder):
+    with pytest.raises(RuleError, match=r"decoder .*expected one of \('ocp', 'ggml'\)"):
+        decode(raw, decoder)
+    with pytest.raises(RuleError):  # named before the bytes are looked at
+        decode(np.zeros(3, np.uint8), decoder)
+
+
+def test_q8_0_has_the_registry_decoder_check():
+    from lab.formats import q8_0
+
+    with pytest.raises(RuleError):
+        q8_0.FORMAT.decode_gguf(np.zeros(34, np.uint8), "ggml-ish")
+
+
+@pytest.mark.parametrize("quantize", [mxfp4.quantize, nvfp4.quantize, affine.quantize, q4k.quantize])
+def test_finite_float64_beyond_float32_is_named_as_such(quantize):
+    w = np.ones((1, 256))
+    w[0, 3] = 1e39
+    with pytest.raises(NonFiniteError, match=r"1e\+39 .*beyond float32's largest finite value, about 3\.4e38"):
+        quantize(w)
+
+
+def test_huge_and_subnormal_weights_raise_no_runtime_warnings():
+    import warnings
+
+    huge = np.array([3.4e38, -3.4e38] * 128, np.float32).reshape(1, 256)
+    tiny = np.full((1, 256), 1e-45, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for w in (huge, tiny):
+            for quantize in (mxfp4.quantize, mxfp8.quantize, nvfp4.quantize, affine.quantize):
+                assert quantize(w).dequantize().shape == w.shape
+            if w is tiny:
+                assert q4k.quantize(w).dequantize().shape == w.shape
+        with pytest.raises(NonFiniteError, match="float16 d or dmin"):
+            q4k.quantize(huge)
+        # a constant group beyond 3.4e31 snaps MLX's scale to -0; its codes are 0, as MLX stores them
+        constant = affine.quantize(np.full((1, 64), 1e32, np.float32))
+        assert np.all(constant.codes == 0) and np.all(constant.dequantize() == np.float32(1e32))
+
+
+# --- issue #12, item 4: the scale lab saturates far beyond ±6·scale ---------------------------
+
+
+def test_scale_lab_saturates_huge_weights_instead_of_storing_zero():
+    # 1e17 − 6 and 1e17 − 0 are the same float64, so every distance ties; the rule is ŵ = 6·scale
+    assert 1e17 - 6 == 1e17 - 0
+    assert scale.reconstruct([1e17], 1.0).tolist() == [6.0]
+    assert scale.reconstruct([-1e17], 1.0).tolist() == [-6.0]
+    # at scale 2^-60, w = −1 is 2^60 scale units out: ŵ = −6 · 2^-60
+    assert scale.reconstruct([-1.0], 2.0**-60).tolist() == [-6 * 2.0**-60]
+    assert scale.quantize_codes([1.0, -1.0], 2.0**-60).tolist() == [7, 15]
+    row = scale.analyse([1e17, -1.0], [1.0, 1.0], 1.0)
+    assert row.w_hat.tolist() == [6.0, -1.0] and row.clipped.tolist() == [True, False]
+
+
+def test_scale_lab_just_inside_and_just_outside_six_scale():
+    s = 0.5  # 6·s = 3
+    inside, outside = np.nextafter(3.0, 0.0), np.nextafter(3.0, 4.0)
+    row = scale.analyse([inside, outside, -inside, -outside], [1.0] * 4, s)
+    assert row.w_hat.tolist() == [3.0, 3.0, -3.0, -3.0]
+    assert row.clipped.tolist() == [False, True, False, True]
+    # halfway between 4·s = 2 and 6·s = 3 is 2.5: a tie, and the lower code (4·s) wins
+    assert scale.reconstruct([2.5, 2.5000000001], s).tolist() == [2.0, 3.0]
+
+
+# --- files: OS errors become FileReadError naming the path -------------------------------------
+
+
+def test_read_only_map_reads_a_file_and_an_empty_one(tmp_path):
+    from lab.files import read_only_map
+
+    (tmp_path / "data.bin").write_bytes(b"GGUF\x03")
+    (tmp_path / "empty.bin").write_bytes(b"")
+    with read_only_map(tmp_path / "data.bin") as data:
+        assert bytes(data[:4]) == b"GGUF" and len(data) == 5
+    with read_only_map(tmp_path / "empty.bin") as data:
+        assert len(data) == 0
+
+
+def test_read_only_map_names_the_path_of_what_it_cannot_read(tmp_path):
+    import sys
+
+    from lab.errors import FileReadError, LabError
+    from lab.files import read_only_map
+
+    assert issubclass(FileReadError, LabError)
+    with pytest.raises(FileReadError, match=r"cannot open .*missing\.gguf: No such file"):
+        with read_only_map(tmp_path / "missing.gguf"):
+            pass
+    with pytest.raises(FileReadError, match=f"cannot open {tmp_path}"):
+        with read_only_map(tmp_path):
+            pass
+    if sys.platform.startswith("linux"):
+        # a regular file by stat, yet reading it from offset 0 fails with EIO
+        with pytest.raises(FileReadError, match=r"cannot read /proc/self/mem: Input/output error"):
+            with read_only_map("/proc/self/mem"):
+                pass
+
+
+def test_read_only_map_leaves_errors_from_its_body_alone(tmp_path):
+    from lab.files import read_only_map
+
+    (tmp_path / "data.bin").write_bytes(b"x")
+    with pytest.raises(OSError, match="from the body"):
+        with read_only_map(tmp_path / "data.bin"):
+            raise OSError("from the body")

@@ -3,6 +3,7 @@ a local copy, the standalone explainers, and an index page.
 
     python3 labctl.py site       # builds into site/
     python3 labctl.py serve      # serves site/ on 127.0.0.1 only
+    python3 labctl.py serve --lan  # for a workshop: every interface, any Host header, with a warning
 
 `marimo export html` points its pages at marimo's front-end on a CDN, so an exported page is blank
 offline. The marimo wheel ships the same files; the build copies them into site/assets/marimo/
@@ -203,26 +204,90 @@ def build(site: Path = ROOT / "site", notebooks: list[Path] | None = None) -> li
     return written
 
 
-def serve(site: Path = ROOT / "site", port: int = 8765) -> None:
-    """Serve the built site on 127.0.0.1 only."""
-    import functools
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def site_handler(site: Path, *, lan: bool = False) -> type:
+    """A quiet static-file handler for `site`: no folder listings, loopback Host headers only
+    (unless `lan`), 400 for a path that does not decode, and one log line per error, none per hit."""
     import http.server
+    import urllib.parse
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(site), **kwargs)
+
+        def send_head(self):
+            # A page on another name that resolves to 127.0.0.1 (DNS rebinding) would read the
+            # site as its own origin; a loopback Host header with this server's port is required.
+            port = self.server.server_address[1]
+            allowed = {f"{host}:{port}" for host in LOOPBACK_HOSTS}
+            if not lan and (self.headers.get("Host") or "").lower() not in allowed:
+                self.send_error(403, "Host not allowed")
+                return None
+            # A NUL byte would end in open()'s ValueError and a traceback; ".." and backslashes
+            # would be silently dropped or reinterpreted. All are refused as malformed.
+            try:
+                decoded = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path, errors="strict")
+            except UnicodeDecodeError:
+                decoded = "\0"
+            if "\0" in decoded or "\\" in decoded or ".." in decoded.split("/"):
+                self.send_error(400, "Bad path")
+                return None
+            return super().send_head()
+
+        def list_directory(self, path):
+            # a folder without index.html is not a page; its listing is not shown
+            self.send_error(404, "Not found")
+            return None
+
+        def log_request(self, code="-", size="-"):
+            # one line per error, nothing per successful request
+            if isinstance(code, int) and code >= 400:
+                super().log_request(code, size)
+
+        def log_error(self, format, *args):
+            # send_error logs through log_request already; this would be a second line
+            return None
+
+    return Handler
+
+
+def serve(site: Path = ROOT / "site", port: int = 8765, *, lan: bool = False) -> None:
+    """Serve the built site on 127.0.0.1 only, or on every interface with `lan` (for workshops)."""
+    import http.server
+    import socket
 
     if not (site / "index.html").exists():
         raise SiteBuildError(f"{site} has no index.html; build the site first (python3 labctl.py site)")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
-        print(f"serving {site} at http://127.0.0.1:{port}/ (Ctrl+C to stop)")
+    address = "0.0.0.0" if lan else "127.0.0.1"
+    server = http.server.ThreadingHTTPServer((address, port), site_handler(site, lan=lan))
+    try:
+        if lan:
+            names = sorted({socket.gethostname(), *socket.gethostbyname_ex(socket.gethostname())[2]})
+            print(
+                "warning: --lan serves the site to every machine that can reach this one, and accepts "
+                "any Host header; use it on a workshop network you trust"
+            )
+            for name in names:
+                print(f"  http://{name}:{port}/")
+        print(f"serving {site} at http://127.0.0.1:{port}/ (Ctrl+C to stop)", flush=True)
         server.serve_forever()
+    except KeyboardInterrupt:
+        print("stopped")
+    finally:
+        server.server_close()
 
 
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "serve":
-        if len(argv) > 1 and not argv[1].isdigit():
-            print(f"serve takes a port number, got {argv[1]!r}", file=sys.stderr)
+        lan = "--lan" in argv[1:]
+        rest = [arg for arg in argv[1:] if arg != "--lan"]
+        if len(rest) > 1 or (rest and not rest[0].isdigit()):
+            print(f"serve takes a port number and --lan, got {' '.join(argv[1:])!r}", file=sys.stderr)
             return 2
         try:
-            serve(port=int(argv[1]) if len(argv) > 1 else 8765)
+            serve(port=int(rest[0]) if rest else 8765, lan=lan)
         except SiteBuildError as error:
             print(error, file=sys.stderr)
             return 1

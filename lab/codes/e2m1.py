@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab._arrays import as_code_array, as_float_array
+from lab._arrays import as_code_array, as_code_scalar, as_float_array
 from lab.errors import RuleError
 from lab.numbers import format_number
 
@@ -89,8 +89,7 @@ def fields(code) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def explain(code: int) -> dict:
     """Everything a learner needs to decode one code by hand."""
-    (code_value,) = np.atleast_1d(as_code_array(code, limit=16, what="E2M1 code"))
-    code_value = int(code_value)
+    code_value = as_code_scalar(code, limit=16, what="E2M1 code")
     sign, exponent, fraction = (int(f) for f in fields(code_value))
     value = float(VALUES[code_value])
     sign_text = "+1" if sign == 0 else "\u22121"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab._arrays import as_code_array, as_float_array
+from lab._arrays import as_code_array, as_code_scalar, as_float_array
 
 BIAS = 7
 MAX = 448.0
@@ -93,8 +93,7 @@ def decode_ggml_unsigned(byte) -> np.ndarray:
 
 
 def explain(byte: int) -> dict:
-    (code,) = np.atleast_1d(as_code_array(byte, limit=256, what="E4M3 byte"))
-    code = int(code)
+    code = as_code_scalar(byte, limit=256, what="E4M3 byte")
     sign, exponent, mantissa = code >> 7, (code >> 3) & 15, code & 7
     value = float(decode(code))
     sign_text = "+1" if sign == 0 else "\u22121"

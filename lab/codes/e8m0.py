@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab._arrays import as_code_array, as_float_array, round_to
+from lab._arrays import as_code_array, as_code_scalar, as_float_array, round_to
 from lab.errors import NonFiniteError, ReservedCodeError, RuleError
 
 BIAS = 127
@@ -77,8 +77,7 @@ def encode(amax, rule: str = "ocp", element_max: float = 6.0, dtype: str = "floa
 
 
 def explain(byte: int) -> dict:
-    (code,) = np.atleast_1d(as_code_array(byte, limit=256, what="E8M0 byte"))
-    code = int(code)
+    code = as_code_scalar(byte, limit=256, what="E8M0 byte")
     if code == NAN_BYTE:
         return {
             "byte": code,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab._arrays import as_code_array
+from lab._arrays import as_code_array, as_code_scalar
 from lab.codes import e2m1
 
 
@@ -26,9 +26,10 @@ def as_int4(code) -> np.ndarray | np.int8:
 
 def three_decoders(code: int) -> dict:
     """The same nibble under all three readings."""
+    nibble = as_code_scalar(code, limit=16, what="nibble")
     return {
-        "bits": f"{int(as_uint4(code)):04b}",
-        "uint4": int(as_uint4(code)),
-        "int4": int(as_int4(code)),
-        "e2m1": float(e2m1.decode(code)),
+        "bits": f"{nibble:04b}",
+        "uint4": int(as_uint4(nibble)),
+        "int4": int(as_int4(nibble)),
+        "e2m1": float(e2m1.decode(nibble)),
     }

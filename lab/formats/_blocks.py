@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab._arrays import to_float32_input
-from lab.errors import GroupSizeError, ShapeError
+from lab._arrays import is_integer, to_float32_input
+from lab.errors import DTypeError, GroupSizeError, ShapeError
 
 
 def check_group(mode: str, group_size: int, expected: int) -> None:
-    if group_size != expected:
+    # != alone would let 32.0 (or True for a group of 1) through as a group size
+    if not is_integer(group_size) or group_size != expected:
         raise GroupSizeError(f"[quantize] {mode} quantization requires group size {expected} but got {group_size}.")
 
 
@@ -45,12 +46,19 @@ def block_amax(magnitude: np.ndarray) -> np.ndarray:
 
 
 def element_index(shape: tuple[int, ...], index) -> tuple[int, ...]:
-    """A flat index or a full index tuple as a full index tuple, checked against `shape`."""
-    if isinstance(index, (int, np.integer)):
+    """A flat index or a full index tuple as a full index tuple, checked against `shape`.
+
+    Only integers index: int() would quietly truncate 2.5 to 2, and True is an int in Python.
+    """
+    if is_integer(index):
         total = int(np.prod(shape))
         if not -total <= index < total:
             raise ShapeError(f"element index {index} is outside a tensor of {total} weights")
         return tuple(int(i) for i in np.unravel_index(int(index) % total, shape))
+    if not isinstance(index, (tuple, list)) or not all(is_integer(i) for i in index):
+        raise DTypeError(
+            f"an element index is an integer (a flat index) or a tuple of {len(shape)} integers, got {index!r}"
+        )
     index = tuple(int(i) for i in index)
     if len(index) != len(shape) or any(not 0 <= i < n for i, n in zip(index, shape, strict=True)):
         raise ShapeError(f"element index {index} does not fit a tensor of shape {shape}")

@@ -29,7 +29,7 @@ from functools import partial
 
 import numpy as np
 
-from lab._arrays import as_code_array, round_to
+from lab._arrays import as_code_array, is_integer, round_to
 from lab.errors import BitsError, GroupSizeError, ShapeError
 from lab.formats import mlx_layout
 from lab.formats._blocks import element_index, float_input
@@ -42,12 +42,13 @@ SCALE_FLOOR = np.float32(1e-7)
 
 
 def check_bits_and_group(bits: int, group_size: int) -> None:
-    if bits not in SUPPORTED_BITS:
+    # `in` compares with ==, which would let True stand for 1 bit and 64.0 for a group of 64.
+    if not is_integer(bits) or bits not in SUPPORTED_BITS:
         raise BitsError(
             f"[quantize] The requested number of bits {bits} is not supported. "
             "The supported bits are 1, 2, 3, 4, 5, 6 and 8."
         )
-    if group_size not in SUPPORTED_GROUP_SIZES:
+    if not is_integer(group_size) or group_size not in SUPPORTED_GROUP_SIZES:
         raise GroupSizeError(
             f"[quantize] The requested group size {group_size} is not supported. "
             "The supported group sizes are 32, 64, and 128."
@@ -102,12 +103,15 @@ class AffineTensor:
         weights = np.empty(codes.shape, dtype=np.float32)
         groups_per_pass = max(1, _CODE_CHUNK_WEIGHTS // self.group_size)
         scratch = np.empty((groups_per_pass, self.group_size), dtype=np.float64)
-        for start in range(0, codes.shape[0], groups_per_pass):
-            rows = slice(start, start + groups_per_pass)
-            work = scratch[: codes[rows].shape[0]]
-            np.multiply(codes[rows], scales[rows], out=work)
-            work += biases[rows]
-            weights[rows] = work  # the one rounding to float32
+        # An infinite scale (a group whose range overflowed float32) gives inf and 0 * inf = NaN,
+        # and a finite result beyond float32 rounds to inf: the values MLX's decode gives too.
+        with np.errstate(over="ignore", invalid="ignore"):
+            for start in range(0, codes.shape[0], groups_per_pass):
+                rows = slice(start, start + groups_per_pass)
+                work = scratch[: codes[rows].shape[0]]
+                np.multiply(codes[rows], scales[rows], out=work)
+                work += biases[rows]
+                weights[rows] = work  # the one rounding to float32
         return weights.reshape(self.shape)
 
     def explain(self, index) -> dict:
@@ -191,25 +195,38 @@ def _codes(groups, scale, bias, n_levels) -> np.ndarray:
     codes = np.empty(groups.shape, dtype=np.uint8)
     groups_per_pass = max(1, _CODE_CHUNK_WEIGHTS // groups.shape[-1])
     scratch = np.empty((groups_per_pass, groups.shape[-1]), dtype=np.float32)
-    for start in range(0, groups.shape[0], groups_per_pass):
-        rows = slice(start, start + groups_per_pass)
-        work = scratch[: groups[rows].shape[0]]
-        np.subtract(groups[rows], bias[rows, None], out=work)
-        work /= scale[rows, None]
-        np.rint(work, out=work)  # half to even
-        np.clip(work, 0, n_levels, out=work)
-        codes[rows] = work
+    # A constant group beyond about 3.4e31 snaps its scale to -0 (see _edge_snapped_scale_and_bias):
+    # its weights all equal the bias, and 0 / -0 is NaN. fmax and fmin, unlike clip, turn that NaN
+    # into code 0, which is what MLX stores; the group still decodes to its bias exactly. A group
+    # whose range overflows float32 has an infinite scale, and w - bias can overflow too: MLX
+    # computes the same infinities, and the codes come out as MLX's do.
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        for start in range(0, groups.shape[0], groups_per_pass):
+            rows = slice(start, start + groups_per_pass)
+            work = scratch[: groups[rows].shape[0]]
+            np.subtract(groups[rows], bias[rows, None], out=work)
+            work /= scale[rows, None]
+            np.rint(work, out=work)  # half to even
+            np.fmax(work, 0, out=work)
+            np.fmin(work, n_levels, out=work)
+            codes[rows] = work
     return codes
 
 
 def _edge_snapped_scale_and_bias(w_min, w_max, n_levels):
-    """The scale and bias MLX picks so that the larger-magnitude edge of the group is a code exactly."""
-    scale = np.maximum((w_max - w_min) / n_levels, SCALE_FLOOR)
+    """The scale and bias MLX picks so that the larger-magnitude edge of the group is a code exactly.
+
+    Two overflows are left to float32 as MLX leaves them: a range max - min beyond float32 gives an
+    infinite scale (which decodes to NaN, as in MLX), and a constant group beyond about 3.4e31 divided by the
+    floor scale 1e-7 gives an infinite edge code, so the scale snaps to -0 and the bias carries it.
+    """
+    with np.errstate(over="ignore"):
+        scale = np.maximum((w_max - w_min) / n_levels, SCALE_FLOOR)
     min_is_edge = np.abs(w_min) > np.abs(w_max)
     scale = np.where(min_is_edge, scale, -scale).astype(np.float32)
     edge = np.where(min_is_edge, w_min, w_max).astype(np.float32)
-    edge_code = np.rint(edge / scale).astype(np.float32)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        edge_code = np.rint(edge / scale).astype(np.float32)
         snapped_scale = (edge / edge_code).astype(np.float32)
     scale = np.where(edge_code != 0, snapped_scale, scale).astype(np.float32)
     bias = np.where(edge_code != 0, edge, np.float32(0)).astype(np.float32)

@@ -63,11 +63,12 @@ def from_gguf(raw) -> MXTensor:
 
 def dequantize_gguf(raw, decoder: str = "ocp") -> np.ndarray:
     """Decode GGUF MXFP4 bytes to float32 weights under a named decoder ("ocp" or "ggml")."""
+    # The decoder is checked first, so a bad name is reported whatever the bytes are.
+    if not isinstance(decoder, str) or decoder not in DECODERS:
+        raise RuleError(f"unknown MXFP4 decoder {decoder!r}; expected one of {DECODERS}")
     tensor = from_gguf(raw)
     if decoder == "ocp":
         return tensor.dequantize()
-    if decoder != "ggml":
-        raise RuleError(f"unknown MXFP4 decoder {decoder!r}; expected one of {DECODERS}")
     # ggml: integer table (so -0 collapses to +0) times 2^(byte-127), with byte 255 as 2^128.
     magnitude_sign = e2m1.decode(tensor.codes).astype(np.float64) + 0.0
     exponents = tensor.scale_bytes.astype(np.int64) - 127

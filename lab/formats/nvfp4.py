@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lab._arrays import as_byte_array, as_code_array, as_float_array, round_to
+from lab._arrays import as_byte_array, as_code_array, as_float_array, as_float_scalar, round_to
 from lab.codes import e2m1, e4m3
 from lab.errors import LabError, NonFiniteError, RuleError, ShapeError
 from lab.formats import mlx_layout
@@ -161,7 +161,7 @@ class NVFP4Tensor:
 
 def _check_global_scale(global_scale) -> float:
     """The tensor scale as the float32 it is stored as; it must stay positive and finite there."""
-    value = float(as_float_array(global_scale, what="global_scale", allow_nonfinite=True))
+    value = as_float_scalar(global_scale, what="global_scale")
     with np.errstate(over="ignore"):
         stored = float(np.float32(value))
     if not np.isfinite(stored) or stored <= 0:
@@ -259,11 +259,12 @@ def dequantize_gguf(raw, decoder: str = "ocp") -> np.ndarray:
     "ocp" reads the scale bytes as E4M3fn (0x7F/0xFF are NaN, bit 7 is a sign) and keeps -0;
     "ggml" reads them as ggml does (unsigned, 0x7F is zero) and collapses -0 to +0.
     """
+    # The decoder is checked first, so a bad name is reported whatever the bytes are.
+    if not isinstance(decoder, str) or decoder not in DECODERS:
+        raise RuleError(f"unknown NVFP4 decoder {decoder!r}; expected one of {DECODERS}")
     tensor = from_gguf(raw)
     if decoder == "ocp":
         return tensor.dequantize()
-    if decoder != "ggml":
-        raise RuleError(f"unknown NVFP4 decoder {decoder!r}; expected one of {DECODERS}")
     values = grouped(e2m1.decode(tensor.codes).astype(np.float64) + 0.0, GROUP_SIZE)
     scales = e4m3.decode_ggml_unsigned(tensor.scale_bytes).astype(np.float64)[..., None]
     return (values * scales).reshape(tensor.shape).astype(np.float32)

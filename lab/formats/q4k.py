@@ -43,7 +43,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab._arrays import as_byte_array, as_code_array, as_float_array, require_last_multiple, to_float32_input
+from lab._arrays import (
+    as_byte_array,
+    as_code_array,
+    as_code_scalar,
+    as_float_array,
+    is_integer,
+    require_last_multiple,
+    to_float32_input,
+)
 from lab.errors import CodeRangeError, DTypeError, NonFiniteError, ShapeError
 from lab.formats.registry import Format, register
 from lab.numbers import format_float32
@@ -107,8 +115,7 @@ def pack_scale_min(scales, mins) -> np.ndarray:
 
 def metadata_sources(subblock: int) -> dict:
     """Where subblock j's scale and minimum live in B: a list of (byte, byte bits, field bits) pieces."""
-    (j,) = np.atleast_1d(as_code_array(subblock, limit=SUBBLOCKS, what="subblock"))
-    j = int(j)
+    j = as_code_scalar(subblock, limit=SUBBLOCKS, what="subblock")
     if j < 4:
         return {
             "scale": [{"byte": j, "byte_bits": (0, 5), "field_bits": (0, 5)}],
@@ -390,9 +397,10 @@ class Q4KTensor:
 
     def explain(self, i: int) -> dict:
         """explain() for flat weight index i of the decoded tensor (row-major)."""
-        (flat_index,) = np.atleast_1d(np.asarray(i))
-        if not np.issubdtype(np.asarray(flat_index).dtype, np.integer):
+        # One integer only: a tuple, a float (which int() would truncate) or a bool is refused.
+        if not is_integer(i):
             raise DTypeError(f"weight index must be an integer, got {i!r}")
+        flat_index = int(i)
         total = int(np.prod(self.shape))
         if not 0 <= int(flat_index) < total:
             raise CodeRangeError(f"weight index must be in 0..{total - 1}, got {int(flat_index)}")
@@ -500,13 +508,14 @@ def quantize(w) -> Q4KTensor:
     # Six-bit fields relative to the largest subblock value in the super-block.
     max_step = np.maximum(subblock_step.max(axis=1), _F32(0))
     max_depth = np.maximum(subblock_depth.max(axis=1), _F32(0))
-    subblock_scale = _six_bit_fields(subblock_step, max_step)
-    subblock_min = _six_bit_fields(subblock_depth, max_depth)
     with np.errstate(over="ignore"):  # an overflow to inf is caught just below, with a clearer message
         d16 = (max_step / _F32(FIELD_MAX)).astype(np.float16)
         dmin16 = (max_depth / _F32(FIELD_MAX)).astype(np.float16)
+    # Checked before the six-bit fields are worked out: an infinite step would make them NaN.
     if not (np.all(np.isfinite(d16)) and np.all(np.isfinite(dmin16))):
         raise NonFiniteError("w spans too wide a range: Q4_K's float16 d or dmin would overflow (max 65504)")
+    subblock_scale = _six_bit_fields(subblock_step, max_step)
+    subblock_min = _six_bit_fields(subblock_depth, max_depth)
 
     # Codes against the stored (rounded) gains and offsets, so decode sees what we aimed at.
     gain = d16.astype(np.float32)[:, None] * subblock_scale.astype(np.float32)
@@ -558,16 +567,21 @@ def _fit_subblocks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     built without fused multiply-add.
     """
     by_position = np.ascontiguousarray(x.T)  # (32, n)
-    rms = np.sqrt(np.sum(by_position * by_position, axis=0) / _F32(SUBBLOCK_WEIGHTS))
-    importance = rms + np.abs(by_position)
     # The grid always includes zero: a subblock of positive weights still starts at 0.
     floor = np.minimum(by_position.min(axis=0), _F32(0))
     top = by_position.max(axis=0)
     flat = top == floor
-    sum_w = importance.sum(axis=0)
-    sum_x = (importance * by_position).sum(axis=0)
 
+    # Weights beyond about 3e18 overflow float32 in the squares and products below. Such a
+    # subblock's plain grid step (top - floor) / 15 is then far beyond what float16 d and dmin
+    # hold, and no candidate with an overflowed error beats it, so quantize reports the block
+    # as a NonFiniteError; the infinities here never reach a stored byte.
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        rms = np.sqrt(np.sum(by_position * by_position, axis=0) / _F32(SUBBLOCK_WEIGHTS))
+        importance = rms + np.abs(by_position)
+        sum_w = importance.sum(axis=0)
+        sum_x = (importance * by_position).sum(axis=0)
+
         # Starting point: the plain min/max grid.
         inverse_step = _F32(CODE_MAX) / (top - floor)
         best_step = _F32(1) / inverse_step
@@ -645,8 +659,7 @@ def explain_byte(block, payload_index: int) -> dict:
     """Everything needed to decode payload byte p of one 144-byte block by hand: both nibbles,
     the lanes and subblocks they go to, the metadata they use and the arithmetic."""
     block = _one_block(block)
-    (index,) = np.atleast_1d(as_code_array(payload_index, limit=PAYLOAD_BYTES, what="payload index"))
-    index = int(index)
+    index = as_code_scalar(payload_index, limit=PAYLOAD_BYTES, what="payload index")
     parts = _split_blocks(block)
     gain, offset = _gains_and_offsets(parts)
     subblock_scale, subblock_min = unpack_scale_min(parts["metadata"])

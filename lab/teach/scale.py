@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab._arrays import as_float_array
+from lab._arrays import as_float_array, as_float_scalar
 from lab.codes import e2m1
 from lab.errors import NonFiniteError, ShapeError
 
@@ -23,7 +23,7 @@ ARTICLE_X = (2.0, 1.0, -1.0, 0.5)
 
 
 def _check_scale(scale) -> float:
-    value = float(as_float_array(scale, what="scale", allow_nonfinite=True))
+    value = as_float_scalar(scale, what="scale")
     if not np.isfinite(value) or value <= 0:
         raise NonFiniteError(f"scale must be a positive finite number, got {value!r}")
     return value
@@ -37,8 +37,15 @@ def quantize_codes(w, scale) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         candidates = scale * e2m1.VALUES.astype(np.float64)
         distance = np.abs(weights[..., None] - candidates)
+    top = e2m1.MAX * scale
     # argmin returns the first minimum, which is the lowest unsigned code on an exact tie.
-    return np.argmin(distance, axis=-1).astype(np.uint8)
+    codes = np.argmin(distance, axis=-1).astype(np.uint8)
+    # Far beyond +-6*scale every distance rounds to the same float64 (1e17 - 6 == 1e17 - 0), so
+    # argmin's tie rule would pick code 0 and store 0 for a clipped weight. The rule is to
+    # saturate: a weight beyond +-6*scale takes code 7 (+6) or 15 (-6), the test `clipped` uses.
+    codes[weights > top] = 7
+    codes[weights < -top] = 15
+    return codes
 
 
 def reconstruct(w, scale) -> np.ndarray:
