@@ -38,6 +38,8 @@ def _finite_or_none(value: float) -> float | None:
 class _LabWidget(anywidget.AnyWidget):
     _css = stylesheet()
     message = t.Unicode("").tag(sync=True)
+    #: presenter view: everything drawn 1.5 times larger, for a projector (an input, kept in the link)
+    presenter = t.Bool(False).tag(sync=True)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -65,7 +67,7 @@ class NibbleDecoder(_LabWidget):
     """One nibble read three ways. Input trait: `code` (0..15)."""
 
     _esm = bundle("nibble.js")
-    _inputs = ("code",)
+    _inputs = ("code", "presenter")
 
     code = t.Int(0b0101).tag(sync=True)
     bits = t.Unicode().tag(sync=True)
@@ -95,7 +97,7 @@ class ScaleLab(_LabWidget):
     """The article's scale lab. Input traits: `w_text`, `x_text` (comma-separated) and `scale`."""
 
     _esm = bundle("scale_lab.js")
-    _inputs = ("w_text", "x_text", "scale")
+    _inputs = ("w_text", "x_text", "scale", "presenter")
 
     w_text = t.Unicode("-1, 0.3, 0.9, 1.7").tag(sync=True)
     x_text = t.Unicode("2, 1, -1, 0.5").tag(sync=True)
@@ -171,7 +173,7 @@ class OwnershipView(_LabWidget):
     """
 
     _esm = bundle("ownership.js")
-    _inputs = ("codes", "mx_scale_byte", "nv_scale_bytes", "tensor_scale", "selected")
+    _inputs = ("codes", "mx_scale_byte", "nv_scale_bytes", "tensor_scale", "selected", "presenter")
 
     codes = t.List(t.Int(), default_value=_OWNERSHIP_CODES, minlen=32, maxlen=32).tag(sync=True)
     mx_scale_byte = t.Int(0x7E).tag(sync=True)
@@ -219,7 +221,7 @@ class Q4KExplorer(_LabWidget):
     """
 
     _esm = bundle("q4k_explorer.js")
-    _inputs = ("block", "payload_index")
+    _inputs = ("block", "payload_index", "presenter")
 
     block = t.List(t.Int(), default_value=q4k.presentation_fixture().tolist(), minlen=144, maxlen=144).tag(sync=True)
     payload_index = t.Int(0).tag(sync=True)

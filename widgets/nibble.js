@@ -4,13 +4,40 @@
 import { binary } from "./codec/codes/bits.js";
 import { E2M1_VALUES, e2m1Explain } from "./codec/codes/e2m1.js";
 import { uint4, int4 } from "./codec/codes/nibble.js";
-import { h, svg, formatNumber, mount, setTraits } from "./ui.js";
+import { parseByte } from "./codec/numbers.js";
+import { h, svg, formatNumber, mount, setTraits, checker, scrollBox } from "./ui.js";
 
 const BIT_NAMES = ["sign", "exponent bit 1", "exponent bit 0", "fraction bit"];
 
 function validCode(model) {
   const code = model.get("code");
   return Number.isInteger(code) && code >= 0 && code <= 15 ? { code } : { problem: `code must be a whole number 0..15, got ${JSON.stringify(code)}` };
+}
+
+const STEPS = { ArrowUp: 1, ArrowRight: 1, ArrowDown: -1, ArrowLeft: -1 };
+
+// The code typed as a number: decimal, 0x hex or 0b bits, and it must fit in four bits.
+function commitCode(text) {
+  const parsed = parseByte(text);
+  if (!parsed.ok) return { ok: false, message: `code: “${text.trim()}” is not a code. Type a whole number from 0 to 15, four bits such as 0b0101, or hex such as 0x5.` };
+  if (parsed.value > 15) return { ok: false, message: `code: ${parsed.value} needs more than four bits; a nibble is 0 to 15 (0b0000 to 0b1111).` };
+  return { ok: true, values: { code: parsed.value } };
+}
+
+function codeField(model, ui) {
+  const current = model.get("code");
+  return ui.field({
+    key: "code",
+    label: "code (0..15, 0x… or 0b…); ↑ ↓ step it",
+    value: String(current),
+    commit: commitCode,
+    onkeydown: (event) => {
+      const step = { ArrowUp: 1, ArrowDown: -1 }[event.key];
+      if (step === undefined || !Number.isInteger(model.get("code"))) return;
+      event.preventDefault();
+      setTraits(model, { code: (model.get("code") + step + 16) % 16 });
+    },
+  });
 }
 
 function bitButtons(model, code) {
@@ -38,7 +65,7 @@ function bitButtons(model, code) {
       tabindex: "-1",
       "aria-label": "the four bits of the nibble; arrow keys step the code",
       onkeydown: (event) => {
-        const step = { ArrowUp: 1, ArrowRight: 1, ArrowDown: -1, ArrowLeft: -1 }[event.key];
+        const step = STEPS[event.key];
         if (step === undefined) return;
         event.preventDefault();
         setTraits(model, { code: (code + step + 16) % 16 });
@@ -99,11 +126,14 @@ function codeTable(model, code) {
       ),
     ),
   );
-  return h(
-    "table",
-    { class: "lab-table", "aria-label": "all sixteen codes" },
-    h("thead", {}, h("tr", {}, ["bits", "code", "E2M1", "UINT4", "INT4", ""].map((t) => h("th", { scope: "col" }, t)))),
-    h("tbody", {}, rows),
+  return scrollBox(
+    "all sixteen codes",
+    h(
+      "table",
+      { class: "lab-table", "aria-label": "all sixteen codes" },
+      h("thead", {}, h("tr", {}, ["bits", "code", "E2M1", "UINT4", "INT4", ""].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, rows),
+    ),
   );
 }
 
@@ -138,6 +168,7 @@ function render({ model, el }) {
     className: "lab-nibble",
     traits: ["code"],
     validate: validCode,
+    controls: (ui) => codeField(model, ui),
     build: ({ code }) => [
       h("div", { class: "lab-row" }, bitButtons(model, code), h("span", { class: "lab-caption" }, `code ${code} = ${binary(code, 4)}`)),
       readouts(code),
@@ -147,4 +178,4 @@ function render({ model, el }) {
   });
 }
 
-export default { render };
+export default { render, check: checker(validCode) };

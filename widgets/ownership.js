@@ -10,7 +10,7 @@ import { mxfp4Dequantize } from "./codec/formats/mxfp4.js";
 import { nvfp4Dequantize, nvfp4TensorFactor, NVFP4_TENSOR_SCALE_RANGE } from "./codec/formats/nvfp4.js";
 import { bitsPerWeight } from "./codec/formats/sizes.js";
 import { parseByte, parseNumber } from "./codec/numbers.js";
-import { h, formatNumber, mount, setTraits, message } from "./ui.js";
+import { h, formatNumber, mount, setTraits, message, checker } from "./ui.js";
 
 function validState(model) {
   const codes = model.get("codes");
@@ -25,39 +25,72 @@ function validState(model) {
     return { problem: "the two E4M3 scale bytes must each be 0..255" };
   if (!(Number.isFinite(tensorScale) && tensorScale > 0)) return { problem: "the tensor scale must be a positive finite number" };
   if (!Number.isInteger(selected) || selected < 0 || selected > 31) return { problem: `the traced element must be 0..31, got ${JSON.stringify(selected)}` };
-  // The article's tensor scale is the multiplier applied on decode; MLX stores global_scale = 2688 × it.
-  let tensorFactor;
-  try {
-    tensorFactor = nvfp4TensorFactor(tensorScale * NVFP4_TENSOR_SCALE_RANGE);
-  } catch (error) {
-    return { problem: `tensor scale ${tensorScale}: ${error.message}` };
-  }
-  return { codes, mxByte, nvBytes, tensorScale, tensorFactor, selected };
+  const factor = tensorFactorOf(tensorScale);
+  if (!factor.ok) return { problem: factor.message };
+  return { codes, mxByte, nvBytes, tensorScale, tensorFactor: factor.value, selected };
 }
 
-function byteEditor(label, value, focus, onValid, ui) {
+// The article's tensor scale is the multiplier applied on decode; MLX stores global_scale = 2688 × it
+// as a float32, so the multiplier must keep that product a positive finite float32.
+function tensorFactorOf(tensorScale) {
+  const largest = 3.4028234663852886e38 / NVFP4_TENSOR_SCALE_RANGE;
+  const refusal = {
+    ok: false,
+    message:
+      `the tensor scale ${formatNumber(tensorScale)} cannot be stored: MLX keeps global_scale = ${NVFP4_TENSOR_SCALE_RANGE} × the tensor scale ` +
+      `as a float32, so the tensor scale must be a positive number no larger than about ${formatNumber(Number(largest.toPrecision(4)))}`,
+  };
+  if (!(Number.isFinite(tensorScale) && tensorScale > 0)) return refusal;
+  try {
+    const value = nvfp4TensorFactor(tensorScale * NVFP4_TENSOR_SCALE_RANGE);
+    return value > 0 && Number.isFinite(value) ? { ok: true, value } : refusal;
+  } catch {
+    return refusal;
+  }
+}
+
+function commitByte(label, toTraits) {
+  return (text) => {
+    const parsed = parseByte(text);
+    return parsed.ok ? { ok: true, values: toTraits(parsed.value) } : { ok: false, message: `${label}: ${parsed.message}` };
+  };
+}
+
+function commitTensorScale(text) {
+  const parsed = parseNumber(text);
+  if (!parsed.ok) return { ok: false, message: `tensor scale: ${parsed.message}` };
+  if (!(parsed.value > 0)) return { ok: false, message: "the tensor scale must be greater than zero" };
+  const factor = tensorFactorOf(parsed.value);
+  return factor.ok ? { ok: true, values: { tensor_scale: parsed.value } } : factor;
+}
+
+// A byte as hex when it is one; anything else (a bad trait from Python) as it is, to be corrected.
+function byteText(value) {
+  return Number.isInteger(value) && value >= 0 && value <= 255 ? hexByte(value) : String(value);
+}
+
+// The four editors, drawn even when the traits have a problem, so the learner can fix it.
+function editors(model, ui) {
+  const nvBytes = Array.isArray(model.get("nv_scale_bytes")) ? model.get("nv_scale_bytes") : [null, null];
+  const withNv = (index, value) => {
+    const next = [...nvBytes];
+    next[index] = value;
+    return { nv_scale_bytes: next };
+  };
   return h(
-    "label",
-    { class: "lab-field" },
-    h("span", {}, label),
-    h("input", {
-      type: "text",
-      value: hexByte(value),
-      "data-focus": focus,
-      "aria-label": label,
-      onchange: (event) => {
-        const parsed = parseByte(event.target.value);
-        if (parsed.ok) onValid(parsed.value);
-        else ui.reject(`${label}: ${parsed.message}`);
-      },
-    }),
+    "div",
+    { class: "lab-row lab-controls" },
+    ui.field({ key: "mx-byte", label: "E8M0 scale byte", value: byteText(model.get("mx_scale_byte")), commit: commitByte("E8M0 scale byte", (value) => ({ mx_scale_byte: value })) }),
+    ui.field({ key: "nv-byte-0", label: "E4M3 scale, elements 0–15", value: byteText(nvBytes[0]), commit: commitByte("E4M3 scale, elements 0–15", (value) => withNv(0, value)) }),
+    ui.field({ key: "nv-byte-1", label: "E4M3 scale, elements 16–31", value: byteText(nvBytes[1]), commit: commitByte("E4M3 scale, elements 16–31", (value) => withNv(1, value)) }),
+    ui.field({ key: "tensor-scale", label: "FP32 tensor scale (multiplier)", value: String(model.get("tensor_scale")), commit: commitTensorScale }),
   );
 }
 
 function cells(model, view, weights, ownerOf, label) {
-  return h(
+  const grid = h(
     "div",
-    { class: "lab-cells", style: "grid-template-columns: repeat(16, minmax(0, 1fr));", role: "group", "aria-label": label },
+    { class: "lab-cells lab-cells-elements", role: "group", "aria-label": label },
     view.codes.map((code, index) =>
       h(
         "button",
@@ -74,9 +107,10 @@ function cells(model, view, weights, ownerOf, label) {
       ),
     ),
   );
+  return h("div", { class: "lab-cells-frame" }, grid);
 }
 
-function figure(model, view, ui) {
+function figure(model, view) {
   const mxScale = e8m0Decode(view.mxByte);
   const mxWeights = mxfp4Dequantize(view.codes, [view.mxByte]);
   const tensorFactor = view.tensorFactor;
@@ -87,12 +121,7 @@ function figure(model, view, ui) {
 
   return [
     h("h4", {}, "MXFP4: 32 codes, one E8M0 scale"),
-    h(
-      "div",
-      { class: "lab-row" },
-      byteEditor("E8M0 scale byte", view.mxByte, "mx-byte", (value) => setTraits(model, { mx_scale_byte: value }), ui),
-      h("span", { class: "lab-formula", "data-testid": "mx-scale" }, Number.isNaN(mxScale) ? "0xFF is NaN" : `2^(${view.mxByte} − 127) = ${formatNumber(mxScale)}`),
-    ),
+    h("p", { class: "lab-formula", "data-testid": "mx-scale" }, Number.isNaN(mxScale) ? "0xFF is NaN" : `2^(${view.mxByte} − 127) = ${formatNumber(mxScale)}`),
     Number.isNaN(mxScale) ? message("Scale byte 0xFF encodes NaN: every one of the 32 weights that shares it becomes NaN.", "note") : null,
     cells(model, view, mxWeights, () => "lab-owner-all", "mxfp4"),
     h(
@@ -102,28 +131,6 @@ function figure(model, view, ui) {
     ),
     h("p", {}, `storage: (32 × 4 + 8) / 32 = ${formatNumber(bitsPerWeight("MXFP4"))} bits per weight`),
     h("h4", {}, "NVFP4: the same codes as two groups of 16, each with an E4M3 scale, plus a tensor scale"),
-    h(
-      "div",
-      { class: "lab-row" },
-      byteEditor("E4M3 scale, elements 0–15", view.nvBytes[0], "nv-byte-0", (value) => setTraits(model, { nv_scale_bytes: [value, view.nvBytes[1]] }), ui),
-      byteEditor("E4M3 scale, elements 16–31", view.nvBytes[1], "nv-byte-1", (value) => setTraits(model, { nv_scale_bytes: [view.nvBytes[0], value] }), ui),
-      h(
-        "label",
-        { class: "lab-field" },
-        h("span", {}, "FP32 tensor scale (multiplier)"),
-        h("input", {
-          type: "text",
-          value: String(view.tensorScale),
-          "data-focus": "tensor-scale",
-          "aria-label": "FP32 tensor scale (multiplier)",
-          onchange: (event) => {
-            const parsed = parseNumber(event.target.value);
-            if (parsed.ok && parsed.value > 0) setTraits(model, { tensor_scale: parsed.value });
-            else ui.reject(parsed.ok ? "the tensor scale must be greater than zero" : `tensor scale: ${parsed.message}`);
-          },
-        }),
-      ),
-    ),
     h("p", { class: "lab-caption" }, `local scales ${formatNumber(nvScales[0])} and ${formatNumber(nvScales[1])}; MLX would store this tensor scale as global_scale = 2688 × ${formatNumber(view.tensorScale)}`),
     cells(model, view, nvWeights, (index) => (index < 16 ? "lab-owner-a" : "lab-owner-b"), "nvfp4"),
     h(
@@ -147,8 +154,9 @@ function render({ model, el }) {
     className: "lab-ownership",
     traits: ["codes", "mx_scale_byte", "nv_scale_bytes", "tensor_scale", "selected"],
     validate: validState,
-    build: (view, ui) => figure(model, view, ui),
+    controls: (ui) => editors(model, ui),
+    build: (view) => figure(model, view),
   });
 }
 
-export default { render };
+export default { render, check: checker(validState) };

@@ -14,7 +14,7 @@ import {
   q4kMetadataSources,
 } from "./codec/formats/q4k.js";
 import { parseByte, parseNumber } from "./codec/numbers.js";
-import { h, svg, formatNumber, mount, setTraits } from "./ui.js";
+import { h, svg, formatNumber, mount, setTraits, checker, scrollBox } from "./ui.js";
 
 const REGIONS = [
   { name: "d", start: 0, end: 2, className: "lab-region-d" },
@@ -63,7 +63,7 @@ function byteMap(model, view, traced) {
     "div",
     {},
     h("p", { class: "lab-caption" }, "144 bytes: d (2), dmin (2), metadata (12), payload (128). Dashed: the metadata bytes the two subblocks read."),
-    h("div", { class: "lab-cells", style: "grid-template-columns: repeat(16, minmax(0, 1fr));", role: "group", "aria-label": "the 144 bytes of the block" }, cells),
+    h("div", { class: "lab-cells-frame" }, h("div", { class: "lab-cells lab-cells-bytes", role: "group", "aria-label": "the 144 bytes of the block" }, cells)),
   );
 }
 
@@ -91,34 +91,42 @@ function trace(traced) {
   );
 }
 
-function editors(model, view, ui) {
-  const d = fp16Decode(view.block[0] | (view.block[1] << 8));
-  const dmin = fp16Decode(view.block[2] | (view.block[3] << 8));
-  const reject = (text) => ui.reject(text);
-  const setFp16 = (offset, label) => (event) => {
-    const parsed = parseNumber(event.target.value);
-    if (!parsed.ok) return reject(`${label}: ${parsed.message}`);
+// The three editors. They are drawn even when the traits have a problem (a bad block sent from
+// Python), so the learner keeps them; they edit only a valid block.
+function editors(model, ui, view) {
+  const valid = !view.problem;
+  const blockProblem = { ok: false, message: `the block itself has a problem: ${view.problem}` };
+  const fp16At = (offset) => (valid ? formatNumber(fp16Decode(view.block[offset] | (view.block[offset + 1] << 8))) : "");
+  const setFp16 = (offset, label) => (text) => {
+    if (!valid) return blockProblem;
+    const parsed = parseNumber(text);
+    if (!parsed.ok) return { ok: false, message: `${label}: ${parsed.message}` };
     const encoded = fp16Encode(parsed.value);
-    if (!encoded.ok) return reject(`${label}: ${encoded.message}`);
+    if (!encoded.ok) return { ok: false, message: `${label}: ${encoded.message}` };
     const block = [...view.block];
     block[offset] = encoded.bits & 0xff;
     block[offset + 1] = encoded.bits >> 8;
-    setTraits(model, { block });
+    return { ok: true, values: { block } };
   };
-  const field = (label, value, focus, onchange) =>
-    h("label", { class: "lab-field" }, h("span", {}, label), h("input", { type: "text", value, "data-focus": focus, "aria-label": label, onchange }));
+  const setPayloadByte = (text) => {
+    if (!valid) return blockProblem;
+    const parsed = parseByte(text);
+    if (!parsed.ok) return { ok: false, message: `payload byte: ${parsed.message}` };
+    const block = [...view.block];
+    block[Q4K_PAYLOAD_OFFSET + view.payloadIndex] = parsed.value;
+    return { ok: true, values: { block } };
+  };
   return h(
     "div",
-    { class: "lab-row" },
-    field(`payload byte ${view.payloadIndex}`, hexByte(view.block[Q4K_PAYLOAD_OFFSET + view.payloadIndex]), "edit-byte", (event) => {
-      const parsed = parseByte(event.target.value);
-      if (!parsed.ok) return reject(`payload byte: ${parsed.message}`);
-      const block = [...view.block];
-      block[Q4K_PAYLOAD_OFFSET + view.payloadIndex] = parsed.value;
-      setTraits(model, { block });
+    { class: "lab-row lab-controls" },
+    ui.field({
+      key: "edit-byte",
+      label: valid ? `payload byte ${view.payloadIndex}` : "payload byte",
+      value: valid ? hexByte(view.block[Q4K_PAYLOAD_OFFSET + view.payloadIndex]) : "",
+      commit: setPayloadByte,
     }),
-    field("d (fp16)", formatNumber(d), "edit-d", setFp16(0, "d")),
-    field("dmin (fp16)", formatNumber(dmin), "edit-dmin", setFp16(2, "dmin")),
+    ui.field({ key: "edit-d", label: "d (fp16)", value: fp16At(0), commit: setFp16(0, "d") }),
+    ui.field({ key: "edit-dmin", label: "dmin (fp16)", value: fp16At(2), commit: setFp16(2, "dmin") }),
   );
 }
 
@@ -134,16 +142,19 @@ function metadataTable(view, traced) {
       { class: inUse ? "lab-current" : "" },
       h("td", {}, String(j)),
       h("td", {}, `${scale} = ${binary(scale, 6)}`),
-      h("td", { style: "text-align:left" }, describe(sources.scale)),
+      h("td", { class: "lab-text-cell" }, describe(sources.scale)),
       h("td", {}, `${mins[j]} = ${binary(mins[j], 6)}`),
-      h("td", { style: "text-align:left" }, describe(sources.min)),
+      h("td", { class: "lab-text-cell" }, describe(sources.min)),
     );
   });
-  return h(
-    "table",
-    { class: "lab-table", "aria-label": "the eight 6-bit scales and mins unpacked from the 12 metadata bytes" },
-    h("thead", {}, h("tr", {}, ["j", "s_j", "s_j comes from", "m_j", "m_j comes from"].map((t) => h("th", { scope: "col" }, t)))),
-    h("tbody", {}, rows),
+  return scrollBox(
+    "the eight 6-bit scales and mins unpacked from the 12 metadata bytes",
+    h(
+      "table",
+      { class: "lab-table", "aria-label": "the eight 6-bit scales and mins unpacked from the 12 metadata bytes" },
+      h("thead", {}, h("tr", {}, ["j", "s_j", "s_j comes from", "m_j", "m_j comes from"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, rows),
+    ),
   );
 }
 
@@ -222,7 +233,7 @@ function laneView(weights, traced) {
   );
 }
 
-function figure(model, view, ui) {
+function figure(model, view) {
   const traced = q4kExplainByte(view.block, view.payloadIndex);
   const weights = q4kDecodeBlock(view.block);
   return [
@@ -241,7 +252,6 @@ function figure(model, view, ui) {
       },
       byteMap(model, view, traced),
     ),
-    editors(model, view, ui),
     trace(traced),
     h("h4", {}, `Where s${traced.low.subblock}, m${traced.low.subblock}, s${traced.high.subblock} and m${traced.high.subblock} live in the metadata bytes`),
     metadataBits(view, traced),
@@ -257,8 +267,9 @@ function render({ model, el }) {
     className: "lab-q4k",
     traits: ["block", "payload_index"],
     validate: validState,
-    build: (view, ui) => figure(model, view, ui),
+    controls: (ui, view) => editors(model, ui, view),
+    build: (view) => figure(model, view),
   });
 }
 
-export default { render };
+export default { render, check: checker(validState) };

@@ -5,9 +5,29 @@
 import { E2M1_MAX } from "./codec/codes/e2m1.js";
 import { parseNumber, parseNumberRow } from "./codec/numbers.js";
 import { scaleAnalyse, scaleRepresentable } from "./codec/teach/scale.js";
-import { h, svg, formatNumber, mount, setTraits } from "./ui.js";
+import { h, svg, formatNumber, mount, setTraits, checker, scrollBox } from "./ui.js";
 
 const POWERS = [-6, -5, -4, -3, -2, -1, 0, 1, 2]; // the power-of-two scales offered as buttons
+
+// The largest scale whose codes still reach a finite ±6·scale.
+const LARGEST_SCALE = Number.MAX_VALUE / E2M1_MAX;
+
+function commitRow(name, label) {
+  return (text) => {
+    const parsed = parseNumberRow(text, label);
+    return parsed.ok ? { ok: true, values: { [name]: text } } : { ok: false, message: parsed.message };
+  };
+}
+
+function commitScale(text) {
+  const parsed = parseNumber(text);
+  if (!parsed.ok) return { ok: false, message: `scale: ${parsed.message}` };
+  if (!(parsed.value > 0)) return { ok: false, message: "the scale must be greater than zero" };
+  if (parsed.value > LARGEST_SCALE) {
+    return { ok: false, message: `the scale must be at most ${formatNumber(LARGEST_SCALE)}, so that 6·scale stays a finite float64` };
+  }
+  return { ok: true, values: { scale: parsed.value } };
+}
 
 function controls(model, ui) {
   const scale = model.get("scale");
@@ -24,37 +44,13 @@ function controls(model, ui) {
       `2^${power}`.replace("-", "−"),
     ),
   );
-  const field = (name, label, focus) =>
-    h(
-      "label",
-      { class: "lab-field" },
-      h("span", {}, label),
-      h("input", {
-        type: "text",
-        value: model.get(name),
-        "data-focus": focus,
-        "aria-label": label,
-        onchange: (event) => setTraits(model, { [name]: event.target.value }),
-      }),
-    );
-  const scaleEntry = h("input", {
-    type: "text",
-    value: String(scale),
-    "data-focus": "scale-entry",
-    "aria-label": "scale, any positive number",
-    onchange: (event) => {
-      const parsed = parseNumber(event.target.value);
-      if (parsed.ok && parsed.value > 0) setTraits(model, { scale: parsed.value });
-      else ui.reject(parsed.ok ? "the scale must be greater than zero" : `scale: ${parsed.message}`);
-    },
-  });
   return h(
     "div",
     { class: "lab-controls" },
-    field("w_text", "weights w", "w"),
-    field("x_text", "inputs x", "x"),
+    ui.field({ key: "w", label: "weights w", value: String(model.get("w_text")), commit: commitRow("w_text", "weights") }),
+    ui.field({ key: "x", label: "inputs x", value: String(model.get("x_text")), commit: commitRow("x_text", "inputs") }),
     h("div", { class: "lab-row", role: "group", "aria-label": "power-of-two scales" }, h("span", {}, "scale"), powerButtons),
-    h("label", { class: "lab-field" }, h("span", {}, "or type a scale"), scaleEntry),
+    ui.field({ key: "scale-entry", label: "scale, any positive number", value: String(scale), commit: commitScale }),
   );
 }
 
@@ -72,11 +68,14 @@ function resultTable(result) {
       h("td", {}, result.clipped[i] ? "clipped" : ""),
     ),
   );
-  return h(
-    "table",
-    { class: "lab-table", "aria-label": "each weight and its reconstruction" },
-    h("thead", {}, h("tr", {}, ["i", "w", "ŵ", "ŵ − w", "x", "(ŵ − w)·x", ""].map((t) => h("th", { scope: "col" }, t)))),
-    h("tbody", {}, rows),
+  return scrollBox(
+    "each weight and its reconstruction",
+    h(
+      "table",
+      { class: "lab-table", "aria-label": "each weight and its reconstruction" },
+      h("thead", {}, h("tr", {}, ["i", "w", "ŵ", "ŵ − w", "x", "(ŵ − w)·x", ""].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, rows),
+    ),
   );
 }
 
@@ -99,9 +98,11 @@ function outputs(result) {
 function gridPlot(result) {
   const grid = scaleRepresentable(result.scale);
   const values = [...grid, ...result.w];
-  const extent = Math.max(...values.map(Math.abs)) * 1.08 || 1;
+  const extent = Math.max(...values.map(Math.abs)) || 1;
   const width = 640;
-  const x = (value) => 30 + ((value + extent) / (2 * extent)) * (width - 60);
+  // Positions from value / extent (never value + extent), so weights near float64's limit do not
+  // overflow into NaN coordinates; 0.92 leaves a margin at both ends.
+  const x = (value) => 30 + ((0.92 * (value / extent) + 1) / 2) * (width - 60);
   const marks = grid.map((value) => svg("line", { x1: x(value), x2: x(value), y1: 22, y2: 38, class: "lab-mark" }));
   // Label the outermost marks and zero; the table below has every value.
   const labelled = [grid[0], 0, grid[grid.length - 1]];
@@ -126,14 +127,16 @@ function gridPlot(result) {
 }
 
 function validRow(model) {
-  const w = parseNumberRow(model.get("w_text"), "weights");
-  const x = parseNumberRow(model.get("x_text"), "inputs");
+  const w = parseNumberRow(String(model.get("w_text")), "weights");
+  const x = parseNumberRow(String(model.get("x_text")), "inputs");
   const scale = model.get("scale");
   if (!w.ok) return { problem: w.message };
   if (!x.ok) return { problem: x.message };
   if (w.values.length !== x.values.length)
     return { problem: `the weight row has ${w.values.length} numbers and the input row ${x.values.length}; they must match` };
-  if (!(Number.isFinite(scale) && scale > 0)) return { problem: "the scale must be a positive finite number" };
+  if (!(Number.isFinite(scale) && scale > 0 && scale <= LARGEST_SCALE)) {
+    return { problem: `the scale must be a positive number no larger than ${formatNumber(LARGEST_SCALE)}` };
+  }
   try {
     return { ...scaleAnalyse(w.values, x.values, scale), w: w.values, x: x.values, scale };
   } catch (error) {
@@ -158,4 +161,4 @@ function render({ model, el }) {
   });
 }
 
-export default { render };
+export default { render, check: checker(validRow) };

@@ -35,24 +35,38 @@ def _module_body(source: str) -> str:
 def page(slug: str) -> str:
     widget_class, module_file, title = PAGES[slug]
     widget = widget_class()
-    state = {name: getattr(widget, name) for name in widget_class._inputs}
+    # Presenter view is how this reader wants to see the page, not part of what a link shares.
+    inputs = [name for name in widget_class._inputs if name != "presenter"]
+    state = {name: getattr(widget, name) for name in inputs}
     host = _module_body((HERE / "host.js").read_text(encoding="utf-8"))
     script = "\n".join(
         [
             _module_body(bundle(module_file)),
             host,
             f"const defaults = {json.dumps(state, sort_keys=True)};",
-            f"const inputNames = {json.dumps(list(widget_class._inputs))};",
-            "const fromLink = readFragment(defaults, inputNames);",
-            "const model = createModel({ ...defaults, ...fromLink.values }, inputNames);",
-            'const widgetRoot = document.getElementById("widget");',
-            'if (fromLink.problem) document.getElementById("link-note").textContent = fromLink.problem;',
-            "widgetModule.render({ model, el: widgetRoot });",
+            f"const inputNames = {json.dumps(inputs)};",
+            # The link's values are used only if the widget itself accepts them together; otherwise
+            # the page shows the defaults and says why, so a bad link can never break the page.
+            "function fromLink() {",
+            "  const link = readFragment(defaults, inputNames);",
+            "  const problem = widgetModule.check({ ...defaults, ...link.values });",
+            "  if (problem === null) return { state: { ...defaults, ...link.values }, note: link.problem };",
+            "  return { state: { ...defaults }, note: `The link's values do not work (${problem}), so the defaults are shown.` };",
+            "}",
+            'const linkNote = document.getElementById("link-note");',
+            "function showNote(note) {",
+            '  linkNote.textContent = note ?? "";',
+            "  linkNote.hidden = !note;",
+            "}",
+            "const start = fromLink();",
+            "showNote(start.note);",
+            "const model = createModel(start.state, inputNames);",
+            'widgetModule.render({ model, el: document.getElementById("widget") });',
             # Editing the link by hand (or following another link to this page) applies it too.
             'window.addEventListener("hashchange", () => {',
-            "  const next = readFragment(defaults, inputNames);",
-            '  document.getElementById("link-note").textContent = next.problem ?? "";',
-            "  for (const [name, value] of Object.entries({ ...defaults, ...next.values })) model.set(name, value);",
+            "  const next = fromLink();",
+            "  showNote(next.note);",
+            "  for (const [name, value] of Object.entries(next.state)) model.set(name, value);",
             "});",
             'document.body.dataset.ready = "true";',
         ]
@@ -68,15 +82,13 @@ def page(slug: str) -> str:
 <meta http-equiv="Content-Security-Policy" content="{_CSP}">
 <title>{html.escape(title)} · the four-bit lab</title>
 <style>
-body {{ margin: 0; padding: 16px; background: #fff; }}
-h1 {{ font-family: system-ui, sans-serif; font-size: 26px; }}
 {stylesheet()}
 </style>
 </head>
-<body>
+<body class="lab-page">
 <main>
 <h1>{html.escape(title)}</h1>
-<p id="link-note" role="status"></p>
+<p id="link-note" class="lab-link-note" role="alert" hidden></p>
 <div id="widget"></div>
 </main>
 <script type="module">

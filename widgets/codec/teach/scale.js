@@ -6,7 +6,9 @@ import { dot } from "../fsum.js";
 
 // Every weight becomes the nearest scale × E2M1(code) over all sixteen codes; on an exact tie
 // the lowest unsigned code wins (ties go toward zero, zero is stored as +0). Distances are
-// compared directly, not after dividing by the scale.
+// compared directly, not after dividing by the scale. A weight beyond ±6·scale saturates to the
+// code for ±6 before any distance is computed: far out (w = 1e17 at scale 1) every distance
+// rounds to the same float64, and the tie rule would otherwise pick code 0 and give ŵ = 0.
 
 function checkScale(scale) {
   if (typeof scale !== "number") throw labError("DTypeError", `scale must be a real number, got ${describe(scale)}`);
@@ -16,7 +18,12 @@ function checkScale(scale) {
   return scale;
 }
 
+const CODE_PLUS_SIX = E2M1_VALUES.indexOf(E2M1_MAX);
+const CODE_MINUS_SIX = E2M1_VALUES.indexOf(-E2M1_MAX);
+
 function nearestScaledCode(weight, scale) {
+  if (weight > E2M1_MAX * scale) return CODE_PLUS_SIX;
+  if (weight < -E2M1_MAX * scale) return CODE_MINUS_SIX;
   let best = 0;
   let bestDistance = Math.abs(weight - scale * E2M1_VALUES[0]);
   for (let code = 1; code < 16; code += 1) {

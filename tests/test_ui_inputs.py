@@ -1,0 +1,201 @@
+"""Hostile input in every text field of every widget, on the standalone pages (the same widget code
+that marimo loads), and focus staying put through re-renders.
+
+Every entry must leave all controls in place, put any refusal beside its field (role=alert, tied
+by aria-describedby), log no console error, run no script, and never reach the page's link.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+import pytest
+from browser import browser_page
+
+from widgets import standalone
+
+pytestmark = pytest.mark.browser
+
+# Entries every field must refuse, and entries some fields accept (a weight of 1e39 or −0 is fine;
+# a tensor scale of 1e39 is not).
+REFUSED = ["NaN", "", "1e400", "9" * 5000, "<img src=x onerror=alert(1)>", "0x", "\u00bc"]
+MAYBE = ["1e39", "-0"]
+
+# Collects the controls and the state of each text field, looking inside shadow roots too.
+PROBE = """() => {
+  const root = document.getElementById("widget");
+  const fields = [...root.querySelectorAll("input[type=text]")].map((input) => {
+    const note = document.getElementById(input.getAttribute("aria-describedby") ?? "");
+    return {
+      key: input.dataset.focus,
+      invalid: input.getAttribute("aria-invalid") === "true",
+      note: note && !note.hidden && note.getAttribute("role") === "alert" ? note.textContent : "",
+    };
+  });
+  return { controls: root.querySelectorAll("input, button").length, fields };
+}"""
+
+DEEP_ACTIVE = """() => {
+  let active = document.activeElement;
+  while (active && active.shadowRoot && active.shadowRoot.activeElement) active = active.shadowRoot.activeElement;
+  return active ? (active.dataset.focus ?? active.tagName) : null;
+}"""
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("standalone-ui")
+    standalone.write_all(directory)
+    return directory
+
+
+def _open(page, pages, slug, fragment=None):
+    url = (pages / f"{slug}.html").as_uri()
+    if fragment is not None:
+        url += "#" + quote(json.dumps(fragment))
+    page.goto(url)
+    page.wait_for_selector("body[data-ready='true']")
+
+
+def _field(probe, key):
+    return next(field for field in probe["fields"] if field["key"] == key)
+
+
+@pytest.mark.parametrize("slug", list(standalone.PAGES))
+def test_every_text_field_survives_hostile_entries(pages, slug):
+    with browser_page() as (page, log):
+        dialogs = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        _open(page, pages, slug)
+        before = page.evaluate(PROBE)
+        keys = [field["key"] for field in before["fields"]]
+        assert keys, f"{slug} has no text field"
+        for key in keys:
+            for entry in REFUSED + MAYBE:
+                _open(page, pages, slug)
+                field = page.locator(f"#widget input[data-focus='{key}']")
+                field.fill(entry)
+                field.press("Enter")
+                after = page.evaluate(PROBE)
+                assert after["controls"] == before["controls"], (slug, key, entry)
+                state = _field(after, key)
+                if entry in REFUSED:
+                    assert state["invalid"] and state["note"].strip(), (slug, key, entry)
+                    assert len(state["note"]) < 400, (slug, key, entry)  # a pasted page is not echoed whole
+                if state["invalid"]:
+                    assert state["note"].strip(), (slug, key, entry)
+                    # the refusal never reaches the link: a reload shows a working page
+                    page.reload()
+                    page.wait_for_selector("body[data-ready='true']")
+                    reloaded = page.evaluate(PROBE)
+                    assert reloaded["controls"] == before["controls"], (slug, key, entry)
+                    assert all(not f["invalid"] for f in reloaded["fields"]), (slug, key, entry)
+        assert dialogs == [] and page.evaluate("typeof window.alertRan") == "undefined"
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_ownership_tensor_scale_1e39_is_refused_in_the_labs_words(pages):
+    with browser_page() as (page, log):
+        _open(page, pages, "ownership")
+        field = page.get_by_role("textbox", name="FP32 tensor scale (multiplier)")
+        field.fill("1e39")
+        field.press("Enter")
+        note = _field(page.evaluate(PROBE), "tensor-scale")["note"]
+        assert "tensor scale" in note and "global_scale = 2688" in note
+        assert _text(page, "nv-trace") == "element 0: 3 \u00d7 0.3125 \u00d7 1 = 0.9375"  # unchanged
+        assert "tensor_scale" not in page.evaluate("decodeURIComponent(location.hash)")
+        # the same value arriving in a link falls back to the defaults, with a message
+        _open(page, pages, "ownership", {"tensor_scale": 1e39})
+        assert "defaults" in page.locator("#link-note").inner_text()
+        assert _text(page, "nv-trace").endswith("= 0.9375")
+        assert page.evaluate(PROBE)["controls"] > 60
+        assert log.blocked == [] and log.console_errors == []
+
+
+def _text(page, testid):
+    return page.get_by_test_id(testid).inner_text()
+
+
+@pytest.mark.parametrize(
+    "fragment",
+    [
+        {"w_text": "9" * 5000},
+        {"w_text": "1, 2", "x_text": "1"},
+        {"scale": -0.0},
+        {"w_text": "<img src=x onerror=alert(1)>"},
+    ],
+)
+def test_bad_links_fall_back_to_the_defaults(pages, fragment):
+    with browser_page() as (page, log):
+        _open(page, pages, "scale-lab", fragment)
+        assert "defaults" in page.locator("#link-note").inner_text()
+        assert _text(page, "delta-y") == "\u22120.25"
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_scale_lab_saturates_a_huge_weight(pages):
+    with browser_page() as (page, log):
+        _open(page, pages, "scale-lab", {"scale": 1})
+        field = page.get_by_role("textbox", name="weights w")
+        field.fill("1e17, 0.3, 0.9, 1.7")
+        field.press("Enter")
+        first_row = page.locator("table.lab-table tbody tr").first
+        cells = first_row.locator("td").all_inner_texts()
+        assert cells[2] == "6" and cells[6] == "clipped"
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_focus_stays_on_the_control_through_re_renders(pages):
+    with browser_page() as (page, log):
+        _open(page, pages, "nibble-decoder")
+        code = page.get_by_role("textbox", name="code (0..15, 0x\u2026 or 0b\u2026); \u2191 \u2193 step it")
+        code.focus()
+        page.keyboard.press("ArrowUp")
+        page.keyboard.press("ArrowUp")
+        assert page.evaluate(DEEP_ACTIVE) == "code"
+        assert _text(page, "e2m1-value") == "6" and code.input_value() == "7"
+        page.keyboard.press("ArrowDown")
+        assert _text(page, "e2m1-value") == "4"
+        code.fill("0b1111")
+        code.press("Enter")
+        assert _text(page, "e2m1-value") == "\u22126" and page.evaluate(DEEP_ACTIVE) == "code"
+        bit = page.get_by_role("button", name="bit 0, fraction bit, is 1")
+        bit.focus()
+        page.keyboard.press("Space")
+        page.keyboard.press("Space")
+        assert page.evaluate(DEEP_ACTIVE) == "bit-0" and _text(page, "e2m1-value") == "\u22126"
+
+        _open(page, pages, "q4k-explorer")
+        explorer = page.locator("[data-focus='explorer']")
+        explorer.focus()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        assert page.evaluate(DEEP_ACTIVE) == "explorer" and _text(page, "low-weight") == "3.5"
+
+        _open(page, pages, "ownership")
+        cell = page.get_by_role("button", name="element 3,", exact=False).first
+        cell.focus()
+        page.keyboard.press("Space")
+        page.keyboard.press("Space")
+        assert page.evaluate(DEEP_ACTIVE) == "mxfp4-3"
+
+        _open(page, pages, "scale-lab")
+        weights = page.get_by_role("textbox", name="weights w")
+        weights.fill("1, 2, 3, 4")
+        page.keyboard.press("Home")
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("Enter")  # commits: the figure re-renders around the field
+        page.keyboard.press("Enter")
+        assert page.evaluate(DEEP_ACTIVE) == "w"
+        assert page.evaluate("document.activeElement.selectionStart") == 2
+        page.get_by_role("button", name="2^\u22123").focus()
+        page.keyboard.press("Enter")
+        page.keyboard.press("Enter")
+        assert page.evaluate(DEEP_ACTIVE) == "power--3"
+        # Tab still leaves a field whose edit commits on the way out
+        weights.fill("1, 2, 3, 5")
+        page.keyboard.press("Tab")
+        assert page.evaluate(DEEP_ACTIVE) == "x"
+        assert log.blocked == [] and log.console_errors == []

@@ -1,0 +1,104 @@
+"""Every standalone page on a 390 px phone and a 1920 px projector, light and dark: no sideways
+scroll, readable type, cell grids that wrap, and a palette that follows the theme. Screenshots go
+to /tmp/ui-shots/ for a person to look at."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from browser import LAUNCH_ARGS, chromium_path
+
+from widgets import standalone
+
+pytestmark = pytest.mark.browser
+
+SHOTS = Path("/tmp/ui-shots")
+SIZES = {"phone": (390, 844), "projector": (1920, 1080)}
+
+MEASURE = """() => {
+  const px = (node) => parseFloat(getComputedStyle(node).fontSize);
+  const widget = document.querySelector(".four-bit-lab");
+  return {
+    scrollWidth: document.documentElement.scrollWidth,
+    innerWidth: window.innerWidth,
+    body: px(document.body),
+    widget: px(widget),
+    smallestTable: Math.min(99, ...[...document.querySelectorAll(".lab-table td, .lab-table th")].map(px)),
+    smallestCell: Math.min(99, ...[...document.querySelectorAll(".lab-cell")].map(px)),
+    columns: [...document.querySelectorAll(".lab-cells")].map((grid) => getComputedStyle(grid).gridTemplateColumns.split(" ").length),
+    background: getComputedStyle(widget).backgroundColor,
+  };
+}"""
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("standalone-layout")
+    standalone.write_all(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium_path(), args=LAUNCH_ARGS)
+        yield launched
+        launched.close()
+
+
+def _page(browser, pages, slug, size, scheme):
+    width, height = SIZES[size]
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    page = context.new_page()
+    errors = []
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto((pages / f"{slug}.html").as_uri())
+    page.wait_for_selector("body[data-ready='true']")
+    return context, page, errors
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("slug", list(standalone.PAGES))
+def test_page_fits_and_reads(browser, pages, slug, size, scheme):
+    context, page, errors = _page(browser, pages, slug, size, scheme)
+    try:
+        measured = page.evaluate(MEASURE)
+        assert measured["scrollWidth"] <= measured["innerWidth"], measured
+        assert measured["body"] >= 16 and measured["widget"] >= 16
+        assert measured["smallestTable"] >= 15 and measured["smallestCell"] >= 15
+        if size == "phone":
+            assert all(columns <= 8 for columns in measured["columns"]), measured
+        dark = measured["background"] == "rgb(22, 22, 22)"
+        assert dark == (scheme == "dark"), measured
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{slug}-{size}-{scheme}.png"), full_page=True)
+        # Presenter view: 1.5 times larger, still no sideways scroll.
+        toggle = page.get_by_role("button", name="Presenter view")
+        toggle.click()
+        assert toggle.get_attribute("aria-pressed") == "true"
+        presented = page.evaluate(MEASURE)
+        assert presented["widget"] == 1.5 * measured["widget"]
+        assert presented["scrollWidth"] <= presented["innerWidth"], presented
+        if size == "projector":
+            page.screenshot(path=str(SHOTS / f"{slug}-{size}-{scheme}-presenter.png"), full_page=True)
+        assert errors == []
+    finally:
+        context.close()
+
+
+def test_marimo_dark_class_switches_the_palette_live(browser, pages):
+    context, page, errors = _page(browser, pages, "nibble-decoder", "projector", "light")
+    try:
+        background = "getComputedStyle(document.querySelector('.four-bit-lab')).backgroundColor"
+        assert page.evaluate(background) == "rgb(255, 255, 255)"
+        page.evaluate("document.body.classList.add('dark')")
+        page.wait_for_function(f"{background} === 'rgb(22, 22, 22)'")
+        page.evaluate("document.body.classList.remove('dark'); document.documentElement.dataset.theme = 'light'")
+        page.wait_for_function(f"{background} === 'rgb(255, 255, 255)'")
+        assert errors == []
+    finally:
+        context.close()
