@@ -216,6 +216,11 @@ def scale_row(w, x, s) -> dict:
 def scale_lab_cases() -> list:
     rng = np.random.default_rng(2024)
     article = [scale_row(scale.ARTICLE_W, scale.ARTICLE_X, s) for s in (0.5, 0.125)]
+    # far beyond ±6·scale every distance ties in floating point: both codecs must saturate to ±6
+    saturating = [
+        scale_row([1e17, -1e17, 5.9, 6.0, 6.1], [1.0, 1.0, 1.0, 1.0, 1.0], 1.0),
+        scale_row([1.0, -1.0, 0.0], [1.0, 2.0, 3.0], 2.0**-60),
+    ]
     rows = []
     for _ in range(200):
         kind = rng.random()
@@ -261,7 +266,7 @@ def scale_lab_cases() -> list:
         scale_row([1e200, 1.0], [1e200, 1.0], 0.5),  # a product overflows
         scale_row([1.0, -1.0], [1e308, 1e308], 0.5),  # exact, then reconstructed products overflow
     ]
-    return article + rows + errors
+    return article + saturating + rows + errors
 
 
 def scale_representable_cases() -> list:
