@@ -63,7 +63,8 @@ DECODABLE_TYPES = (*FLOAT_TYPES, *(fmt.gguf_type for fmt in with_gguf()))
 WRITABLE_TYPES = ("F32", "F16", *(fmt.gguf_type for fmt in with_gguf()))
 
 
-@dataclass(frozen=True)
+# slots: a file may describe 40k tensors or more, and a record without a __dict__ is half the size
+@dataclass(frozen=True, slots=True)
 class TensorInfo:
     """One tensor as the file describes it; `offset` is absolute, from the start of the file."""
 
@@ -83,14 +84,30 @@ class TensorInfo:
         return self.shape[-1]
 
 
-@dataclass(frozen=True)
+# eq=False: the per-key arrays have no single truth value, so Layouts compare by identity
+@dataclass(frozen=True, eq=False)
 class Layout:
-    """What the validating walk found: everything needed to locate every tensor's bytes."""
+    """What the validating walk found: where every metadata value and every tensor's bytes are.
+
+    Per key, the walk records the value's type id and the span of its bytes (from just after the
+    type id to one past its last byte) in arrays parallel to `keys`: a file may carry tens of
+    thousands of keys, and three array entries cost 17 bytes a key where a record object would
+    cost over 100.
+    """
 
     version: int
     alignment: int
     data_offset: int
     file_size: int
     keys: tuple[str, ...]
-    value_types: dict[str, str]
+    value_type_ids: np.ndarray  # uint8 per key
+    value_starts: np.ndarray  # int64 per key
+    value_ends: np.ndarray  # int64 per key
     tensors: tuple[TensorInfo, ...]
+
+    @property
+    def value_types(self) -> dict[str, str]:
+        """Each key's GGUF value type name ("UINT32", "STRING", "ARRAY"), in file order."""
+        return {
+            key: VALUE_TYPES[type_id][0] for key, type_id in zip(self.keys, self.value_type_ids.tolist(), strict=True)
+        }

@@ -2,29 +2,34 @@
 
 from __future__ import annotations
 
+import mmap
 from pathlib import Path
 
 import numpy as np
 
-import gguf
 from lab._arrays import bfloat16_bits_to_float32
-from lab.errors import DTypeError, GGUFFormatError, LabError, ShapeError, UnsupportedTypeError
+from lab.errors import DTypeError, LabError, ShapeError, UnsupportedTypeError
 from lab.formats import by_gguf_type
 from lab.interop.gguf.layout import DECODABLE_TYPES, TENSOR_TYPES, TYPE_IDS, Layout, TensorInfo
-from lab.interop.gguf.validate import validate_file
+from lab.interop.gguf.metadata import array_length, read_value, type_label
+from lab.interop.gguf.validate import map_file, validate
 
 
 class GGUFFile:
-    """A validated GGUF file, read through gguf-py's memory-mapped GGUFReader.
+    """A validated GGUF file, read through a read-only memory map of it.
 
-    Use `open_gguf(path)`; `close()` (or a with-block) drops the memory map.
+    Use `open_gguf(path)`; `close()` (or a with-block) drops the memory map. Opening costs the
+    walk and the records it keeps (a name and a few numbers per key and per tensor); metadata
+    values are read from the map only when asked for, and tensor bytes only when decoded.
     """
 
-    def __init__(self, path: Path, layout: Layout, reader):
+    def __init__(self, path: Path, layout: Layout, mapped: mmap.mmap):
         self.path = path
         self.layout = layout
-        self._reader = reader
-        self._index = {info.name: position for position, info in enumerate(layout.tensors)}
+        self._mapped = mapped
+        # built on first use: a file of 40k tensors or 20k keys need not pay for lookups it never makes
+        self._tensor_index: dict[str, int] | None = None
+        self._key_index: dict[str, int] | None = None
 
     def __enter__(self) -> GGUFFile:
         return self
@@ -33,7 +38,13 @@ class GGUFFile:
         self.close()
 
     def close(self) -> None:
-        self._reader = None
+        mapped, self._mapped = self._mapped, None
+        if mapped is None:
+            return
+        try:
+            mapped.close()
+        except BufferError:
+            pass  # arrays from raw() still view the map; it is unmapped when the last of them goes
 
     @property
     def tensors(self) -> tuple[TensorInfo, ...]:
@@ -44,15 +55,46 @@ class GGUFFile:
         return self.layout.keys
 
     def tensor(self, name: str) -> TensorInfo:
-        if name not in self._index:
+        if self._tensor_index is None:
+            self._tensor_index = {info.name: position for position, info in enumerate(self.layout.tensors)}
+        if name not in self._tensor_index:
             raise LabError(f"no tensor named {name!r} in {self.path.name}")
-        return self.layout.tensors[self._index[name]]
+        return self.layout.tensors[self._tensor_index[name]]
 
     def metadata(self, key: str, default=None):
-        """A metadata value as plain data (str, int, float, bool, or a list); `default` when absent."""
-        if key not in self.layout.value_types:
+        """A metadata value as written, `default` when the key is absent.
+
+        Scalars come back as int, float, bool or str; an array of numbers as a 1-D numpy array of
+        its element type; an array of strings as a list of str; an array of arrays as a list of
+        those, each with its own element type (see lab.interop.gguf.metadata).
+        """
+        position = self._key_position(key)
+        if position is None:
             return default
-        return self._open_reader().fields[key].contents()
+        return read_value(self._open_map(), *self._value_at(position))
+
+    def metadata_summary(self, items: int = 5, max_chars: int = 80) -> list[dict]:
+        """One row per key, in file order, cheap however large the values: key, type ("UINT32",
+        "ARRAY of STRING"), length (an array's element count; None otherwise), bytes (the value's
+        size in the file) and value: a scalar, or an array's first `items` elements (an array of
+        arrays shows the first `items` of each of its first `items`), every string cut to
+        `max_chars` characters. A 150k-token vocabulary costs five strings, not 150k.
+        """
+        mapped = self._open_map()
+        rows = []
+        for position, key in enumerate(self.layout.keys):
+            type_id, start = self._value_at(position)
+            length = array_length(mapped, type_id, start)
+            rows.append(
+                {
+                    "key": key,
+                    "type": type_label(mapped, type_id, start),
+                    "length": length,
+                    "bytes": int(self.layout.value_ends[position]) - start,
+                    "value": _shorten(read_value(mapped, type_id, start, limit=items), max_chars),
+                }
+            )
+        return rows
 
     def inventory(self) -> list[dict]:
         """One row per tensor, in file order: name, type, shape, weights, bytes, bits per weight."""
@@ -71,9 +113,9 @@ class GGUFFile:
     def raw(self, name: str) -> np.ndarray:
         """The tensor's bytes as a read-only uint8 view [rows..., bytes per row] into the mapped file."""
         info = self.tensor(name)
-        data = self._open_reader().tensors[self._index[name]].data
+        data = np.frombuffer(self._open_map(), np.uint8, info.n_bytes, info.offset)
         row_bytes = info.n_bytes // (info.n_elements // info.row_length)
-        return np.asarray(data).reshape(-1).view(np.uint8).reshape(*info.shape[:-1], row_bytes)
+        return data.reshape(*info.shape[:-1], row_bytes)
 
     def decode(self, name: str, decoder: str = "ocp") -> np.ndarray:
         """The tensor's weights as float32 in its own shape, decoded by the lab's codec for its type.
@@ -88,30 +130,45 @@ class GGUFFile:
             )
         return decode_raw(self.raw(name), info.type_name, decoder).reshape(info.shape)
 
-    def _open_reader(self):
-        if self._reader is None:
+    def _key_position(self, key: str) -> int | None:
+        if self._key_index is None:
+            self._key_index = {name: position for position, name in enumerate(self.layout.keys)}
+        return self._key_index.get(key)
+
+    def _value_at(self, position: int) -> tuple[int, int]:
+        """The type id of the key at `position` and where its value's bytes begin."""
+        return int(self.layout.value_type_ids[position]), int(self.layout.value_starts[position])
+
+    def _open_map(self) -> mmap.mmap:
+        if self._mapped is None:
             raise LabError(f"{self.path.name} is closed")
-        return self._reader
+        return self._mapped
+
+
+def _shorten(value, max_chars: int):
+    """A summary's value with every string cut to `max_chars` characters, marked with an ellipsis."""
+    if isinstance(value, str):
+        return value if len(value) <= max_chars else value[: max_chars - 1] + "…"
+    if isinstance(value, list):
+        return [_shorten(item, max_chars) for item in value]
+    return value
 
 
 def open_gguf(path) -> GGUFFile:
-    """Validate the file, then open it with gguf-py's GGUFReader and check the two agree."""
+    """Validate the file through a read-only memory map and keep the map open for reading.
+
+    The walk checks every count, length and offset against the file's size, and records where
+    each metadata value and each tensor lies; nothing else is read until it is asked for.
+    """
     path = Path(path)
-    layout = validate_file(path)
+    mapped = map_file(path)
     try:
-        reader = gguf.GGUFReader(path, "r")
-    except Exception as error:  # gguf-py raises bare ValueError/KeyError/IndexError; name it as a format problem
-        raise GGUFFormatError(
-            f"gguf-py's reader rejected {path.name} after the lab's checks passed: {type(error).__name__}: {error}"
-        ) from error
-    theirs = [
-        (t.name, t.tensor_type.name, tuple(int(n) for n in reversed(t.shape)), int(t.data_offset))
-        for t in reader.tensors
-    ]
-    ours = [(t.name, t.type_name, t.shape, t.offset) for t in layout.tensors]
-    if theirs != ours:
-        raise GGUFFormatError(f"gguf-py's reader and the lab's walk disagree about the tensors in {path.name}")
-    return GGUFFile(path, layout, reader)
+        layout = validate(mapped)
+    except BaseException:
+        if isinstance(mapped, mmap.mmap):
+            mapped.close()
+        raise
+    return GGUFFile(path, layout, mapped)
 
 
 def decode_raw(raw: np.ndarray, type_name: str, decoder: str = "ocp") -> np.ndarray:

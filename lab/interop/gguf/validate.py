@@ -6,8 +6,12 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from array import array
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
+
+import numpy as np
 
 from lab.errors import GGUFFormatError
 from lab.interop.gguf.layout import (
@@ -97,6 +101,10 @@ class _Walker:
         if type_id == STRING_TYPE:
             self.string(what)
             return
+        self.skip_array(what, nesting)
+
+    def skip_array(self, what: str, nesting: int = 0) -> None:
+        """Walk past one array (its element type, count and elements), checking each element."""
         if nesting >= MAX_ARRAY_NESTING:
             raise GGUFFormatError(
                 f"{what} nests arrays more than {MAX_ARRAY_NESTING} deep, which the lab does not read"
@@ -111,8 +119,40 @@ class _Walker:
         if element_size is not None:
             self.position += count * element_size
             return
+        element = f"an element of {what}"
+        if element_type == STRING_TYPE:
+            self.skip_strings(count, element)
+            return
         for _ in range(count):
-            self.skip_value(element_type, f"an element of {what}", nesting + 1)
+            self.skip_array(element, nesting + 1)
+
+    def skip_strings(self, count: int, what: str) -> None:
+        """Walk past `count` strings, checking each one's length and UTF-8 as `string` does.
+
+        A tokenizer vocabulary holds 150k strings or more, so this is one tight loop that builds
+        no message and keeps no string: where an element fails a check, `string` reads it again
+        and raises the message that names the problem.
+        """
+        view, size, position = self.view, self.size, self.position
+        for _ in range(count):
+            start = position + 8
+            end = start + _U64.unpack_from(view, position)[0] if start <= size else start
+            if start > size or end > size or not _is_utf8(view[start:end]):
+                self.position = position
+                self.string(what)  # raises: this element failed one of its checks
+            position = end
+        self.position = position
+
+
+_U64 = struct.Struct("<Q")
+
+
+def _is_utf8(data: memoryview) -> bool:
+    try:
+        str(data, "utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _align(offset: int, alignment: int) -> int:
@@ -146,13 +186,26 @@ def _header(walker: _Walker) -> tuple[int, int, int]:
     return version, tensor_count, kv_count
 
 
-def _key_values(walker: _Walker, kv_count: int) -> tuple[tuple[str, ...], dict[str, str], int]:
+@dataclass(frozen=True)
+class _KeyValues:
+    """The key/value section as the walk found it: per key, its value's type id and byte span."""
+
+    keys: tuple[str, ...]
+    type_ids: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    alignment: int
+
+
+def _key_values(walker: _Walker, kv_count: int) -> _KeyValues:
     keys: list[str] = []
-    value_types: dict[str, str] = {}
+    seen: set[str] = set()
+    # compact per-key records (see Layout): one byte and two 8-byte integers, no object per key
+    type_ids, starts, ends = bytearray(), array("q"), array("q")
     alignment = DEFAULT_ALIGNMENT
     for index in range(kv_count):
         key = walker.string(f"key {index}")
-        if key in value_types:
+        if key in seen:
             raise GGUFFormatError(f"duplicate metadata key {key!r}")
         if key in READER_RESERVED_KEYS:
             raise GGUFFormatError(f"metadata key {key!r} clashes with the name gguf-py's reader gives a header field")
@@ -160,14 +213,28 @@ def _key_values(walker: _Walker, kv_count: int) -> tuple[tuple[str, ...], dict[s
         value_start = walker.position
         walker.skip_value(type_id, f"the value of key {key!r}")
         keys.append(key)
-        value_types[key] = VALUE_TYPES[type_id][0]
+        seen.add(key)
+        type_ids.append(type_id)
+        starts.append(value_start)
+        ends.append(walker.position)
         if key == ALIGNMENT_KEY:
             if type_id != UINT32_TYPE:
                 raise GGUFFormatError(f"general.alignment must be a UINT32, got a {VALUE_TYPES[type_id][0]}")
             (alignment,) = struct.unpack_from("<I", walker.view, value_start)
             if alignment == 0 or alignment & (alignment - 1):
                 raise GGUFFormatError(f"general.alignment must be a non-zero power of two, got {alignment}")
-    return tuple(keys), value_types, alignment
+    return _KeyValues(
+        tuple(keys),
+        _read_only(np.frombuffer(type_ids, np.uint8)),
+        _read_only(np.frombuffer(starts, np.int64)),
+        _read_only(np.frombuffer(ends, np.int64)),
+        alignment,
+    )
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
 
 
 def _tensor_info(walker: _Walker) -> tuple[str, tuple[int, ...], int, int]:
@@ -212,7 +279,8 @@ def validate(buffer) -> Layout:
     with memoryview(buffer) as view:
         walker = _Walker(view)
         version, tensor_count, kv_count = _header(walker)
-        keys, value_types, alignment = _key_values(walker, kv_count)
+        key_values = _key_values(walker, kv_count)
+        alignment = key_values.alignment
         # Checked again: the key/value section has now used its share of the bytes.
         walker.bounded_count(tensor_count, MIN_TENSOR_INFO_BYTES, "the tensor count")
         raw_infos = []
@@ -246,17 +314,36 @@ def validate(buffer) -> Layout:
     for before, after in pairwise(by_start):
         if after.offset < before.offset + before.n_bytes:
             raise GGUFFormatError(f"tensors {before.name!r} and {after.name!r} overlap in the file")
-    return Layout(version, alignment, data_offset, size, keys, value_types, tuple(tensors))
+    return Layout(
+        version,
+        alignment,
+        data_offset,
+        size,
+        key_values.keys,
+        key_values.type_ids,
+        key_values.starts,
+        key_values.ends,
+        tuple(tensors),
+    )
 
 
-def validate_file(path) -> Layout:
-    """Validate the file at `path` through a read-only memory map: nothing is read that is not needed."""
+def map_file(path) -> mmap.mmap | bytes:
+    """The file at `path` as a read-only memory map, whose pages are read only when touched; or
+    its first bytes when it is too short to be GGUF (an empty file cannot be memory-mapped)."""
     path = Path(path)
     if not path.is_file():
         raise GGUFFormatError(f"{path} is not a regular file")
     with open(path, "rb") as handle:
         if os.fstat(handle.fileno()).st_size < HEADER_BYTES:
-            # Too short to be GGUF, and an empty file cannot be memory-mapped: read the few bytes.
-            return validate(handle.read(HEADER_BYTES))
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            return validate(mapped)
+            return handle.read(HEADER_BYTES)
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def validate_file(path) -> Layout:
+    """Validate the file at `path` through a read-only memory map: nothing is read that is not needed."""
+    mapped = map_file(path)
+    try:
+        return validate(mapped)
+    finally:
+        if isinstance(mapped, mmap.mmap):
+            mapped.close()
