@@ -49,7 +49,7 @@ from lab.interop.gguf.layout import (
     Layout,
     TensorInfo,
 )
-from lab.interop.gguf.read import GGUFFile, decode_raw, open_gguf
+from lab.interop.gguf.read import GGUFFile, decode_raw, default_decode_budget, open_gguf
 from lab.interop.gguf.recipes import (
     FFN_DOWN,
     LAYER_NUMBER,
@@ -97,6 +97,7 @@ __all__ = [
     "Layout",
     "TensorInfo",
     "decode_raw",
+    "default_decode_budget",
     "default_promotions",
     "encode_tensor",
     "explain_recipe",

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import mmap
+import os
 from pathlib import Path
 
 import numpy as np
 
 from lab._arrays import bfloat16_bits_to_float32
-from lab.errors import DTypeError, LabError, ShapeError, UnsupportedTypeError
-from lab.formats import by_gguf_type
+from lab.errors import DecodeBudgetError, DTypeError, LabError, RuleError, ShapeError, UnsupportedTypeError
+from lab.formats import GGUF_DECODERS, by_gguf_type
 from lab.interop.gguf.layout import DECODABLE_TYPES, TENSOR_TYPES, TYPE_IDS, Layout, TensorInfo
 from lab.interop.gguf.metadata import array_length, read_value, type_label
 from lab.interop.gguf.validate import map_file, validate
+
+FLOAT32_BYTES = 4
+#: the default decode budget never exceeds this, however much memory the machine has
+MAX_DEFAULT_BUDGET = 4 * 1024**3
 
 
 class GGUFFile:
@@ -23,9 +28,11 @@ class GGUFFile:
     values are read from the map only when asked for, and tensor bytes only when decoded.
     """
 
-    def __init__(self, path: Path, layout: Layout, mapped: mmap.mmap):
+    def __init__(self, path: Path, layout: Layout, mapped: mmap.mmap, decode_budget: int | None = None):
         self.path = path
         self.layout = layout
+        #: the most bytes of float32 output decode() produces for one tensor (see default_decode_budget)
+        self.decode_budget = default_decode_budget() if decode_budget is None else _checked_budget(decode_budget)
         self._mapped = mapped
         # built on first use: a file of 40k tensors or 20k keys need not pay for lookups it never makes
         self._tensor_index: dict[str, int] | None = None
@@ -117,16 +124,28 @@ class GGUFFile:
         row_bytes = info.n_bytes // (info.n_elements // info.row_length)
         return data.reshape(*info.shape[:-1], row_bytes)
 
-    def decode(self, name: str, decoder: str = "ocp") -> np.ndarray:
+    def decode(self, name: str, decoder: str = "ocp", *, budget: int | None = None) -> np.ndarray:
         """The tensor's weights as float32 in its own shape, decoded by the lab's codec for its type.
 
         `decoder` picks the reading of MXFP4 and NVFP4 blocks ("ocp" or "ggml", see lab.mxfp4).
+        A tensor whose float32 weights would take more than `budget` bytes (by default the file's
+        `decode_budget`) is refused with a DecodeBudgetError before anything is allocated or read;
+        decode_raw on a slice of raw()'s rows decodes such a tensor piece by piece.
         """
         info = self.tensor(name)
         if info.type_name not in DECODABLE_TYPES:
             raise UnsupportedTypeError(
                 f"tensor {name!r} has type {info.type_name}, which the lab does not decode; "
                 f"supported: {', '.join(DECODABLE_TYPES)}"
+            )
+        _check_decoder(decoder, info.type_name)
+        limit = self.decode_budget if budget is None else _checked_budget(budget)
+        needed = info.n_elements * FLOAT32_BYTES
+        if needed > limit:
+            raise DecodeBudgetError(
+                f"decoding tensor {name!r} ({info.type_name}, shape {info.shape}) needs {needed:,} bytes of "
+                f"float32 output, more than the decode budget of {limit:,} bytes; pass budget= to decode() or "
+                "decode_budget= to open_gguf() to allow more, or decode_raw() a slice of raw()'s rows"
             )
         return decode_raw(self.raw(name), info.type_name, decoder).reshape(info.shape)
 
@@ -154,11 +173,34 @@ def _shorten(value, max_chars: int):
     return value
 
 
-def open_gguf(path) -> GGUFFile:
+def default_decode_budget() -> int:
+    """The default decode budget: a quarter of this machine's physical memory, at most 4 GiB
+    (4 GiB where the operating system does not say how much memory there is)."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no os.sysconf (Windows), or no such name here
+        return MAX_DEFAULT_BUDGET
+    return min(MAX_DEFAULT_BUDGET, physical // 4) if physical > 0 else MAX_DEFAULT_BUDGET
+
+
+def _checked_budget(budget) -> int:
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise LabError(f"a decode budget is a number of bytes, an int >= 0; got {budget!r}")
+    return budget
+
+
+def _check_decoder(decoder: str, type_name: str) -> None:
+    """Every type refuses an unknown decoder name, the float types too, which have one reading."""
+    if decoder not in GGUF_DECODERS:
+        raise RuleError(f"unknown decoder {decoder!r} for {type_name}; expected one of {GGUF_DECODERS}")
+
+
+def open_gguf(path, *, decode_budget: int | None = None) -> GGUFFile:
     """Validate the file through a read-only memory map and keep the map open for reading.
 
     The walk checks every count, length and offset against the file's size, and records where
     each metadata value and each tensor lies; nothing else is read until it is asked for.
+    `decode_budget` caps the float32 bytes one decode() may produce (default_decode_budget()).
     """
     path = Path(path)
     mapped = map_file(path)
@@ -168,7 +210,7 @@ def open_gguf(path) -> GGUFFile:
         if isinstance(mapped, mmap.mmap):
             mapped.close()
         raise
-    return GGUFFile(path, layout, mapped)
+    return GGUFFile(path, layout, mapped, decode_budget)
 
 
 def decode_raw(raw: np.ndarray, type_name: str, decoder: str = "ocp") -> np.ndarray:
@@ -182,6 +224,7 @@ def decode_raw(raw: np.ndarray, type_name: str, decoder: str = "ocp") -> np.ndar
         raise UnsupportedTypeError(
             f"type {type_name} is not one the lab decodes; supported: {', '.join(DECODABLE_TYPES)}"
         )
+    _check_decoder(decoder, type_name)
     data = np.asarray(raw)
     if data.dtype != np.uint8:
         raise DTypeError(f"{type_name} data must be uint8 bytes, got dtype {data.dtype}")
