@@ -15,12 +15,33 @@ from lab.interop.gguf.layout import (
     ALIGNMENT_KEY,
     F16_MAX,
     INT64_MAX,
+    MAX_ARRAY_NESTING,
     MAX_DIMS,
     READER_RESERVED_KEYS,
     READER_RESERVED_PREFIX,
     UINT32_MAX,
     WRITABLE_TYPES,
 )
+
+VT = gguf.GGUFValueType
+#: the GGUF element type write_gguf stores a numpy array as, by its dtype's (kind, itemsize)
+ARRAY_ELEMENT_TYPES = {
+    ("u", 1): VT.UINT8,
+    ("i", 1): VT.INT8,
+    ("u", 2): VT.UINT16,
+    ("i", 2): VT.INT16,
+    ("u", 4): VT.UINT32,
+    ("i", 4): VT.INT32,
+    ("u", 8): VT.UINT64,
+    ("i", 8): VT.INT64,
+    ("f", 4): VT.FLOAT32,
+    ("f", 8): VT.FLOAT64,
+    ("b", 1): VT.BOOL,
+}
+#: an array inside an array: gguf-py's writer infers its element type from Python values
+#: (GGUFValueType.get_type), which gives INT32, FLOAT32 or BOOL for numbers, never another
+NESTED_ELEMENT_TYPES = {("i", 4): VT.INT32, ("f", 4): VT.FLOAT32, ("b", 1): VT.BOOL}
+ARRAY_FORMS = "a 1-D numpy array, a list of str, or a list of such arrays"
 
 
 def encode_tensor(w, type_name: str, tensor_name: str = "weights") -> np.ndarray:
@@ -76,12 +97,15 @@ def _check_utf8(text: str, what: str) -> None:
         raise LabError(f"{what} {text!r} cannot be written as UTF-8 ({error.reason})") from None
 
 
-def _check_metadata(metadata: Mapping, own_keys: set[str]) -> int | None:
-    """Refuse metadata the lab's reader (open_gguf) would refuse; return a general.alignment, if any.
+def _check_metadata(metadata: Mapping, own_keys: set[str]) -> tuple[int | None, list[tuple]]:
+    """Refuse metadata the lab's reader (open_gguf) would refuse or gguf-py's writer would not write
+    as given; return a general.alignment, if any, and every other entry as (key, value, type,
+    element type) for GGUFWriter.add_key_value.
 
     Checked before anything is written, so a refused call leaves no file behind.
     """
     alignment = None
+    entries = []
     for key, value in metadata.items():
         if not isinstance(key, str):
             raise DTypeError(f"metadata keys must be str, got {type(key).__name__} {key!r}")
@@ -99,8 +123,7 @@ def _check_metadata(metadata: Mapping, own_keys: set[str]) -> int | None:
                 f"metadata key {key!r} is one write_gguf sets itself from its arguments (arch=, name=, file_type=); "
                 "pass it there instead"
             )
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise DTypeError(f"metadata {key!r} must be a str, int or float, got {type(value).__name__}")
+        entry = _metadata_entry(key, value)
         if key == ALIGNMENT_KEY:
             if not isinstance(value, int):
                 raise DTypeError(f"{ALIGNMENT_KEY} must be an int (written as a UINT32), got {type(value).__name__}")
@@ -110,11 +133,75 @@ def _check_metadata(metadata: Mapping, own_keys: set[str]) -> int | None:
                     "the lab's reader refuses any other"
                 )
             alignment = value
-        elif isinstance(value, str):
-            _check_utf8(value, f"metadata {key!r} value")
-        elif isinstance(value, int) and not -(2**63) <= value <= INT64_MAX:
+        else:
+            entries.append(entry)
+    return alignment, entries
+
+
+def _metadata_entry(key: str, value) -> tuple:
+    """(key, value, GGUF type, element type) as GGUFWriter.add_key_value takes them."""
+    if isinstance(value, (np.ndarray, list)):
+        elements, element_type = _array(key, value, inner=False)
+        return key, elements, VT.ARRAY, element_type
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise DTypeError(
+            f"metadata {key!r} must be a str, int or float, or an array ({ARRAY_FORMS}), got {type(value).__name__}"
+        )
+    if isinstance(value, str):
+        _check_utf8(value, f"metadata {key!r} value")
+        return key, value, VT.STRING, None
+    if isinstance(value, int):
+        if not -(2**63) <= value <= INT64_MAX:
             raise LabError(f"metadata {key!r} = {value} does not fit the INT64 that write_gguf stores ints as")
-    return alignment
+        return key, value, VT.INT64, None
+    return key, value, VT.FLOAT64, None
+
+
+def _array(key: str, value, inner: bool) -> tuple[list, gguf.GGUFValueType]:
+    """An array as gguf-py's writer takes it: its elements as a list of Python values, and their type.
+
+    Numbers come as numpy arrays because a Python list of them does not say which GGUF type to
+    store (UINT8? INT64?), and what open_gguf reads back is a numpy array of that type again.
+    """
+    if len(value) == 0:
+        raise LabError(f"metadata {key!r} is an empty array; gguf-py's writer cannot write one")
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1:
+            raise DTypeError(f"metadata {key!r}: an array must be 1-D, got shape {value.shape}")
+        element_type = (NESTED_ELEMENT_TYPES if inner else ARRAY_ELEMENT_TYPES).get(
+            (value.dtype.kind, value.dtype.itemsize)
+        )
+        if element_type is None and inner:
+            raise DTypeError(
+                f"metadata {key!r}: an array inside an array must hold int32, float32, bool or str, the only "
+                f"element types gguf-py's writer gives one (it infers them from Python values); got {value.dtype}"
+            )
+        if element_type is None:
+            raise DTypeError(
+                f"metadata {key!r} has dtype {value.dtype}; a GGUF array holds (u)int8 to (u)int64, float32, "
+                "float64, bool or str"
+            )
+        return value.tolist(), element_type
+    if all(isinstance(item, str) for item in value):
+        for item in value:
+            _check_utf8(item, f"metadata {key!r} element")
+        return list(value), VT.STRING
+    if all(isinstance(item, (np.ndarray, list)) for item in value):
+        if inner:
+            raise DTypeError(
+                f"metadata {key!r} nests arrays more than {MAX_ARRAY_NESTING} deep, which the lab's reader refuses"
+            )
+        return [_array(key, item, inner=True)[0] for item in value], VT.ARRAY
+    kinds = sorted({type(item).__name__ for item in value})
+    hint = ""
+    if all(isinstance(item, (int, float)) for item in value):
+        hint = (
+            f"; a list of {' and '.join(kinds)} does not say which GGUF type to store: pass np.array(values, dtype=...)"
+        )
+    raise DTypeError(
+        f"metadata {key!r} must be a str, int or float, or an array ({ARRAY_FORMS}); "
+        f"got a list of {' and '.join(kinds)}{hint}"
+    )
 
 
 def _check_tensor_shape(tensor_name: str, array) -> None:
@@ -134,7 +221,7 @@ def write_gguf(
     arch: str = "lab",
     name: str | None = None,
     file_type: str | None = None,
-    metadata: Mapping[str, str | int | float] | None = None,
+    metadata: Mapping[str, str | int | float | np.ndarray | list] | None = None,
 ) -> Path:
     """Write `tensors` to a GGUF file with gguf-py's GGUFWriter, each in the type `types` names.
 
@@ -142,6 +229,11 @@ def write_gguf(
     is Q4_K_M-style, not llama.cpp's exact recipe; `file_type_labels()` lists the labels).
     `metadata` adds string, int (as INT64) or float (as FLOAT64) keys; "general.alignment", a
     power of two, is written as the UINT32 GGUF requires and used to place the tensor data.
+    Arrays are written as open_gguf reads them back: a 1-D numpy array as an array of its dtype
+    (uint8 as UINT8, bool as BOOL, ...), a list of str as an array of STRING, and a list of such
+    arrays as an array of arrays. gguf-py's writer infers the element type of an array inside an
+    array, so there only int32, float32, bool and str arrays are written faithfully; others, and
+    empty arrays, which gguf-py cannot write, are refused.
 
     Whatever the lab's own reader (open_gguf) would refuse is refused here first, with a typed
     error, and every tensor is encoded before the file is opened: a refused call writes nothing.
@@ -158,7 +250,7 @@ def write_gguf(
         own_keys.add("general.name")
     if file_type is not None:
         own_keys |= {"general.file_type", "general.quantization_version"}
-    alignment = _check_metadata(metadata or {}, own_keys)
+    alignment, entries = _check_metadata(metadata or {}, own_keys)
     encoded = {}
     for tensor_name, array in tensors.items():
         _check_utf8(tensor_name, "tensor name")
@@ -174,15 +266,9 @@ def write_gguf(
             writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
         if alignment is not None:
             writer.add_custom_alignment(alignment)  # also pads the tensor data to it
-        for key, value in (metadata or {}).items():
-            if key == ALIGNMENT_KEY:
-                continue
-            if isinstance(value, str):
-                writer.add_string(key, value)
-            elif isinstance(value, int):
-                writer.add_int64(key, value)
-            else:
-                writer.add_float64(key, value)
+        for key, value, value_type, element_type in entries:
+            # add_key_value, not add_string or add_array: those silently drop an empty value
+            writer.add_key_value(key, value, value_type, sub_type=element_type)
         for tensor_name, data in encoded.items():
             type_name = types[tensor_name]
             raw_type = None if type_name in ("F32", "F16") else gguf.GGMLQuantizationType[type_name]
