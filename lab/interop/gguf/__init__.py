@@ -1,26 +1,36 @@
 """GGUF files: a bounded validating reader, the tensor inventory, what a recipe label really
 means, decoding with the lab's codecs, and writing files with the lab's quantizers.
 
-Reading is two steps. First a small pure-Python walker checks the header, the key/value section
-and the tensor-info section against the file's real size: every count and length is compared
-with the bytes that remain *before* anything is read for it, so a file that claims 2^60 tensors
-or a string longer than itself is rejected at once, with a GGUFFormatError that names the
-problem. Only a file that passes is handed to gguf-py's memory-mapped `GGUFReader`, whose tensor
-list is then cross-checked against the walker's. gguf-py's reader is not written for hostile
-input: it loops over whatever counts the header claims and turns out-of-range reads into empty
-arrays, so without the walker a malformed file surfaces as an IndexError, a KeyError or a very
-long loop rather than a clear message.
+Reading is one walk over a read-only memory map of the file. A small pure-Python walker checks
+the header, the key/value section and the tensor-info section against the file's real size:
+every count and length is compared with the bytes that remain *before* anything is read for it,
+so a file that claims 2^60 tensors or a string longer than itself is rejected at once, with a
+GGUFFormatError that names the problem. For a file that passes, the walk has recorded where each
+metadata value and each tensor lies; values are read from the map only when asked for (a numeric
+array in one bulk read), tensor bytes only when decoded, and a decode whose float32 output would
+pass the decode budget is refused before it allocates. So opening a file costs what the file
+justifies: a 150k-token vocabulary is a few MB, not the view per element that gguf-py's
+`GGUFReader` builds. gguf-py stays the oracle: the tests check the lab reads what GGUFReader
+reads from files gguf-py's writer made, and that the lab writes files GGUFReader reads.
 
 Nothing in a file's metadata is executed or used as a path; keys and values are only data.
 
     gf = open_gguf("model.gguf")
     gf.inventory()               # one row per tensor: name, type, shape, bytes, bits per weight
+    gf.metadata_summary()        # one row per key: type, length, first items
     type_summary(gf)             # one row per tensor type
     explain_recipe(gf)           # what a label like Q4_K_M means in this particular file
     gf.decode("blk.0.attn_q.weight")
 
 Shapes are given outermost first, as numpy and PyTorch write them; GGUF's own `ne` list runs
 innermost first, so ne[0] is the row length.
+
+    layout     the fixed tables (value and tensor types) and the walk's records (TensorInfo, Layout)
+    validate   the walk: validate(buffer), validate_file(path)
+    metadata   reading values out of the map, as written
+    read       GGUFFile, open_gguf, decode_raw, the decode budget
+    recipes    type_summary, recipe_label, explain_recipe, the Q4_K_M-style plan
+    write      encode_tensor, write_gguf
 """
 
 from lab.interop.gguf.layout import (

@@ -22,7 +22,8 @@ HEADER_BYTES = 24  # magic, version, tensor count, key/value count
 MIN_KV_BYTES = 8 + 4 + 1  # key length, value type, a one-byte value
 MIN_TENSOR_INFO_BYTES = 8 + 4 + 8 + 4 + 8  # name length, n_dims, one dimension, type, offset
 INT64_MAX = 2**63 - 1
-#: names gguf-py's reader gives the header fields; a key with one of them makes it raise KeyError
+#: names gguf-py's reader gives the header fields; a key with one of them makes it raise KeyError,
+#: so the lab refuses such a file too: a file it accepts is one gguf-py can read
 READER_RESERVED_KEYS = ("GGUF.version", "GGUF.tensor_count", "GGUF.kv_count")
 #: the namespace of those names; write_gguf refuses every key in it, so no later header field can clash
 READER_RESERVED_PREFIX = "GGUF."

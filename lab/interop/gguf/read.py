@@ -203,6 +203,8 @@ def open_gguf(path, *, decode_budget: int | None = None) -> GGUFFile:
     `decode_budget` caps the float32 bytes one decode() may produce (default_decode_budget()).
     """
     path = Path(path)
+    if decode_budget is not None:
+        _checked_budget(decode_budget)  # before the file is mapped, so a refused call leaves nothing open
     mapped = map_file(path)
     try:
         layout = validate(mapped)
@@ -218,7 +220,8 @@ def decode_raw(raw: np.ndarray, type_name: str, decoder: str = "ocp") -> np.ndar
 
     The bytes must be uint8 (DTypeError otherwise: casting floats to bytes would invent data), and
     each row must hold whole elements (F32, F16, BF16) or whole blocks (the quantized types);
-    ShapeError otherwise.
+    ShapeError otherwise. `decoder` is "ocp" or "ggml" for every type (RuleError otherwise), though
+    only MXFP4 and NVFP4 read the two differently.
     """
     if type_name not in DECODABLE_TYPES:
         raise UnsupportedTypeError(

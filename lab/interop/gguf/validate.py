@@ -232,9 +232,9 @@ def _key_values(walker: _Walker, kv_count: int) -> _KeyValues:
     )
 
 
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array
+def _read_only(values: np.ndarray) -> np.ndarray:
+    values.flags.writeable = False
+    return values
 
 
 def _tensor_info(walker: _Walker) -> tuple[str, tuple[int, ...], int, int]:
