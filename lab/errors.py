@@ -50,6 +50,10 @@ class GGUFFormatError(LabError):
     """A GGUF file that is malformed: truncated, inconsistent, or pointing outside itself."""
 
 
+class DecodeBudgetError(LabError):
+    """A tensor whose decoded float32 weights would need more memory than the decode budget allows."""
+
+
 class InputError(LabError):
     """Text a learner typed that the lab cannot read as the number (or row of numbers) it needs."""
 

@@ -1,0 +1,142 @@
+"""What a recipe label means in one file, and the lab's own Q4_K_M-style mixture."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+import gguf
+from lab.formats import q4k
+from lab.formats.q8_0 import BLOCK_WEIGHTS as Q8_0_BLOCK_WEIGHTS
+from lab.interop.gguf.layout import TensorInfo
+from lab.interop.gguf.read import GGUFFile
+
+
+def type_summary(gf: GGUFFile) -> list[dict]:
+    """One row per tensor type, most bytes first: tensors, weights, bytes, shares and examples."""
+    total_bytes = sum(info.n_bytes for info in gf.tensors) or 1
+    total_weights = sum(info.n_elements for info in gf.tensors) or 1
+    by_type: dict[str, list[TensorInfo]] = {}
+    for info in gf.tensors:
+        by_type.setdefault(info.type_name, []).append(info)
+    rows = []
+    for type_name, infos in by_type.items():
+        n_bytes = sum(info.n_bytes for info in infos)
+        n_weights = sum(info.n_elements for info in infos)
+        rows.append(
+            {
+                "type": type_name,
+                "tensors": len(infos),
+                "one_dimensional": sum(len(info.shape) == 1 for info in infos),
+                "weights": n_weights,
+                "bytes": n_bytes,
+                "share_of_bytes": n_bytes / total_bytes,
+                "share_of_weights": n_weights / total_weights,
+                "bits_per_weight": 8 * n_bytes / n_weights,
+                "names": [info.name for info in infos],
+            }
+        )
+    return sorted(rows, key=lambda row: row["bytes"], reverse=True)
+
+
+def recipe_label(gf: GGUFFile) -> str | None:
+    """The label general.file_type carries, e.g. "Q4_K_M", or None when the file has none."""
+    file_type = gf.metadata("general.file_type")
+    if not isinstance(file_type, int):
+        return None
+    try:
+        return gguf.LlamaFileType(file_type).name.removeprefix("MOSTLY_")
+    except ValueError:
+        return f"unknown file type {file_type}"
+
+
+def explain_recipe(gf: GGUFFile) -> dict:
+    """Read a recipe label against what is in the file: the main type, what is kept at higher precision.
+
+    The main type is the one holding the most weights among tensors of two or more dimensions;
+    "higher precision" is any type with more bits per weight than it.
+    """
+    label = recipe_label(gf)
+    rows = type_summary(gf)
+    matrix_weights: dict[str, int] = {}
+    for info in gf.tensors:
+        if len(info.shape) > 1:
+            matrix_weights[info.type_name] = matrix_weights.get(info.type_name, 0) + info.n_elements
+    main_type = max(matrix_weights, key=matrix_weights.get) if matrix_weights else None
+    main_bits = next((row["bits_per_weight"] for row in rows if row["type"] == main_type), None)
+    higher = [row for row in rows if main_bits is not None and row["bits_per_weight"] > main_bits]
+    total_weights = sum(row["weights"] for row in rows)
+    overall_bits = 8 * sum(row["bytes"] for row in rows) / total_weights if total_weights else 0.0
+    lines = [
+        f"The file says {label} (general.file_type). That names a recipe, not a block format."
+        if label
+        else "The file carries no general.file_type label."
+    ]
+    for row in rows:
+        examples = ", ".join(repr(name) for name in row["names"][:3])
+        more = f" and {row['tensors'] - 3} more" if row["tensors"] > 3 else ""
+        tensors = f"{row['tensors']} tensor" + ("s" if row["tensors"] != 1 else "")
+        lines.append(
+            f"{row['type']}: {tensors} ({row['one_dimensional']} of them 1-D), "
+            f"{row['share_of_bytes']:.1%} of tensor bytes, {row['bits_per_weight']:.3g} bits per weight; "
+            f"e.g. {examples}{more}"
+        )
+    lines.append(f"Overall: {overall_bits:.3f} bits per weight over {total_weights:,} weights.")
+    return {
+        "label": label,
+        "main_type": main_type,
+        "higher_precision": {row["type"]: row["names"] for row in higher},
+        "types": rows,
+        "bits_per_weight": overall_bits,
+        "text": "\n".join(lines),
+    }
+
+
+Q4_K_ROW = q4k.BLOCK_WEIGHTS
+#: llama.cpp's Q4_K_M keeps attention value projections and some FFN-down matrices in Q6_K
+VALUE_PROJECTION = re.compile(r"(attn_v|attention\.self\.value|self_attn\.v_proj)\.weight$")
+FFN_DOWN = re.compile(r"(ffn_down|mlp\.down_proj|(?<!attention)\.output\.dense)\.weight$")
+LAYER_NUMBER = re.compile(r"\.(\d+)\.")
+#: gguf-py 0.19 quantizes Q8_0 but not Q6_K, so the lab's mixture uses Q8_0 where llama.cpp uses Q6_K
+PROMOTED_TYPE = "Q8_0"
+
+
+def _layer(name: str) -> int | None:
+    found = LAYER_NUMBER.search(name)
+    return int(found.group(1)) if found else None
+
+
+def default_promotions(names) -> set[str]:
+    """Tensors a Q4_K_M-style mixture keeps at higher precision: attention value projections and
+    the FFN-down matrix of the last numbered layer."""
+    names = list(names)
+    down_layers = {name: _layer(name) for name in names if FFN_DOWN.search(name)}
+    numbered = [layer for layer in down_layers.values() if layer is not None]
+    last_down = {name for name, layer in down_layers.items() if numbered and layer == max(numbered)}
+    return {name for name in names if VALUE_PROJECTION.search(name)} | last_down
+
+
+def q4_k_m_style_plan(
+    tensors: Mapping[str, np.ndarray], promote: Callable[[list[str]], set[str]] = default_promotions
+) -> dict[str, str]:
+    """The GGUF type for each tensor in a small Q4_K_M-style mixture.
+
+    1-D tensors (norms, biases) stay F32. Matrices are Q4_K, except those `promote` picks, which
+    get Q8_0 (llama.cpp uses Q6_K; gguf-py 0.19 has no Q6_K quantizer). A matrix whose row length
+    is not a multiple of 256 cannot be Q4_K: llama.cpp's quantizer then falls back to a type with
+    smaller blocks (Q5_0 in place of Q4_K); the lab uses Q8_0, which it can decode, or F16 when
+    the row is not a multiple of 32 either.
+    """
+    promoted = promote(list(tensors))
+    plan = {}
+    for name, array in tensors.items():
+        shape = np.shape(array)
+        if len(shape) <= 1:
+            plan[name] = "F32"
+        elif shape[-1] % Q4_K_ROW:
+            plan[name] = "Q8_0" if shape[-1] % Q8_0_BLOCK_WEIGHTS == 0 else "F16"
+        else:
+            plan[name] = PROMOTED_TYPE if name in promoted else "Q4_K"
+    return plan
