@@ -111,7 +111,8 @@ def erf(x) -> np.ndarray:
 
 def _erf_into(x, out, t, ty, d, dd, scratch) -> None:
     """out = erf(x) for 1-D float64 arrays, working in place in the equally long buffers given."""
-    z = np.abs(x, out=out)
+    # erfc(z) underflows to 0 long before z = 30; clipping there keeps z² finite for huge inputs.
+    z = np.minimum(np.abs(x, out=out), 30.0, out=out)
     np.add(z, 2.0, out=t)
     np.divide(2.0, t, out=t)
     np.multiply(t, 4.0, out=ty)
@@ -496,7 +497,9 @@ class SentenceModel:
             )
             inner = gelu(self._linear(hidden, f"{prefix}.intermediate.dense", captured))
             out = self._linear(inner, f"{prefix}.output.dense", captured)
-            hidden = _layer_norm(out + hidden, w[f"{prefix}.output.LayerNorm.weight"], w[f"{prefix}.output.LayerNorm.bias"], eps)
+            hidden = _layer_norm(
+                out + hidden, w[f"{prefix}.output.LayerNorm.weight"], w[f"{prefix}.output.LayerNorm.bias"], eps
+            )
 
         # Mean pooling over each sentence's tokens, then (if the pipeline has Normalize) unit length.
         counts = mask.sum(axis=1)
