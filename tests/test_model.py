@@ -69,7 +69,7 @@ def test_the_reference_holds_the_sentences_it_promises(reference):
 
 def test_token_ids_are_sentence_transformers_token_ids(fp32_model, reference):
     ours = fp32_model.token_ids(reference["sentences"].tolist())
-    for theirs, mine in zip(reference["token_ids"], ours):
+    for theirs, mine in zip(reference["token_ids"], ours, strict=True):
         assert mine == theirs[theirs >= 0].tolist()
 
 
@@ -266,7 +266,11 @@ BAD_ROUND_TRIPS = {
     "NaN": (lambda w: np.where(w > 0, np.nan, w), NonFiniteError, "NaN or infinite weights"),
     "infinity": (lambda w: np.where(w > 0, -np.inf, w), NonFiniteError, "NaN or infinite weights"),
     "raises": (lambda w: 1 // 0, QuantizeError, "round trip failed on layer.q: ZeroDivisionError"),
-    "raises a lab error": (lambda w: mxfp4.quantize(w[:, :5]), QuantizeError, "round trip failed on layer.q: ShapeError"),
+    "raises a lab error": (
+        lambda w: mxfp4.quantize(w[:, :5]),
+        QuantizeError,
+        "round trip failed on layer.q: ShapeError",
+    ),
     "returns words": (lambda w: np.full(w.shape, "x"), QuantizeError, "not numbers"),
     "returns None": (lambda w: None, QuantizeError, "not numbers"),
 }

@@ -43,7 +43,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .. import real_weights
+from lab.teach import real_weights
+
 from ..errors import InputError, LabError, NonFiniteError, RuleError, ShapeError
 
 TOKENIZERS_HINT = "pip install tokenizers==0.23.3"
@@ -83,13 +84,34 @@ class QuantizeError(LabError):
 #: series whose first coefficient counts half. erf's absolute error stays below 1e-15 (3e-16 on a grid
 #: over [−8, 8]); tests/test_model.py checks it against math.erf.
 _ERFC_CHEBYSHEV = (
-    -1.3026537197817094, 6.4196979235649026e-1, 1.9476473204185836e-2, -9.561514786808631e-3,
-    -9.46595344482036e-4, 3.66839497852761e-4, 4.2523324806907e-5, -2.0278578112534e-5,
-    -1.624290004647e-6, 1.303655835580e-6, 1.5626441722e-8, -8.5238095915e-8,
-    6.529054439e-9, 5.059343495e-9, -9.91364156e-10, -2.27365122e-10,
-    9.6467911e-11, 2.394038e-12, -6.886027e-12, 8.94487e-13,
-    3.13092e-13, -1.12708e-13, 3.81e-16, 7.106e-15,
-    -1.523e-15, -9.4e-17, 1.21e-16, -2.8e-17,
+    -1.3026537197817094,
+    6.4196979235649026e-1,
+    1.9476473204185836e-2,
+    -9.561514786808631e-3,
+    -9.46595344482036e-4,
+    3.66839497852761e-4,
+    4.2523324806907e-5,
+    -2.0278578112534e-5,
+    -1.624290004647e-6,
+    1.303655835580e-6,
+    1.5626441722e-8,
+    -8.5238095915e-8,
+    6.529054439e-9,
+    5.059343495e-9,
+    -9.91364156e-10,
+    -2.27365122e-10,
+    9.6467911e-11,
+    2.394038e-12,
+    -6.886027e-12,
+    8.94487e-13,
+    3.13092e-13,
+    -1.12708e-13,
+    3.81e-16,
+    7.106e-15,
+    -1.523e-15,
+    -9.4e-17,
+    1.21e-16,
+    -2.8e-17,
 )
 
 
@@ -202,7 +224,7 @@ def _number(config: dict, key: str, kind: type, file: str):
 
 
 def _module_kind(module: dict) -> str:
-    """"sentence_transformers.models.Pooling" -> "Pooling"; any other library is refused."""
+    """ "sentence_transformers.models.Pooling" -> "Pooling"; any other library is refused."""
     kind = str(module.get("type", ""))
     _require(
         kind.startswith("sentence_transformers."),
@@ -215,7 +237,9 @@ def _pooling_modes(pooling: dict) -> list[str]:
     # Older configs set one boolean per mode, newer ones name the mode.
     if "pooling_mode" in pooling:
         return [str(pooling["pooling_mode"])]
-    return [key.removeprefix("pooling_mode_") for key, value in pooling.items() if key.startswith("pooling_mode_") and value]
+    return [
+        key.removeprefix("pooling_mode_") for key, value in pooling.items() if key.startswith("pooling_mode_") and value
+    ]
 
 
 def read_config(folder: Path | None = None) -> ModelConfig:
@@ -234,7 +258,9 @@ def read_config(folder: Path | None = None) -> ModelConfig:
     tokenizer = _read_json(transformer_folder / "tokenizer.json")
     pooling = _read_json(folder / modules[1].get("path", "") / "config.json")
 
-    _require(bert.get("model_type") == "bert", f"config.json says model_type {bert.get('model_type')!r}; implemented: 'bert'")
+    _require(
+        bert.get("model_type") == "bert", f"config.json says model_type {bert.get('model_type')!r}; implemented: 'bert'"
+    )
     _require(
         bert.get("hidden_act") == "gelu",
         f"config.json says hidden_act {bert.get('hidden_act')!r}; implemented: 'gelu' (the exact erf GELU)",
@@ -264,7 +290,9 @@ def read_config(folder: Path | None = None) -> ModelConfig:
     )
 
     modes = _pooling_modes(pooling)
-    _require(modes in (["mean_tokens"], ["mean"]), f"1_Pooling/config.json asks for pooling modes {modes}; implemented: mean")
+    _require(
+        modes in (["mean_tokens"], ["mean"]), f"1_Pooling/config.json asks for pooling modes {modes}; implemented: mean"
+    )
     dimension = pooling.get("word_embedding_dimension", hidden)
     _require(dimension == hidden, f"the pooling config expects {dimension}-wide tokens; the encoder gives {hidden}")
 
@@ -285,7 +313,9 @@ def _tokenizer(config: ModelConfig):
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise real_weights.RealModelUnavailableError(f"the tokenizers package is not installed; {TOKENIZERS_HINT}") from None
+        raise real_weights.RealModelUnavailableError(
+            f"the tokenizers package is not installed; {TOKENIZERS_HINT}"
+        ) from None
     tokenizer = Tokenizer.from_file(str(config.transformer_folder / "tokenizer.json"))
     # tokenizer.json ships its own truncation (128) and fixed padding (128); sentence-transformers
     # replaces both: truncation to max_seq_length, padding to the longest sentence of a batch.
@@ -343,12 +373,17 @@ def _quantized_linears(
     elif callable(quantize):
         round_trip, block_size = quantize, 1
     else:
-        raise QuantizeError(f"quantize must be None, a format name or a round trip w -> ŵ, not {type(quantize).__name__}")
+        raise QuantizeError(
+            f"quantize must be None, a format name or a round trip w -> ŵ, not {type(quantize).__name__}"
+        )
     weights, fallbacks = {}, []
     for name, w in originals.items():
         if w.shape[-1] % block_size:
             fallbacks.append(
-                (name, f"row length {w.shape[-1]} is not a multiple of {quantize}'s block of {block_size}; kept in float32")
+                (
+                    name,
+                    f"row length {w.shape[-1]} is not a multiple of {quantize}'s block of {block_size}; kept in float32",
+                )
             )
             weights[name] = w
         else:
@@ -427,7 +462,9 @@ class SentenceModel:
         # Longest first, as sentence-transformers batches, so that each batch pads little.
         order = np.argsort(-lengths, kind="stable")
         embeddings = np.empty((len(sentences), self.config.hidden_size), dtype=np.float32)
-        pieces: dict[str, list] = {name: [None] * len(sentences) for name in self.config.linear_names} if capture else {}
+        pieces: dict[str, list] = (
+            {name: [None] * len(sentences) for name in self.config.linear_names} if capture else {}
+        )
         for start in range(0, len(sentences), batch_size):
             members = order[start : start + batch_size]
             member_lengths = lengths[members]
@@ -438,7 +475,7 @@ class SentenceModel:
             embeddings[members] = self._forward(ids, types, mask, captured)
             for name, rows in (captured or {}).items():
                 # rows are the batch's real tokens, sentence after sentence: split them back out
-                for member, piece in zip(members, np.split(rows, np.cumsum(member_lengths)[:-1])):
+                for member, piece in zip(members, np.split(rows, np.cumsum(member_lengths)[:-1]), strict=True):
                     pieces[name][member] = piece
         inputs = {name: np.concatenate(parts) for name, parts in pieces.items()}
         return embeddings, inputs

