@@ -16,13 +16,14 @@ from pathlib import Path
 from lab.errors import FileReadError
 
 
-@contextlib.contextmanager
-def read_only_map(path: str | os.PathLike) -> Iterator[mmap.mmap | bytes]:
-    """The file's bytes, read-only: a memory map, or the bytes read whole when the file reports size 0.
+def map_or_read(path: str | os.PathLike, *, map_from: int = 1) -> mmap.mmap | bytes:
+    """The file's bytes, read-only: a memory map the caller closes, or bytes read for a file that
+    reports fewer than `map_from` bytes (an empty file cannot be mapped, and a file too short for
+    what the caller looks for needs no map).
 
-    A size of 0 cannot be mapped, and it is also what /proc and other pseudo-files report whatever
-    they hold, so those are read instead (which is where /proc/self/mem fails, with EIO). Only
-    opening and reading are translated; an error raised inside the `with` body passes unchanged.
+    Bytes read are at most `map_from`, except with the default `map_from=1`, where a file reporting
+    size 0 is read whole: /proc and other pseudo-files report 0 whatever they hold. Reading is where
+    /proc/self/mem fails, with EIO; that becomes a FileReadError naming the path.
     """
     path = Path(path)
     try:
@@ -31,11 +32,20 @@ def read_only_map(path: str | os.PathLike) -> Iterator[mmap.mmap | bytes]:
         raise FileReadError(f"cannot open {path}: {error.strerror or error}") from error
     with handle:
         try:
-            if os.fstat(handle.fileno()).st_size == 0:
-                data: mmap.mmap | bytes = handle.read()
-            else:
-                data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            size = os.fstat(handle.fileno()).st_size
+            if size >= max(map_from, 1):
+                return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            return handle.read() if size == 0 and map_from <= 1 else handle.read(map_from)
         except OSError as error:
             raise FileReadError(f"cannot read {path}: {error.strerror or error}") from error
-        with data if isinstance(data, mmap.mmap) else contextlib.nullcontext(data) as buffer:
-            yield buffer
+
+
+@contextlib.contextmanager
+def read_only_map(path: str | os.PathLike) -> Iterator[mmap.mmap | bytes]:
+    """map_or_read as a with block: the map is closed at its end.
+
+    Only opening and reading are translated; an error raised inside the `with` body passes unchanged.
+    """
+    data = map_or_read(path)
+    with data if isinstance(data, mmap.mmap) else contextlib.nullcontext(data) as buffer:
+        yield buffer

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -289,6 +291,15 @@ def test_read_only_map_names_the_path_of_what_it_cannot_read(tmp_path):
         with pytest.raises(FileReadError, match=r"cannot read /proc/self/mem: Input/output error"):
             with read_only_map("/proc/self/mem"):
                 pass
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/mem is Linux's")
+def test_the_gguf_reader_names_a_file_it_cannot_read():
+    from lab.errors import FileReadError
+    from lab.interop import gguf as gguf_tools
+
+    with pytest.raises(FileReadError, match=r"cannot read /proc/self/mem: Input/output error"):
+        gguf_tools.open_gguf("/proc/self/mem")
 
 
 def test_read_only_map_leaves_errors_from_its_body_alone(tmp_path):

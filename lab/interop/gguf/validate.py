@@ -4,7 +4,6 @@ remain before anything is read for it."""
 from __future__ import annotations
 
 import mmap
-import os
 import struct
 from array import array
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from lab.errors import GGUFFormatError
+from lab.files import map_or_read
 from lab.interop.gguf.layout import (
     ALIGNMENT_KEY,
     DEFAULT_ALIGNMENT,
@@ -333,10 +333,8 @@ def map_file(path) -> mmap.mmap | bytes:
     path = Path(path)
     if not path.is_file():
         raise GGUFFormatError(f"{path} is not a regular file")
-    with open(path, "rb") as handle:
-        if os.fstat(handle.fileno()).st_size < HEADER_BYTES:
-            return handle.read(HEADER_BYTES)
-        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    # a pseudo-file such as /proc/self/mem reports size 0: its first bytes are read, or refused by name
+    return map_or_read(path, map_from=HEADER_BYTES)
 
 
 def validate_file(path) -> Layout:
