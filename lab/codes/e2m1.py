@@ -15,6 +15,7 @@ Encoding is a rounding choice, and the lab names each rule after who uses it:
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lab._arrays import as_code_array, as_code_scalar, as_float_array
 from lab.errors import RuleError
@@ -36,14 +37,14 @@ ROUNDING_RULES = ("rne", "mlx")
 BITS = 4
 
 
-def decode(code) -> np.ndarray | np.float32:
+def decode(code: ArrayLike) -> np.ndarray | np.float32:
     """Value of each 4-bit code (0..15), sign of zero kept. Same shape as the input."""
     codes = as_code_array(code, limit=16, what="E2M1 code")
     values = VALUES[codes]
     return values[()] if values.ndim == 0 else values
 
 
-def encode(x, rounding: str = "rne") -> np.ndarray | np.uint8:
+def encode(x: ArrayLike, rounding: str = "rne") -> np.ndarray | np.uint8:
     """Nearest E2M1 code for each value, under a named rounding rule (see the module docstring).
 
     Values beyond +-6 saturate to +-6 under both rules; NaN and infinity are rejected.
@@ -54,7 +55,7 @@ def encode(x, rounding: str = "rne") -> np.ndarray | np.uint8:
     return codes[()] if codes.ndim == 0 else codes
 
 
-def encode_magnitude(magnitude, negative, rounding: str = "rne") -> np.ndarray:
+def encode_magnitude(magnitude: ArrayLike, negative: ArrayLike, rounding: str = "rne") -> np.ndarray:
     """E2M1 codes from magnitudes |x| (finite) and signs (signbit of x) given separately.
 
     The block quantizers call this directly: they divide the magnitudes by the block scale and
@@ -81,7 +82,7 @@ def encode_magnitude(magnitude, negative, rounding: str = "rne") -> np.ndarray:
     return magnitude_code | (sign.astype(np.uint8) << np.uint8(3))
 
 
-def fields(code) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fields(code: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(sign, exponent field, fraction bit) of each code."""
     codes = as_code_array(code, limit=16, what="E2M1 code")
     return codes >> 3, (codes >> 1) & 3, codes & 1

@@ -14,6 +14,7 @@ a sign, and 0x7F means zero rather than NaN. `decode_ggml_unsigned` reproduces t
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lab._arrays import as_code_array, as_code_scalar, as_float_array
 
@@ -46,13 +47,13 @@ def _value_of(codes: np.ndarray) -> np.ndarray:
 VALUES = _value_of(np.arange(256))
 
 
-def decode(byte) -> np.ndarray | np.float32:
+def decode(byte: ArrayLike) -> np.ndarray | np.float32:
     codes = as_code_array(byte, limit=256, what="E4M3 byte")
     values = VALUES[codes]
     return values[()] if values.ndim == 0 else values
 
 
-def encode(x) -> np.ndarray | np.uint8:
+def encode(x: ArrayLike) -> np.ndarray | np.uint8:
     """Nearest E4M3 byte, round half to even, saturating at +-448; the sign of zero is kept."""
     # float32 input stays float32: every step below is exact in either width.
     values = as_float_array(x, what="value to encode as E4M3", keep_float32=True)
@@ -60,7 +61,7 @@ def encode(x) -> np.ndarray | np.uint8:
     return codes[()] if codes.ndim == 0 else codes
 
 
-def encode_magnitude(magnitude, negative) -> np.ndarray:
+def encode_magnitude(magnitude: ArrayLike, negative: ArrayLike) -> np.ndarray:
     """E4M3 bytes from magnitudes |x| (finite) and signs (signbit of x) given separately.
 
     The arithmetic runs in the magnitudes' own float type and is exact in float32 as in
@@ -82,7 +83,7 @@ def encode_magnitude(magnitude, negative) -> np.ndarray:
     return magnitude_code | (np.asarray(negative).astype(np.uint8) << np.uint8(7))
 
 
-def decode_ggml_unsigned(byte) -> np.ndarray:
+def decode_ggml_unsigned(byte: ArrayLike) -> np.ndarray:
     """GGUF NVFP4's block scale as ggml reads it: bits 6..3 exponent, 2..0 mantissa, bit 7 ignored,
     and 0x7F (plus 0x00) decode to zero. No NaN exists in this reading."""
     codes = as_code_array(byte, limit=256, what="GGUF NVFP4 scale byte").astype(np.int32)

@@ -18,6 +18,7 @@ Both exponents are clamped to -127..127. The clamp matters: ggml computes the by
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lab._arrays import as_code_array, as_code_scalar, as_float_array, round_to
 from lab.errors import NonFiniteError, ReservedCodeError, RuleError
@@ -28,7 +29,7 @@ SCALE_RULES = ("ocp", "mlx")
 BITS = 8
 
 
-def decode(byte) -> np.ndarray | np.float32:
+def decode(byte: ArrayLike) -> np.ndarray | np.float32:
     """2^(byte-127) for each byte; 0xFF gives NaN."""
     codes = as_code_array(byte, limit=256, what="E8M0 byte")
     finite_codes = np.minimum(codes, NAN_BYTE - 1).astype(np.int32)
@@ -37,7 +38,7 @@ def decode(byte) -> np.ndarray | np.float32:
     return scale[()] if scale.ndim == 0 else scale
 
 
-def decode_finite(byte) -> np.ndarray:
+def decode_finite(byte: ArrayLike) -> np.ndarray:
     """Like decode, but a NaN byte is an error (for the places that must multiply by the scale)."""
     codes = as_code_array(byte, limit=256, what="E8M0 byte")
     if np.any(codes == NAN_BYTE):

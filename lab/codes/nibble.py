@@ -8,17 +8,18 @@ E2M1  - the MXFP4/NVFP4 float element (see lab.e2m1).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lab._arrays import as_code_array, as_code_scalar
 from lab.codes import e2m1
 
 
-def as_uint4(code) -> np.ndarray | np.uint8:
+def as_uint4(code: ArrayLike) -> np.ndarray | np.uint8:
     codes = as_code_array(code, limit=16, what="nibble")
     return codes[()] if codes.ndim == 0 else codes
 
 
-def as_int4(code) -> np.ndarray | np.int8:
+def as_int4(code: ArrayLike) -> np.ndarray | np.int8:
     codes = as_code_array(code, limit=16, what="nibble").astype(np.int8)
     signed = np.where(codes >= 8, codes - 16, codes).astype(np.int8)
     return signed[()] if signed.ndim == 0 else signed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lab._arrays import is_integer, to_float32_input
 from lab.errors import DTypeError, GroupSizeError, ShapeError
@@ -14,7 +15,7 @@ def check_group(mode: str, group_size: int, expected: int) -> None:
         raise GroupSizeError(f"[quantize] {mode} quantization requires group size {expected} but got {group_size}.")
 
 
-def float_input(w, group_size: int) -> tuple[np.ndarray, str]:
+def float_input(w: ArrayLike, group_size: int) -> tuple[np.ndarray, str]:
     """The weights as float32 plus the dtype to emulate; the last dimension must split into groups.
 
     A float32 input is not copied (the quantizers only read their weights), which spares a pass

@@ -10,12 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lab._arrays import as_code_array, as_float_array, round_to
 from lab.codes import e2m1, e4m3, e8m0
 from lab.errors import ShapeError, UnsupportedTypeError
 from lab.formats import mlx_layout
 from lab.formats._blocks import block_amax, check_group, element_index, float_input, grouped
+from lab.formats.rounding import RuleName
 from lab.formats.rounding import preset as get_preset
 from lab.numbers import format_number
 
@@ -46,7 +48,7 @@ class MXTensor:
     element: ElementFormat
     codes: np.ndarray
     scale_bytes: np.ndarray
-    rule: str = "mlx"
+    rule: str = "mlx"  # the preset it was quantized under, or where it came from ("gguf", "given")
     source_dtype: str = "float32"
     group_size: int = field(default=GROUP_SIZE, init=False)
 
@@ -138,7 +140,7 @@ class MXTensor:
         return mx.array(packed), mx.array(scales)
 
 
-def quantize(w, element: ElementFormat, rule: str = "mlx", group_size: int = GROUP_SIZE) -> MXTensor:
+def quantize(w: ArrayLike, element: ElementFormat, rule: RuleName = "mlx", group_size: int = GROUP_SIZE) -> MXTensor:
     """Quantize float weights [..., 32k] to an MX format under a named preset (see lab.rounding)."""
     check_group(element.mode, group_size, GROUP_SIZE)
     rules = get_preset(rule)
@@ -162,7 +164,9 @@ def quantize(w, element: ElementFormat, rule: str = "mlx", group_size: int = GRO
     )
 
 
-def element_codes(magnitude, negative, scale_bytes, element: ElementFormat, rules, dtype: str) -> np.ndarray:
+def element_codes(
+    magnitude: ArrayLike, negative: ArrayLike, scale_bytes: ArrayLike, element: ElementFormat, rules, dtype: str
+) -> np.ndarray:
     """Element codes for blocks given as magnitudes [..., n, 32] and signs, under E8M0 scale bytes
     [..., n] (0..254); `rules` is a lab.rounding preset, `dtype` the input dtype. The magnitudes
     are left as they are.
@@ -185,7 +189,7 @@ def element_codes(magnitude, negative, scale_bytes, element: ElementFormat, rule
     return e4m3.encode_magnitude(scaled, negative)
 
 
-def from_mlx(packed, scales, element: ElementFormat) -> MXTensor:
+def from_mlx(packed: ArrayLike, scales: ArrayLike, element: ElementFormat) -> MXTensor:
     """Read MLX's (packed, scales) arrays back into the lab's codes and scale bytes."""
     packed = np.asarray(packed if isinstance(packed, np.ndarray) else mlx_layout.to_numpy(packed))
     scale_bytes = np.asarray(scales if isinstance(scales, np.ndarray) else mlx_layout.to_numpy(scales))

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lab._arrays import as_code_array, is_integer, round_to
 from lab.errors import BitsError, GroupSizeError, ShapeError
@@ -144,7 +145,7 @@ class AffineTensor:
         return mx.array(packed), mlx_layout.to_mx(scales, self.dtype), mlx_layout.to_mx(biases, self.dtype)
 
 
-def quantize(w, bits: int = 4, group_size: int = 64) -> AffineTensor:
+def quantize(w: ArrayLike, bits: int = 4, group_size: int = 64) -> AffineTensor:
     """Quantize [..., group_size*k] weights exactly as MLX 0.32.4's affine mode does on the CPU."""
     check_bits_and_group(bits, group_size)
     weights, dtype = float_input(w, group_size)
@@ -172,7 +173,9 @@ def quantize(w, bits: int = 4, group_size: int = 64) -> AffineTensor:
     )
 
 
-def from_mlx(packed, scales, biases, bits: int = 4, group_size: int = 64) -> AffineTensor:
+def from_mlx(
+    packed: ArrayLike, scales: ArrayLike, biases: ArrayLike, bits: int = 4, group_size: int = 64
+) -> AffineTensor:
     check_bits_and_group(bits, group_size)
     dtype = "float32"
     if not isinstance(scales, np.ndarray):

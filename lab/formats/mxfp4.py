@@ -21,6 +21,7 @@ decoder keeps -0 and NaN, and the difference is part of the lesson.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lab._arrays import as_byte_array
 from lab.codes import e2m1, e8m0
@@ -28,6 +29,7 @@ from lab.errors import RuleError, ShapeError
 from lab.formats import _mx
 from lab.formats._mx import MXTensor
 from lab.formats.registry import Format, MLXMode, register
+from lab.formats.rounding import RuleName
 
 GROUP_SIZE = _mx.GROUP_SIZE
 BITS_PER_WEIGHT = 4.25
@@ -35,20 +37,20 @@ GGUF_BLOCK_BYTES = 17
 DECODERS = ("ocp", "ggml")
 
 
-def quantize(w, rule: str = "mlx", group_size: int = GROUP_SIZE) -> MXTensor:
+def quantize(w: ArrayLike, rule: RuleName = "mlx", group_size: int = GROUP_SIZE) -> MXTensor:
     """Quantize [..., 32k] weights; `rule` is a preset from lab.rounding ("mlx", "ggml", "ocp")."""
     return _mx.quantize(w, _mx.E2M1_ELEMENT, rule, group_size)
 
 
-def from_mlx(packed, scales) -> MXTensor:
+def from_mlx(packed: ArrayLike, scales: ArrayLike) -> MXTensor:
     return _mx.from_mlx(packed, scales, _mx.E2M1_ELEMENT)
 
 
-def from_parts(codes, scale_bytes) -> MXTensor:
+def from_parts(codes: ArrayLike, scale_bytes: ArrayLike) -> MXTensor:
     return MXTensor(element=_mx.E2M1_ELEMENT, codes=codes, scale_bytes=scale_bytes, rule="given")
 
 
-def from_gguf(raw) -> MXTensor:
+def from_gguf(raw: ArrayLike) -> MXTensor:
     """Read GGUF MXFP4 bytes [..., 17k] into logical codes and scale bytes."""
     blocks = _gguf_blocks(raw)
     payload = blocks[..., 1:]
@@ -61,7 +63,7 @@ def from_gguf(raw) -> MXTensor:
     )
 
 
-def dequantize_gguf(raw, decoder: str = "ocp") -> np.ndarray:
+def dequantize_gguf(raw: ArrayLike, decoder: str = "ocp") -> np.ndarray:
     """Decode GGUF MXFP4 bytes to float32 weights under a named decoder ("ocp" or "ggml")."""
     # The decoder is checked first, so a bad name is reported whatever the bytes are.
     if not isinstance(decoder, str) or decoder not in DECODERS:

@@ -8,24 +8,27 @@ Elements round half to even and saturate at 448 under both. GGUF has no MXFP8 te
 
 from __future__ import annotations
 
+from numpy.typing import ArrayLike
+
 from lab.codes import e8m0
 from lab.formats import _mx
 from lab.formats._mx import MXTensor
 from lab.formats.registry import Format, MLXMode, register
+from lab.formats.rounding import RuleName
 
 GROUP_SIZE = _mx.GROUP_SIZE
 BITS_PER_WEIGHT = 8.25
 
 
-def quantize(w, rule: str = "mlx", group_size: int = GROUP_SIZE) -> MXTensor:
+def quantize(w: ArrayLike, rule: RuleName = "mlx", group_size: int = GROUP_SIZE) -> MXTensor:
     return _mx.quantize(w, _mx.E4M3_ELEMENT, rule, group_size)
 
 
-def from_mlx(packed, scales) -> MXTensor:
+def from_mlx(packed: ArrayLike, scales: ArrayLike) -> MXTensor:
     return _mx.from_mlx(packed, scales, _mx.E4M3_ELEMENT)
 
 
-def from_parts(codes, scale_bytes) -> MXTensor:
+def from_parts(codes: ArrayLike, scale_bytes: ArrayLike) -> MXTensor:
     return MXTensor(element=_mx.E4M3_ELEMENT, codes=codes, scale_bytes=scale_bytes, rule="given")
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lab._arrays import as_byte_array, as_code_array, as_float_array, as_float_scalar, round_to
 from lab.codes import e2m1, e4m3
@@ -172,13 +173,13 @@ def _check_global_scale(global_scale) -> float:
     return stored
 
 
-def tensor_amax(w) -> float:
+def tensor_amax(w: ArrayLike) -> float:
     """The number MLX's convention stores as global_scale: the tensor's absolute maximum."""
     weights, _ = float_input(w, GROUP_SIZE)
     return float(np.abs(weights).max())
 
 
-def quantize(w, global_scale=None, group_size: int = GROUP_SIZE) -> NVFP4Tensor:
+def quantize(w: ArrayLike, global_scale: ArrayLike = None, group_size: int = GROUP_SIZE) -> NVFP4Tensor:
     """Quantize [..., 16k] weights with MLX 0.32.4's rule (see the module docstring).
 
     `global_scale` is the FP32 tensor scale in MLX's convention (the tensor amax, e.g.
@@ -211,7 +212,9 @@ def quantize(w, global_scale=None, group_size: int = GROUP_SIZE) -> NVFP4Tensor:
     )
 
 
-def element_codes(magnitude, negative, scale_values, dtype: str, scale_encode: float | None = None) -> np.ndarray:
+def element_codes(
+    magnitude: ArrayLike, negative: ArrayLike, scale_values: ArrayLike, dtype: str, scale_encode: float | None = None
+) -> np.ndarray:
     """E2M1 codes (rule "mlx") for blocks given as magnitudes [..., n, 16] and signs, under decoded
     block scales [..., n] (float32, never negative) and, with a tensor scale, the factor
     2688 / global_scale; `dtype` is the input dtype. The magnitudes are left as they are.
@@ -232,18 +235,18 @@ def element_codes(magnitude, negative, scale_values, dtype: str, scale_encode: f
     return e2m1.encode_magnitude(scaled, negative, "mlx")
 
 
-def from_parts(codes, scale_bytes, global_scale=None) -> NVFP4Tensor:
+def from_parts(codes: ArrayLike, scale_bytes: ArrayLike, global_scale: ArrayLike = None) -> NVFP4Tensor:
     return NVFP4Tensor(codes=codes, scale_bytes=scale_bytes, global_scale=global_scale)
 
 
-def from_mlx(packed, scales, global_scale=None) -> NVFP4Tensor:
+def from_mlx(packed: ArrayLike, scales: ArrayLike, global_scale: ArrayLike = None) -> NVFP4Tensor:
     packed = np.asarray(packed if isinstance(packed, np.ndarray) else mlx_layout.to_numpy(packed))
     scale_bytes = np.asarray(scales if isinstance(scales, np.ndarray) else mlx_layout.to_numpy(scales))
     codes = mlx_layout.unpack(packed.astype(np.uint32), 4)
     return NVFP4Tensor(codes=codes, scale_bytes=scale_bytes.astype(np.uint8), global_scale=global_scale)
 
 
-def from_gguf(raw) -> NVFP4Tensor:
+def from_gguf(raw: ArrayLike) -> NVFP4Tensor:
     """Read GGUF NVFP4 bytes [..., 36k] into logical codes and scale bytes (no tensor scale)."""
     blocks = _gguf_blocks(raw)
     payload = blocks[..., 4:].reshape(*blocks.shape[:-1], 4, 8)
@@ -253,7 +256,7 @@ def from_gguf(raw) -> NVFP4Tensor:
     )
 
 
-def dequantize_gguf(raw, decoder: str = "ocp") -> np.ndarray:
+def dequantize_gguf(raw: ArrayLike, decoder: str = "ocp") -> np.ndarray:
     """Decode GGUF NVFP4 bytes to float32 under a named decoder.
 
     "ocp" reads the scale bytes as E4M3fn (0x7F/0xFF are NaN, bit 7 is a sign) and keeps -0;

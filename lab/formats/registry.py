@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -22,7 +22,8 @@ from numpy.typing import ArrayLike
 from lab.errors import LabError, RuleError, ShapeError, UnsupportedTypeError
 
 #: the two readings of GGUF's scale codes: the OCP specs', and ggml's
-GGUF_DECODERS = ("ocp", "ggml")
+DecoderName = Literal["ocp", "ggml"]
+GGUF_DECODERS: tuple[DecoderName, ...] = ("ocp", "ggml")
 
 
 @runtime_checkable
@@ -130,7 +131,7 @@ class Format:
         options = {} if self.gguf_preset is None else {"rule": self.gguf_preset}
         return self.quantize(w, **options).to_gguf()
 
-    def decode_gguf(self, raw: ArrayLike, decoder: str = "ocp") -> np.ndarray:
+    def decode_gguf(self, raw: ArrayLike, decoder: DecoderName = "ocp") -> np.ndarray:
         """GGUF bytes of this format -> float32 weights, read the way `decoder` names.
 
         "ocp" reads scale codes as the OCP specs define them (E8M0 0xFF and E4M3 0x7F are NaN,

@@ -12,6 +12,7 @@ A preset names the pair after the implementation that uses it, with where it com
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from lab.errors import RuleError
 
@@ -25,6 +26,9 @@ class Preset:
     computes_in_input_dtype: bool  # MLX rounds intermediate results to float16/bfloat16 inputs
     source: str
 
+
+#: the names PRESETS knows, for type checkers: quantize(w, rule="ocp")
+RuleName = Literal["mlx", "ggml", "ocp"]
 
 PRESETS: dict[str, Preset] = {
     "mlx": Preset(

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lab._arrays import as_float_array, as_float_scalar
 from lab.codes import e2m1
@@ -29,7 +30,7 @@ def _check_scale(scale) -> float:
     return value
 
 
-def quantize_codes(w, scale) -> np.ndarray:
+def quantize_codes(w: ArrayLike, scale: ArrayLike) -> np.ndarray:
     """E2M1 code of each weight under the lab convention."""
     weights = as_float_array(w, what="weights")
     scale = _check_scale(scale)
@@ -48,7 +49,7 @@ def quantize_codes(w, scale) -> np.ndarray:
     return codes
 
 
-def reconstruct(w, scale) -> np.ndarray:
+def reconstruct(w: ArrayLike, scale: ArrayLike) -> np.ndarray:
     """ŵ: each weight replaced by its nearest scaled E2M1 value (lab convention)."""
     scale = _check_scale(scale)
     return scale * e2m1.VALUES.astype(np.float64)[quantize_codes(w, scale)]
@@ -75,7 +76,7 @@ class ScaleLabRow:
         return self.weight_error * self.x
 
 
-def analyse(w, x, scale) -> ScaleLabRow:
+def analyse(w: ArrayLike, x: ArrayLike, scale: ArrayLike) -> ScaleLabRow:
     weights = as_float_array(w, what="weights")
     inputs = as_float_array(x, what="inputs")
     if weights.ndim != 1 or inputs.shape != weights.shape or weights.size == 0:
@@ -116,12 +117,12 @@ def _exact_dot(a: np.ndarray, b: np.ndarray) -> float:
         return math.inf
 
 
-def output_error(w, x, scale) -> float:
+def output_error(w: ArrayLike, x: ArrayLike, scale: ArrayLike) -> float:
     """Signed output error Δy = Σ(ŵᵢ − wᵢ)xᵢ."""
     return analyse(w, x, scale).delta_y
 
 
-def representable(scale) -> np.ndarray:
+def representable(scale: ArrayLike) -> np.ndarray:
     """The fifteen distinct values the scaled E2M1 ruler can reach (one zero), ascending."""
     scale = _check_scale(scale)
     return np.unique(scale * e2m1.MAGNITUDES.astype(np.float64) * np.array([[1.0], [-1.0]])) + 0.0

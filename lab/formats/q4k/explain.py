@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lab._arrays import (
     as_byte_array,
@@ -34,7 +35,7 @@ def _one_block(block) -> np.ndarray:
     return array
 
 
-def explain_byte(block, payload_index: int) -> dict:
+def explain_byte(block: ArrayLike, payload_index: int) -> dict:
     """Everything needed to decode payload byte p of one 144-byte block by hand: both nibbles,
     the lanes and subblocks they go to, the metadata they use and the arithmetic."""
     block = _one_block(block)
@@ -95,7 +96,7 @@ def explain_byte(block, payload_index: int) -> dict:
     }
 
 
-def explain(block, lane: int) -> dict:
+def explain(block: ArrayLike, lane: int) -> dict:
     """How output lane 0..255 of one block is made: which payload byte and nibble feed it, and the arithmetic."""
     payload_index, is_high = payload_of_lane(lane)
     by_byte = explain_byte(block, int(payload_index))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lab._arrays import (
     as_byte_array,
@@ -31,7 +32,7 @@ _F32 = np.float32
 # --------------------------------------------------------------------------------------------
 
 
-def unpack_scale_min(b12) -> tuple[np.ndarray, np.ndarray]:
+def unpack_scale_min(b12: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """The eight subblock scales s_j and minimums m_j (uint8, 0..63) from metadata bytes [..., 12]."""
     metadata = as_byte_array(b12, what="Q4_K metadata bytes")
     if metadata.ndim == 0 or metadata.shape[-1] != METADATA_BYTES:
@@ -49,7 +50,7 @@ def unpack_scale_min(b12) -> tuple[np.ndarray, np.ndarray]:
     return scales, mins
 
 
-def pack_scale_min(scales, mins) -> np.ndarray:
+def pack_scale_min(scales: ArrayLike, mins: ArrayLike) -> np.ndarray:
     """Twelve metadata bytes [..., 12] from scales and minimums [..., 8]; the inverse of unpack_scale_min."""
     subblock_scale = as_code_array(scales, limit=FIELD_MAX + 1, what="6-bit subblock scale")
     subblock_min = as_code_array(mins, limit=FIELD_MAX + 1, what="6-bit subblock minimum")
@@ -88,7 +89,7 @@ def metadata_sources(subblock: int) -> dict:
     }
 
 
-def explain_metadata(b12, subblock: int) -> dict:
+def explain_metadata(b12: ArrayLike, subblock: int) -> dict:
     """How s_j and m_j are read out of the twelve metadata bytes, with the arithmetic spelled out."""
     metadata = as_byte_array(b12, what="Q4_K metadata bytes")
     if metadata.shape != (METADATA_BYTES,):
@@ -151,7 +152,7 @@ def explain_metadata(b12, subblock: int) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
-def lanes(payload_index) -> tuple:
+def lanes(payload_index: ArrayLike) -> tuple:
     """(low_lane, high_lane) fed by payload byte p = 32c + l: (64c + l, 64c + 32 + l)."""
     index = as_code_array(payload_index, limit=PAYLOAD_BYTES, what="payload index").astype(np.int64)
     chunk, position = index // 32, index % 32
@@ -160,14 +161,14 @@ def lanes(payload_index) -> tuple:
     return _scalar_or_array(low_lane), _scalar_or_array(high_lane)
 
 
-def subblocks(payload_index) -> tuple:
+def subblocks(payload_index: ArrayLike) -> tuple:
     """(low subblock, high subblock) for payload byte p = 32c + l: (2c, 2c + 1)."""
     index = as_code_array(payload_index, limit=PAYLOAD_BYTES, what="payload index").astype(np.int64)
     chunk = index // 32
     return _scalar_or_array(2 * chunk), _scalar_or_array(2 * chunk + 1)
 
 
-def payload_of_lane(lane) -> tuple:
+def payload_of_lane(lane: ArrayLike) -> tuple:
     """(payload_index, is_high_nibble) that feeds an output lane 0..255; the inverse of `lanes`."""
     lane_index = as_code_array(lane, limit=BLOCK_WEIGHTS, what="lane").astype(np.int64)
     chunk, within_chunk = lane_index // 64, lane_index % 64

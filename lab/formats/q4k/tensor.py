@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lab._arrays import (
     as_code_array,
@@ -114,7 +115,7 @@ class Q4KTensor:
         }
 
 
-def from_parts(d, dmin, scales, mins, codes) -> Q4KTensor:
+def from_parts(d: ArrayLike, dmin: ArrayLike, scales: ArrayLike, mins: ArrayLike, codes: ArrayLike) -> Q4KTensor:
     """Assemble Q4_K bytes from the logical parts; the inverse of reading them off a Q4KTensor.
 
     d, dmin: per block, broadcastable to [..., k]; rounded to float16 (nearest even).
@@ -169,6 +170,6 @@ def _assemble(d16, dmin16, subblock_scale, subblock_min, block_codes) -> np.ndar
     return blocks.reshape(*lead, n_blocks * BLOCK_BYTES)
 
 
-def from_gguf(raw) -> Q4KTensor:
+def from_gguf(raw: ArrayLike) -> Q4KTensor:
     """GGUF Q4_K bytes [..., 144k] -> the tensor they hold (the bytes are the tensor)."""
     return Q4KTensor(raw)
