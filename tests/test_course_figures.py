@@ -60,10 +60,10 @@ def test_lane_chart_marks_the_traced_lanes():
     assert [row["lane"] for row in rows] == [0, 32]
     assert [row["label"] for row in rows] == ["lane 0: -1", "lane 32: -0.498039"]
     marks = {layer["mark"]["type"]: layer["mark"] for layer in traced_layers}
-    assert set(marks) == {"rule", "point", "text"}
+    assert set(marks) == {"rule", "bar", "point", "text"}
     assert all(mark["color"] == charts.TRACED_COLOUR for mark in marks.values())
     assert charts.TRACED_COLOUR not in bars["encoding"]["color"]["scale"]["range"]
-    assert marks["rule"]["strokeWidth"] >= 3 and marks["point"]["size"] >= 100
+    assert marks["bar"]["size"] >= 4 and marks["point"]["size"] >= 100  # 256 lanes in 660 px: a lane's bar is ~2 px
     assert len(set(bars["encoding"]["color"]["scale"]["range"])) == 8
 
 

@@ -92,11 +92,12 @@ SUBBLOCK_COLOURS = [*PALETTE[:7], "#8C8C8C"]
 
 def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> alt.Chart:
     """All 256 weights of a Q4_K block by output lane, coloured by subblock; the traced lanes are
-    drawn on top in black, wider, with a point and a "lane n" label, so they stand out among 256 bars."""
+    marked by a dashed black line the chart's full height, a wider black bar, a point and a
+    "lane n: weight" label at the top, so they stand out among 256 bars."""
     weights = np.asarray(weights, dtype=np.float64)
     lanes = np.arange(weights.size)
     frame = _data({"lane": lanes, "weight": weights, "subblock": [str(j) for j in lanes // 32]})
-    x = alt.X("lane:Q", title="output lane", scale=alt.Scale(domain=[0, weights.size]))
+    x = alt.X("lane:Q", title="output lane", scale=alt.Scale(domain=[0, weights.size], nice=False))
     bars = (
         alt.Chart(frame)
         .mark_bar(opacity=0.6)
@@ -113,13 +114,12 @@ def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> alt.Chart:
             "lane": traced_lanes,
             "weight": weights[traced_lanes],
             "label": [f"lane {lane}: {weights[lane]:g}" for lane in traced_lanes],
+            # Pixel rows for the labels, alternating, so two nearby lanes' labels never collide.
+            "label y": [12 + 20 * (i % 2) for i in range(len(traced_lanes))],
         }
     )
-    rule = (
-        alt.Chart(traced)
-        .mark_rule(color=TRACED_COLOUR, strokeWidth=4)
-        .encode(x="lane:Q", y=alt.datum(0), y2="weight:Q")
-    )
+    rule = alt.Chart(traced).mark_rule(color=TRACED_COLOUR, strokeWidth=2, strokeDash=[4, 3]).encode(x="lane:Q")
+    bar = alt.Chart(traced).mark_bar(color=TRACED_COLOUR, size=5).encode(x="lane:Q", y="weight:Q")
     point = (
         alt.Chart(traced)
         .mark_point(color=TRACED_COLOUR, filled=True, size=120, shape="diamond")
@@ -127,11 +127,11 @@ def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> alt.Chart:
     )
     label = (
         alt.Chart(traced)
-        .mark_text(align="left", dx=8, dy=-8, fontSize=15, fontWeight="bold", color=TRACED_COLOUR)
-        .encode(x="lane:Q", y="weight:Q", text="label:N")
+        .mark_text(align="left", dx=5, fontSize=15, fontWeight="bold", color=TRACED_COLOUR)
+        .encode(x="lane:Q", y=alt.Y("label y:Q", scale=None), text="label:N")
     )
     return _styled(
-        alt.layer(bars, rule, point, label).properties(
+        alt.layer(bars, rule, bar, point, label).properties(
             height=280, width=660, title="256 lanes, eight subblocks of 32 (traced lanes in black)"
         )
     )
