@@ -81,6 +81,8 @@ def test_e2m1_ruler_labels_never_overlap():
         # A label such as "−0.5" at 14 px is under 30 px wide.
         assert min(np.diff(xs)) >= 40, f"labels in row {row} are {min(np.diff(xs)):.1f} px apart"
     assert len(labelled) == len(values) == 15
+    assert [v["label"] for v in values][:3] == ["\u22126", "\u22124", "\u22123"]
+    assert max(len(v["label"]) for v in values) <= 4  # the spacing above assumes labels this short
 
 
 def _calls(tree: ast.AST, name: str):

@@ -40,7 +40,9 @@ def e2m1_ruler_chart() -> alt.Chart:
     values = np.unique(e2m1.VALUES.astype(np.float64) + 0.0)
     gaps = np.append(np.diff(values), 0.0)
     rows = np.arange(values.size) % len(RULER_LABEL_OFFSETS)
-    frame = _data({"value": values, "gap to next": gaps, "label row": rows})
+    # Labels are written here: Vega's "g" format pads to six significant digits ("6.00000").
+    labels_text = [f"{value:g}".replace("-", "\u2212") for value in values]
+    frame = _data({"value": values, "gap to next": gaps, "label row": rows, "label": labels_text})
     x = alt.X("value:Q", title="E2M1 value", scale=alt.Scale(domain=list(RULER_DOMAIN)))
     marks = (
         alt.Chart(frame)
@@ -51,12 +53,12 @@ def e2m1_ruler_chart() -> alt.Chart:
         alt.Chart(frame)
         .transform_filter(alt.datum["label row"] == row)
         .mark_text(dy=offset, fontSize=14)
-        .encode(x="value:Q", text=alt.Text("value:Q", format="g"))
+        .encode(x="value:Q", text="label:N")
         for row, offset in enumerate(RULER_LABEL_OFFSETS)
     ]
     return _styled(
         alt.layer(marks, *labels).properties(
-            height=110, width=RULER_WIDTH, title="Every E2M1 value: dense near zero, sparse at the top"
+            height=130, width=RULER_WIDTH, title="Every E2M1 value: dense near zero, sparse at the top"
         )
     )
 
