@@ -15,24 +15,26 @@ def _():
 
 @app.cell(hide_code=True)
 def _(course, mo):
-    _lines = "\n".join(f"{number}. [{title}]({course.link(file)}): {summary}" for number, (file, title, summary) in enumerate(course.NOTEBOOKS, start=1))
     mo.md(
-        f"""
-        # The four-bit lab
+        r"""
+    # The four-bit lab
 
-        What is a 4-bit weight, really? Four bits say how much room a code takes, not which number
-        it means. This course follows one value from its four bits, through its scale, to its share
-        of a dot product, for the formats in use today: **MXFP4**, **NVFP4** and GGUF's **Q4_K**,
-        and the codes beneath them (E2M1, E8M0, E4M3, MLX affine).
+    What is a 4-bit weight, really? Four bits say how much room a code takes, not which number
+    it means. This course follows one value from its four bits, through its scale, to its share
+    of a dot product, for the formats in use today: **MXFP4**, **NVFP4** and GGUF's **Q4_K**,
+    and the codes beneath them (E2M1, E8M0, E4M3, MLX affine).
 
-        Every number here can be done by hand, and the lab checks itself against independent
-        sources: ml_dtypes for the codes, gguf-py for GGUF blocks, MLX's own kernels for its modes,
-        and the worked numbers of the article the course follows.
+    Every number here can be done by hand, and the lab checks itself against independent
+    sources: ml_dtypes for the codes, gguf-py for GGUF blocks, MLX's own kernels for its modes,
+    and the worked numbers of the article the course follows.
 
-        {_lines}
+    ## The course
 
-        Each notebook ends with a short *Try this* list whose answers you can check on the page.
-        """
+    """
+        + course.index_markdown()
+        + "\n\nEach notebook ends with a short *Try this* list whose answers you can check on the page, "
+        "and links to the notebooks either side of it.\n\n"
+        + course.navigation(course.INDEX)
     )
     return
 

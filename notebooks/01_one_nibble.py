@@ -9,10 +9,11 @@ def _():
     import marimo as mo
 
     from lab import e2m1, format_number, nibble
+    from lab.teach import course
     from lab.teach.charts import e2m1_ruler_chart
     from widgets import NibbleDecoder
 
-    return NibbleDecoder, e2m1, e2m1_ruler_chart, format_number, mo, nibble
+    return NibbleDecoder, course, e2m1, e2m1_ruler_chart, format_number, mo, nibble
 
 
 @app.cell(hide_code=True)
@@ -39,11 +40,11 @@ def _(NibbleDecoder, mo):
 
 
 @app.cell(hide_code=True)
-def _(decoder, e2m1, mo, nibble):
+def _(course, decoder, e2m1, mo, nibble):
     code = decoder.widget.code
     parts = e2m1.explain(code)
     readings = nibble.three_decoders(code)
-    mo.md(
+    _text = mo.md(
         f"""
         ### Doing `{parts['bits']}` by hand
 
@@ -59,6 +60,7 @@ def _(decoder, e2m1, mo, nibble):
         Read as UINT4 it is **{readings['uint4']}**; as INT4 it is **{readings['int4']}**.
         """
     )
+    mo.Html(course.readout(_text.text))
     return
 
 
@@ -121,6 +123,14 @@ def _(mo):
     4. Which E2M1 code is subnormal and positive? *(Check: `0001`, the readout says
        "subnormal".)*
     """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    from lab.teach import course as _course
+
+    mo.md(_course.navigation("01_one_nibble.py"))
     return
 
 

@@ -10,10 +10,11 @@ def _():
     import numpy as np
 
     from lab import format_number, scale
+    from lab.teach import course
     from lab.teach.charts import error_vs_scale_chart
     from widgets import ScaleLab
 
-    return ScaleLab, error_vs_scale_chart, format_number, mo, np, scale
+    return ScaleLab, course, error_vs_scale_chart, format_number, mo, np, scale
 
 
 @app.cell(hide_code=True)
@@ -41,7 +42,7 @@ def _(ScaleLab, mo):
 
 
 @app.cell(hide_code=True)
-def _(format_number, lab_row, mo):
+def _(course, format_number, lab_row, mo):
     _w = lab_row.widget
     _text = (
         f"At scale **{format_number(_w.scale)}**: y = **{format_number(_w.y)}**, ŷ = **{format_number(_w.y_hat)}**, "
@@ -49,7 +50,7 @@ def _(format_number, lab_row, mo):
         if not _w.message
         else f"**Fix the input:** {_w.message}"
     )
-    mo.md(_text)
+    mo.Html(course.readout(mo.md(_text).text))
     return
 
 
@@ -118,6 +119,14 @@ def _(mo):
     4. Enter a weight exactly halfway between two marks, e.g. `0.125` at scale 0.5. Which way
        does it go? *(Check: down to 0, the lower code, as the lab's rule says.)*
     """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    from lab.teach import course as _course
+
+    mo.md(_course.navigation("02_scale_is_a_ruler.py"))
     return
 
 

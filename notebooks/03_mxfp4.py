@@ -13,11 +13,13 @@ def _():
     import numpy as np
 
     from lab import device, e8m0, format_number, mxfp4, rounding
+    from lab.teach import course
     from lab.teach.metrics import error_metrics
     from widgets import OwnershipView
 
     return (
         OwnershipView,
+        course,
         device,
         e8m0,
         error_metrics,
@@ -54,9 +56,10 @@ def _(OwnershipView, mo):
 
 
 @app.cell(hide_code=True)
-def _(e8m0, mo, ownership):
+def _(course, e8m0, mo, ownership):
     _byte = ownership.widget.mx_scale_byte
-    mo.md(f"**Scale byte by hand:** {e8m0.explain(_byte)['formula']}. **Traced element:** {ownership.widget.mx_formula}.")
+    _text = mo.md(f"**Scale byte by hand:** {e8m0.explain(_byte)['formula']}. **Traced element:** {ownership.widget.mx_formula}.")
+    mo.Html(course.readout(_text.text))
     return
 
 
@@ -92,7 +95,8 @@ def _(mo):
 
     They also round elements differently at exact midpoints: MLX and ggml send ties toward zero
     (and never store −0), the OCP/torchao preset rounds half to even. Below, the same block goes
-    through all three presets. Change the seed or the spread and compare.
+    through all three presets. Change the seed or the spread and compare, and set the largest
+    element to 7 × the spread: the two rules then pick scale bytes one step apart.
     """)
     return
 
@@ -100,21 +104,29 @@ def _(mo):
 @app.cell(hide_code=True)
 def _(mo):
     seed = mo.ui.number(start=0, stop=10_000, value=7, label="random seed")
-    spread = mo.ui.slider(start=-6, stop=6, value=0, label="log₂ of the block's spread")
-    mo.hstack([seed, spread])
-    return seed, spread
+    spread = mo.ui.slider(start=-6, stop=6, value=0, label="log₂ of the block's spread", show_value=True)
+    # 5 lies in [4, 6): both rules choose exponent 0. 7 lies in (6, 8): floor(log₂ 7) − 2 = 0 but
+    # ceil(log₂(7 / 6)) = 1, so the rules choose scale bytes one apart.
+    largest = mo.ui.dropdown(
+        options={"5 (both rules agree)": 5.0, "7 (the rules disagree)": 7.0},
+        value="5 (both rules agree)",
+        label="largest element (× the spread)",
+    )
+    mo.hstack([seed, spread, largest], justify="start", gap=2, wrap=True)
+    return largest, seed, spread
 
 
 @app.cell(hide_code=True)
-def _(np, seed, spread):
+def _(largest, np, seed, spread):
     _rng = np.random.default_rng(seed.value)
     block = (_rng.normal(0, 1, 32) * 2.0**spread.value).astype(np.float32)
     block[:4] = np.array([0.75, 1.75, -3.5, 5.0], dtype=np.float32) * 2.0**spread.value  # planted midpoints
+    block[4] = largest.value * 2.0**spread.value  # planted largest element: sets amax
     return (block,)
 
 
 @app.cell(hide_code=True)
-def _(block, error_metrics, format_number, mo, mxfp4, np, rounding):
+def _(block, course, error_metrics, format_number, mo, mxfp4, np, rounding):
     _rows = []
     for _name, _preset in rounding.PRESETS.items():
         _tensor = mxfp4.quantize(block, rule=_name)
@@ -124,24 +136,26 @@ def _(block, error_metrics, format_number, mo, mxfp4, np, rounding):
             f"| {' '.join(f'{c:X}' for c in _tensor.codes[:8])} … | {_error['relative_rmse']:.4f} "
             f"| {format_number(round(_error['max_abs_error'], 6))} |"
         )
-    mo.md(
+    _text = mo.md(
         f"amax = {format_number(float(np.abs(block).max()))}\n\n"
         "| preset | scale byte | scale | first 8 codes (hex) | relative RMS error | max error |\n|---|---|---|---|---|---|\n"
         + "\n".join(_rows)
         + "\n\n"
         + "\n".join(f"* `{p.name}`: {p.source}" for p in rounding.PRESETS.values())
     )
+    mo.Html(course.readout(_text.text))
     return
 
 
 @app.cell(hide_code=True)
-def _(block, device, mo):
-    mo.vstack(
+def _(block, course, device, mo):
+    _report = mo.vstack(
         [
             mo.md("## On device: the same block through MLX\n\nThe lab's `mlx` preset against MLX's own kernels, on every MLX device present."),
             mo.md(device.run_block("mxfp4", w=block.reshape(1, 32)).to_markdown()),
         ]
     )
+    mo.Html(course.readout(_report.text))
     return
 
 
@@ -154,12 +168,21 @@ def _(mo):
        *(Check: 2^(128 − 127) = 2, and 3 × 2 = 6.)*
     2. Set it to `0xFF`. What happens to the NVFP4 row, which shares the codes but not the
        scale? *(Check: the MXFP4 row is all NaN, the NVFP4 row is unchanged.)*
-    3. In the preset table, find a seed where `ocp` and `mlx` pick scale bytes one apart.
-       Which has the smaller max error? *(Check the table; the floor rule saturates the largest
-       element, the ceil rule coarsens the small ones.)*
+    3. Set the largest element to 7. Which scale bytes do `ocp` and `mlx` pick now, and which
+       has the smaller max error? *(Check: `0x7F` (scale 1) for `ocp`, which clips 7 to 6, and
+       `0x80` (scale 2) for `mlx`; the floor rule saturates the largest element, the ceil rule
+       coarsens the small ones.)*
     4. Look at the first four codes, which are planted midpoints. Which preset rounds 1.75
        (times the spread) up? *(Check: only `ocp`, which rounds half to even.)*
     """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    from lab.teach import course as _course
+
+    mo.md(_course.navigation("03_mxfp4.py"))
     return
 
 

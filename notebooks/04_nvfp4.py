@@ -13,11 +13,13 @@ def _():
     import numpy as np
 
     from lab import device, e4m3, format_number, nvfp4, sizes
+    from lab.teach import course
     from lab.teach.metrics import error_metrics
     from widgets import OwnershipView
 
     return (
         OwnershipView,
+        course,
         device,
         e4m3,
         error_metrics,
@@ -59,8 +61,8 @@ def _(OwnershipView, mo):
 
 
 @app.cell(hide_code=True)
-def _(mo, ownership):
-    mo.md(f"**Traced element:** {ownership.widget.nv_formula}")
+def _(course, mo, ownership):
+    mo.Html(course.readout(mo.md(f"**Traced element:** {ownership.widget.nv_formula}").text))
     return
 
 
@@ -88,13 +90,13 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(error_metrics, format_number, mo, np, nvfp4, seed, use_tensor_scale):
+def _(course, error_metrics, format_number, mo, np, nvfp4, seed, use_tensor_scale):
     _rng = np.random.default_rng(seed.value)
     weights = (_rng.normal(0, 1, (1, 32)) * np.repeat([0.05, 40.0], 16)).astype(np.float32)
     global_scale = nvfp4.tensor_amax(weights) if use_tensor_scale.value else None
     tensor = nvfp4.quantize(weights, global_scale=global_scale)
     _groups = [error_metrics(weights[0, g * 16 : (g + 1) * 16], tensor.dequantize()[0, g * 16 : (g + 1) * 16]) for g in range(2)]
-    mo.md(
+    _text = mo.md(
         f"""
         Two groups with very different spreads (σ = 0.05 and σ = 40) get their own E4M3 scales:
         bytes `0x{int(tensor.scale_bytes[0, 0]):02X}` and `0x{int(tensor.scale_bytes[0, 1]):02X}`,
@@ -104,6 +106,7 @@ def _(error_metrics, format_number, mo, np, nvfp4, seed, use_tensor_scale):
         to its own size, because each has its own ruler.
         """
     )
+    mo.Html(course.readout(_text.text))
     return global_scale, weights
 
 
@@ -125,13 +128,14 @@ def _(format_number, mo, sizes):
 
 
 @app.cell(hide_code=True)
-def _(device, global_scale, mo, weights):
-    mo.vstack(
+def _(course, device, global_scale, mo, weights):
+    _report = mo.vstack(
         [
             mo.md("## On device: the same tensor through MLX"),
             mo.md(device.run_block("nvfp4", w=weights, global_scale=global_scale).to_markdown()),
         ]
     )
+    mo.Html(course.readout(_report.text))
     return
 
 
@@ -148,6 +152,14 @@ def _(mo):
        change? *(Check the bytes and RMS errors above.)*
     4. Compute the bits per weight for a 64-weight tensor by hand. *(Check: 4.5 + 32/64 = 5.)*
     """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    from lab.teach import course as _course
+
+    mo.md(_course.navigation("04_nvfp4.py"))
     return
 
 

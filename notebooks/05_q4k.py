@@ -13,10 +13,11 @@ def _():
     import numpy as np
 
     from lab import device, q4k
+    from lab.teach import course
     from lab.teach.charts import q4k_lane_chart
     from widgets import Q4KExplorer
 
-    return Q4KExplorer, device, mo, np, q4k, q4k_lane_chart
+    return Q4KExplorer, course, device, mo, np, q4k, q4k_lane_chart
 
 
 @app.cell(hide_code=True)
@@ -52,9 +53,9 @@ def _(Q4KExplorer, mo):
 
 
 @app.cell(hide_code=True)
-def _(explorer, mo, np, q4k):
+def _(course, explorer, mo, np, q4k):
     traced = q4k.explain_byte(np.array(explorer.widget.block, dtype=np.uint8), explorer.widget.payload_index)
-    mo.md(
+    _text = mo.md(
         f"""
         ## Following byte {traced['payload_index']} = {traced['hex']} by hand
 
@@ -72,38 +73,46 @@ def _(explorer, mo, np, q4k):
         lane 64c + 32 + l (subblock 2c + 1).
         """
     )
+    mo.Html(course.readout(_text.text))
     return (traced,)
 
 
 @app.cell(hide_code=True)
-def _(explorer, np, q4k, q4k_lane_chart, traced):
+def _(course, explorer, mo, np, q4k, q4k_lane_chart, traced):
     _weights = q4k.decode(np.array(explorer.widget.block, dtype=np.uint8))
-    q4k_lane_chart(_weights, highlight=(traced["low"]["lane"], traced["high"]["lane"]))
+    _chart = q4k_lane_chart(_weights, highlight=(traced["low"]["lane"], traced["high"]["lane"]))
+    mo.Html(course.readout(mo.as_html(_chart).text))
     return
 
 
 @app.cell(hide_code=True)
-def _(explorer, mo, np, q4k):
+def _(course, explorer, mo, np, q4k):
     _metadata = np.array(explorer.widget.block[4:16], dtype=np.uint8)
-    _lines = "\n".join(
-        f"| {j} | {q4k.explain_metadata(_metadata, j)['scale_formula']} | {q4k.explain_metadata(_metadata, j)['min_formula']} |"
-        for j in range(8)
+    _fields = [q4k.explain_metadata(_metadata, j) for j in range(8)]
+    _sub = "₀₁₂₃₄₅₆₇"
+    metadata_table = course.table(
+        ["j", "scale", "how", "min", "how"],
+        [
+            [j, f"s{_sub[j]} = {f['scale']}", f["scale_formula"], f"m{_sub[j]} = {f['min']}", f["min_formula"]]
+            for j, f in enumerate(_fields)
+        ],
     )
-    mo.md(
+    _text = mo.md(
         "## The 12-byte metadata puzzle\n\n"
         "Sixteen 6-bit fields make 96 bits. For j = 0…3 the low six bits of a byte hold the field; "
         "for j = 4…7 the low four bits come from bytes 8…11 and the top two are borrowed from the "
         "spare bits 6–7 of bytes 0…7. Reading B[4] as s₄ looks plausible and is wrong.\n\n"
-        "| j | scale | min |\n|---|---|---|\n" + _lines
+        + metadata_table
     )
-    return
+    mo.Html(course.readout(_text.text))
+    return (metadata_table,)
 
 
 @app.cell(hide_code=True)
-def _(device, explorer, mo, np):
+def _(course, device, explorer, mo, np):
     _block = np.array(explorer.widget.block, dtype=np.uint8)
     _x = np.random.default_rng(5).normal(0, 1, 256).astype(np.float32)
-    mo.vstack(
+    _report = mo.vstack(
         [
             mo.md(
                 "## On device: this block through MLX\n\nTwo routes: the block repacked as MLX affine "
@@ -113,6 +122,7 @@ def _(device, explorer, mo, np):
             mo.md(device.run_q4k(_block, x=_x).to_markdown()),
         ]
     )
+    mo.Html(course.readout(_report.text))
     return
 
 
@@ -131,6 +141,14 @@ def _(mo):
     5. Change d to 0.25. Which weights change, and which part of the formula did you touch?
        *(Check: every gain doubles; the offsets stay.)*
     """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    from lab.teach import course as _course
+
+    mo.md(_course.navigation("05_q4k.py"))
     return
 
 

@@ -157,5 +157,13 @@ def _(mo):
     return
 
 
+@app.cell(hide_code=True)
+def _(mo):
+    from lab.teach import course as _course
+
+    mo.md(_course.navigation("06_files_and_recipes.py"))
+    return
+
+
 if __name__ == "__main__":
     app.run()

@@ -9,9 +9,10 @@ def _():
     import marimo as mo
 
     from lab import format_number, sizes
+    from lab.teach import course
     from lab.teach.charts import bits_per_weight_chart
 
-    return bits_per_weight_chart, format_number, mo, sizes
+    return bits_per_weight_chart, course, format_number, mo, sizes
 
 
 @app.cell(hide_code=True)
@@ -41,19 +42,20 @@ def _(format_number, mo, sizes):
 
 @app.cell(hide_code=True)
 def _(mo):
-    weights_in_billions = mo.ui.slider(start=0.5, stop=70, step=0.5, value=7, label="weights (billions)")
+    weights_in_billions = mo.ui.slider(start=0.5, stop=70, step=0.5, value=7, label="weights (billions)", show_value=True)
     weights_in_billions
     return (weights_in_billions,)
 
 
 @app.cell(hide_code=True)
-def _(format_number, mo, sizes, weights_in_billions):
+def _(course, format_number, mo, sizes, weights_in_billions):
     _n = int(weights_in_billions.value * 1e9)
     _rows = "\n".join(
         f"| {name} | {format_number(bpw)} | {format_number(round(sizes.payload_gigabytes(_n, bpw), 4))} GB |"
         for name, bpw in sizes.FORMAT_BITS_PER_WEIGHT.items()
     )
-    mo.md(f"**{format_number(weights_in_billions.value)} B weights:**\n\n| format | bits/weight | payload |\n|---|---|---|\n{_rows}")
+    _text = mo.md(f"**{format_number(weights_in_billions.value)} B weights:**\n\n| format | bits/weight | payload |\n|---|---|---|\n{_rows}")
+    mo.Html(course.readout(_text.text))
     return
 
 
@@ -104,6 +106,14 @@ def _(mo):
     3. Why is MXFP4 cheaper than NVFP4 per weight? *(Check: one 8-bit scale per 32 weights
        versus one per 16: 8/32 = 0.25 against 8/16 = 0.5.)*
     """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    from lab.teach import course as _course
+
+    mo.md(_course.navigation("07_capacity_and_cost.py"))
     return
 
 

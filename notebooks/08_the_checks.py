@@ -114,5 +114,13 @@ def _(mo):
     return
 
 
+@app.cell(hide_code=True)
+def _(mo):
+    from lab.teach import course as _course
+
+    mo.md(_course.navigation("08_the_checks.py"))
+    return
+
+
 if __name__ == "__main__":
     app.run()

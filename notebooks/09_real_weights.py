@@ -9,8 +9,9 @@ def _():
     import marimo as mo
 
     from lab import format_number, real_weights
+    from lab.teach import course
 
-    return format_number, mo, real_weights
+    return course, format_number, mo, real_weights
 
 
 @app.cell(hide_code=True)
@@ -75,7 +76,7 @@ def _(mo, report):
 
 
 @app.cell(hide_code=True)
-def _(format_choice, format_number, mo, report):
+def _(course, format_choice, format_number, mo, report):
     _records = [row for row in report.records() if row["format"] == format_choice.value]
     # Worst first; skipped tensors (no error to rank) go last.
     _records.sort(key=lambda row: (row["skipped"] is not None, -(row["relative_rmse"] or 0.0)))
@@ -88,13 +89,14 @@ def _(format_choice, format_number, mo, report):
         )
         for row in _records
     )
-    mo.md(
+    _text = mo.md(
         f"## Tensor by tensor: {format_choice.value}\n\nWorst first. A skipped tensor is one this format "
         "cannot take: Q4_K needs rows that are a multiple of 256, MLX's affine modes a multiple of the "
         "group size (MLX's converter silently leaves such layers in float; a GGUF converter stores them "
         "in another type).\n\n| tensor | shape | relative RMSE | max error | outlier share |\n|---|---|---|---|---|\n"
         + _rows
     )
+    mo.Html(course.readout(_text.text))
     return
 
 
@@ -110,6 +112,14 @@ def _(mo):
     3. How much does the scale search buy NVFP4? Is it free in bits per weight?
        *(Check: lower relative RMSE, same bits per weight.)*
     """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    from lab.teach import course as _course
+
+    mo.md(_course.navigation("09_real_weights.py"))
     return
 
 

@@ -132,3 +132,60 @@ def test_build_fails_on_a_planted_external_url(tmp_path):
 def test_build_fails_loudly_if_the_export_format_changes():
     with pytest.raises(sitebuild.SiteBuildError, match="export format has changed"):
         sitebuild.localise_frontend("<html><script src='/static/app.js'></script></html>", "changed")
+
+
+def test_static_course_page_is_honest_about_what_moves(server):
+    """marimo's controls are disabled and say so, readouts are labelled as build-time, the banner
+    names the live lab, and the from-disk fallback is gone once the app has mounted."""
+    with browser_page() as (page, log):
+        page.goto(f"{server}/03_mxfp4.html")
+        page.get_by_role("textbox", name="E8M0 scale byte").wait_for(timeout=20000)
+        banner = page.locator(".lab-static-banner")
+        assert banner.is_visible() and "python3 labctl.py open" in banner.inner_text()
+        assert page.locator(".lab-fallback").count() == 0
+        controls = page.evaluate(
+            f"() => [...document.querySelectorAll({json.dumps(sitebuild.CONTROLS)})]"
+            ".map(e => [e.tagName, e.inert, e.getAttribute('aria-disabled')])"
+        )
+        assert {tag for tag, _, _ in controls} >= {"MARIMO-NUMBER", "MARIMO-SLIDER", "MARIMO-DROPDOWN"}
+        assert all(inert and disabled == "true" for _, inert, disabled in controls), controls
+        labels = page.evaluate(
+            "() => [...document.querySelectorAll('.lab-readout')].map(e => getComputedStyle(e, '::before').content)"
+        )
+        assert len(labels) >= 3 and all("Computed at build time for the settings shown" in label for label in labels)
+        # The lab's own widget stays live beside the disabled controls.
+        field = page.get_by_role("textbox", name="E8M0 scale byte")
+        field.fill("0x80")
+        field.press("Enter")
+        assert _widget_text(page, "mx-scale").endswith("= 2")
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_course_page_opened_from_disk_says_to_serve_it(site):
+    with browser_page() as (page, _log):
+        page.goto((site / "05_q4k.html").as_uri())
+        page.wait_for_timeout(1500)
+        fallback = page.locator(".lab-fallback")
+        assert fallback.is_visible()
+        assert "python3 labctl.py serve" in fallback.inner_text()
+
+
+def test_every_course_page_links_its_neighbours(server):
+    from lab.teach import course
+
+    pages = [file.removesuffix(".py") + ".html" for file, _, _ in course.NOTEBOOKS]
+    with browser_page() as (page, log):
+        for position, name in enumerate(pages):
+            page.goto(f"{server}/{name}")
+            previous = pages[position - 1] if position else "index.html"
+            # Inside #root: the banner's own link to index.html does not count.
+            page.locator(f'#root a[href="{previous}"]').first.wait_for(timeout=20000)
+            if position + 1 < len(pages):
+                assert page.locator(f'#root a[href="{pages[position + 1]}"]').count() >= 1, name
+            assert page.locator('a[href^="?file="]').count() == 0, name
+        assert log.blocked == []
+
+
+def test_index_says_how_course_pages_open(site):
+    index = (site / "index.html").read_text()
+    assert "python3 labctl.py serve" in index and "open straight from disk" in index

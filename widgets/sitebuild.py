@@ -104,8 +104,73 @@ def stable_ids(page: str, name: str) -> str:
 
 
 def link_notebooks(page: str) -> str:
-    """Links between notebooks use marimo's ?file= form live; on the site they are sibling pages."""
+    """Links between notebooks use marimo's ?file= form live; on the site they are sibling pages,
+    and the index notebook's place is taken by the site's own index.html."""
+    page = page.replace(course.link(course.INDEX), "index.html")
     return re.sub(r"\?file=(\d\d_[a-z0-9_]+)\.py", r"\1.html", page)
+
+
+# marimo's UI elements that only a kernel can act on (the lab's anywidgets are not among them).
+CONTROLS = "marimo-slider, marimo-number, marimo-dropdown, marimo-switch, marimo-checkbox, marimo-radio, marimo-text, marimo-button"
+LIVE_LAB = "Interactive in the live lab: run <code>python3 labctl.py open</code>."
+# Injected into every exported notebook. In a static page marimo's own controls (sliders,
+# dropdowns, switches, number fields) have no kernel behind them: moving one recomputes nothing.
+# They are shown disabled, and readouts the notebooks mark with course.READOUT_CLASS are labelled
+# as computed at build time. The lab's widgets run in the browser and stay live.
+STATIC_STYLE = f"""<style id="lab-static-style">
+/* marimo's app fills #root from an absolutely placed layer and scrolls there; the banner takes its
+   own row above, and #root, made the containing block, keeps that layer below the banner. */
+body {{ display: flex; flex-direction: column; height: 100vh; margin: 0; }}
+#root {{ flex: 1 1 auto; min-height: 0; position: relative; }}
+.lab-static-banner {{ font: 16px/1.45 system-ui, sans-serif; background: #fff4d6; color: #1a1a1a;
+  border-bottom: 2px solid #e69f00; padding: 0.6rem 1rem; }}
+.lab-static-banner a {{ color: #0072b2; }}
+.lab-fallback {{ font: 19px/1.5 system-ui, sans-serif; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; }}
+/* marimo draws its controls as display: contents elements, which take no opacity or filter; give
+   them (and their wrapper, which carries the note) a box of their own. */
+marimo-ui-element:has(> :is({CONTROLS})) {{ display: inline-flex !important; flex-direction: column;
+  align-items: flex-start; }}
+marimo-ui-element:has(> :is({CONTROLS}))::after {{ content: "fixed in this static page";
+  font: italic 13px system-ui, sans-serif; color: #6b4e00; }}
+:is({CONTROLS}) {{ display: block !important; pointer-events: none; opacity: 0.55; filter: grayscale(1); }}
+.{course.READOUT_CLASS}::before {{ content: "Computed at build time for the settings shown; the live lab recomputes it."; display: block;
+  font: italic 14px/1.4 system-ui, sans-serif; color: #6b4e00; border-left: 3px solid #e69f00; padding-left: 0.5rem;
+  margin-bottom: 0.3rem; }}
+</style>
+<script>
+// Make the kernel-less controls unreachable by keyboard too, as the note beside them says.
+new MutationObserver(() => {{
+  for (const control of document.querySelectorAll("{CONTROLS}")) {{
+    if (!control.inert) {{ control.inert = true; control.setAttribute("aria-disabled", "true"); }}
+  }}
+}}).observe(document.documentElement, {{ childList: true, subtree: true }});
+</script>
+"""
+STATIC_BANNER = (
+    '<div class="lab-static-banner" role="note"><strong>Static page.</strong> The lab\'s widgets work here; '
+    "marimo's sliders, dropdowns and switches are fixed at the settings the page was built with, and "
+    f'readouts marked "computed at build time" show those settings. {LIVE_LAB} <a href="index.html">Contents</a></div>'
+)
+# Shown until marimo's app mounts: React replaces everything inside #root when it renders. Opened
+# from disk (file://) the browser refuses marimo's module scripts, so this is what stays.
+FALLBACK = (
+    '<div class="lab-fallback"><h1>This course page needs a local web server</h1><p>Browsers do not run '
+    "this page's scripts when it is opened straight from disk. From the lab's folder run "
+    "<code>python3 labctl.py serve</code> and open the address it prints, or run "
+    "<code>python3 labctl.py open</code> for the live lab. The single-page explainers "
+    '(<a href="index.html">listed on the index</a>) do open from disk.</p></div>'
+)
+ROOT_DIV = '<div id="root"></div>'
+
+
+def mark_static(page: str, name: str) -> str:
+    """Add the static-page banner, the disabled-control rules and the from-disk fallback."""
+    if page.count(ROOT_DIV) != 1 or page.count("</head>") != 1:
+        raise SiteBuildError(
+            f"{name}: the export has no single empty #root in its body; marimo's export format has changed"
+        )
+    page = page.replace("</head>", STATIC_STYLE + "</head>", 1)
+    return page.replace(ROOT_DIV, STATIC_BANNER + f'<div id="root">{FALLBACK}</div>', 1)
 
 
 def external_references(page: str) -> list[str]:
@@ -161,7 +226,11 @@ li {{ margin: 0.4rem 0; }}
 <body>
 <h1>The four-bit lab</h1>
 <p>What a 4-bit weight really is: open one byte, do the arithmetic by hand, and see the lab agree.
-Every page here works offline.</p>
+Nothing here reaches the network. The course pages are marimo apps: serve this folder with
+<code>python3 labctl.py serve</code> and open the address it prints, because browsers do not run
+their scripts from disk. The single-page explainers open straight from disk. In these static
+pages the widgets work, but marimo's sliders and dropdowns are fixed; the live lab
+(<code>python3 labctl.py open</code>) recomputes everything.</p>
 <h2>The course</h2>
 <ol>
 {notebooks}
@@ -193,7 +262,7 @@ def build(site: Path = ROOT / "site", notebooks: list[Path] | None = None) -> li
     for notebook in notebooks:
         name = notebook.stem
         page = export_notebook(notebook)
-        page = stable_ids(link_notebooks(localise_frontend(page, name)), name)
+        page = stable_ids(link_notebooks(mark_static(localise_frontend(page, name), name)), name)
         path = site / f"{name}.html"
         path.write_text(page, encoding="utf-8")
         written.append(path)

@@ -27,22 +27,39 @@ def _styled(chart: alt.Chart) -> alt.Chart:
     )
 
 
+RULER_WIDTH = 620
+RULER_DOMAIN = (-6.5, 6.5)
+# Label rows sit this far below the ticks. Neighbouring marks near zero are 0.5 apart, about 24 px
+# at this width, narrower than a label like "−0.5", so neighbours take alternate rows.
+RULER_LABEL_OFFSETS = (30, 50)
+
+
 def e2m1_ruler_chart() -> alt.Chart:
-    """The fifteen distinct E2M1 values on a line, with the gap to the next mark."""
+    """The fifteen distinct E2M1 values on a line, with the gap to the next mark; labels alternate
+    between two rows so that no two in a row overlap."""
     values = np.unique(e2m1.VALUES.astype(np.float64) + 0.0)
     gaps = np.append(np.diff(values), 0.0)
-    frame = _data({"value": values, "gap to next": gaps})
+    rows = np.arange(values.size) % len(RULER_LABEL_OFFSETS)
+    # Labels are written here: Vega's "g" format pads to six significant digits ("6.00000").
+    labels_text = [f"{value:g}".replace("-", "\u2212") for value in values]
+    frame = _data({"value": values, "gap to next": gaps, "label row": rows, "label": labels_text})
+    x = alt.X("value:Q", title="E2M1 value", scale=alt.Scale(domain=list(RULER_DOMAIN)))
     marks = (
         alt.Chart(frame)
         .mark_tick(thickness=3, size=40, color=PALETTE[0])
-        .encode(
-            x=alt.X("value:Q", title="E2M1 value", scale=alt.Scale(domain=[-6.5, 6.5])),
-            tooltip=["value:Q", "gap to next:Q"],
-        )
+        .encode(x=x, tooltip=["value:Q", "gap to next:Q"])
     )
-    labels = alt.Chart(frame).mark_text(dy=30, fontSize=14).encode(x="value:Q", text=alt.Text("value:Q", format="g"))
+    labels = [
+        alt.Chart(frame)
+        .transform_filter(alt.datum["label row"] == row)
+        .mark_text(dy=offset, fontSize=14)
+        .encode(x="value:Q", text="label:N")
+        for row, offset in enumerate(RULER_LABEL_OFFSETS)
+    ]
     return _styled(
-        (marks + labels).properties(height=90, width=620, title="Every E2M1 value: dense near zero, sparse at the top")
+        alt.layer(marks, *labels).properties(
+            height=130, width=RULER_WIDTH, title="Every E2M1 value: dense near zero, sparse at the top"
+        )
     )
 
 
@@ -70,30 +87,56 @@ def error_vs_scale_chart(w, inputs: dict[str, list[float]], scales) -> alt.Chart
     )
 
 
+# Black is kept for the traced lanes, so the eight subblocks take the other seven colours and a grey.
+TRACED_COLOUR = "#000000"
+SUBBLOCK_COLOURS = [*PALETTE[:7], "#8C8C8C"]
+
+
 def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> alt.Chart:
-    """All 256 weights of a Q4_K block by output lane, coloured by subblock."""
+    """All 256 weights of a Q4_K block by output lane, coloured by subblock; the traced lanes are
+    marked by a dashed black line the chart's full height, a wider black bar, a point and a
+    "lane n: weight" label at the top, so they stand out among 256 bars."""
     weights = np.asarray(weights, dtype=np.float64)
     lanes = np.arange(weights.size)
-    frame = _data(
-        {
-            "lane": lanes,
-            "weight": weights,
-            "subblock": [str(j) for j in lanes // 32],
-            "traced": np.isin(lanes, highlight),
-        }
-    )
+    frame = _data({"lane": lanes, "weight": weights, "subblock": [str(j) for j in lanes // 32]})
+    x = alt.X("lane:Q", title="output lane", scale=alt.Scale(domain=[0, weights.size], nice=False))
     bars = (
         alt.Chart(frame)
-        .mark_bar()
+        .mark_bar(opacity=0.6)
         .encode(
-            x=alt.X("lane:Q", title="output lane", scale=alt.Scale(domain=[0, weights.size])),
+            x=x,
             y=alt.Y("weight:Q", title="reconstructed weight"),
-            color=alt.Color("subblock:N", scale=alt.Scale(range=PALETTE), title="subblock j"),
-            opacity=alt.condition("datum.traced", alt.value(1.0), alt.value(0.55)),
+            color=alt.Color("subblock:N", scale=alt.Scale(range=SUBBLOCK_COLOURS), title="subblock j"),
             tooltip=["lane:Q", "weight:Q", "subblock:N"],
         )
     )
-    return _styled(bars.properties(height=260, width=660, title="256 lanes, eight subblocks of 32"))
+    traced_lanes = [int(lane) for lane in highlight]
+    traced = _data(
+        {
+            "lane": traced_lanes,
+            "weight": weights[traced_lanes],
+            "label": [f"lane {lane}: {weights[lane]:g}" for lane in traced_lanes],
+            # Pixel rows for the labels, alternating, so two nearby lanes' labels never collide.
+            "label y": [12 + 20 * (i % 2) for i in range(len(traced_lanes))],
+        }
+    )
+    rule = alt.Chart(traced).mark_rule(color=TRACED_COLOUR, strokeWidth=2, strokeDash=[4, 3]).encode(x="lane:Q")
+    bar = alt.Chart(traced).mark_bar(color=TRACED_COLOUR, size=5).encode(x="lane:Q", y="weight:Q")
+    point = (
+        alt.Chart(traced)
+        .mark_point(color=TRACED_COLOUR, filled=True, size=120, shape="diamond")
+        .encode(x="lane:Q", y="weight:Q", tooltip=["label:N"])
+    )
+    label = (
+        alt.Chart(traced)
+        .mark_text(align="left", dx=5, fontSize=15, fontWeight="bold", color=TRACED_COLOUR)
+        .encode(x="lane:Q", y=alt.Y("label y:Q", scale=None), text="label:N")
+    )
+    return _styled(
+        alt.layer(bars, rule, bar, point, label).properties(
+            height=280, width=660, title="256 lanes, eight subblocks of 32 (traced lanes in black)"
+        )
+    )
 
 
 def bits_per_weight_chart(extra: dict[str, float] | None = None) -> alt.Chart:

@@ -1,4 +1,5 @@
-"""The course's table of contents, shared by the index notebook and the static-site build."""
+"""The course's table of contents and the Markdown built from it (index, links, navigation), shared by
+the notebooks and the static-site build."""
 
 from __future__ import annotations
 
@@ -38,3 +39,53 @@ NOTEBOOKS: tuple[tuple[str, str, str], ...] = (
 def link(file: str) -> str:
     """A link between notebooks in the live course (marimo's file query); the site build rewrites it."""
     return f"?file={file}"
+
+
+INDEX = "00_index.py"
+
+
+def _number(file: str) -> int:
+    return int(file[:2])
+
+
+def index_markdown() -> str:
+    """The index notebook's list of notebooks: one numbered Markdown link per notebook."""
+    return "\n".join(f"{_number(file)}. [{title}]({link(file)}): {summary}" for file, title, summary in NOTEBOOKS)
+
+
+def navigation(file: str) -> str:
+    """Previous / index / next links for the foot of notebook `file`, from the table of contents."""
+    order = [INDEX, *(entry[0] for entry in NOTEBOOKS)]
+    titles = {
+        INDEX: "The four-bit lab (contents)",
+        **{entry[0]: f"{_number(entry[0])} · {entry[1]}" for entry in NOTEBOOKS},
+    }
+    position = order.index(file)
+    parts = []
+    if position > 0:
+        previous = order[position - 1]
+        parts.append(f"← Previous: [{titles[previous]}]({link(previous)})")
+    if file != INDEX and order[position - 1] != INDEX:
+        parts.append(f"[Contents]({link(INDEX)})")
+    if position + 1 < len(order):
+        following = order[position + 1]
+        parts.append(f"Next: [{titles[following]}]({link(following)}) →")
+    return "---\n\n" + " · ".join(parts)
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table whose cells may hold `|` (bitwise or in a formula) without splitting a column."""
+
+    def line(cells) -> str:
+        return "| " + " | ".join(str(cell).replace("|", r"\|") for cell in cells) + " |"
+
+    return "\n".join([line(header), "|" + "---|" * len(header), *(line(row) for row in rows)])
+
+
+READOUT_CLASS = "lab-readout"
+
+
+def readout(html: str) -> str:
+    """Wrap Python-computed output that follows a control; the static site labels it as computed at
+    build time, because there no kernel recomputes it when the control moves."""
+    return f'<div class="{READOUT_CLASS}">{html}</div>'

@@ -1,0 +1,139 @@
+"""The course's figures and controls: every formula of the metadata puzzle shows, the traced lanes
+stand out, the ruler's labels never overlap, sliders show their value, every notebook links to its
+neighbours, and the Try-this item about the two MXFP4 scale rules can be done with the controls."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import marimo as mo
+import numpy as np
+
+from lab.teach import charts, course
+from widgets import sitebuild
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def run_notebook(name: str, defs: dict | None = None) -> dict:
+    spec = importlib.util.spec_from_file_location(f"course_{name}", NOTEBOOKS / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.app.run(defs=defs)[1]
+
+
+def test_metadata_puzzle_table_shows_all_sixteen_fields_and_their_formulas():
+    rendered = mo.md(run_notebook("05_q4k.py")["metadata_table"]).text
+    rows = re.findall(r"<tr>(.*?)</tr>", rendered, flags=re.S)
+    cells = [re.findall(r"<td>(.*?)</td>", row, flags=re.S) for row in rows[1:]]
+    assert len(cells) == 8 and all(len(row) == 5 for row in cells)
+    subscripts = "₀₁₂₃₄₅₆₇"
+    for j, row in enumerate(cells):
+        assert row[1].startswith(f"s{subscripts[j]} = ") and row[3].startswith(f"m{subscripts[j]} = ")
+    # The article's split field, with its bitwise or intact in one cell.
+    assert cells[4][1] == "s₄ = 33" and cells[4][3] == "m₄ = 18"
+    assert "(33 &amp; 15) | ((130 &gt;&gt; 6) &lt;&lt; 4) = 1 | 32 = 33" in cells[4][2]
+
+
+def test_markdown_table_escapes_pipes():
+    table = course.table(["a", "b"], [["x | y", 1]])
+    assert mo.md(table).text.count("<td>") == 2 and "x | y" in mo.md(table).text
+
+
+def _values(layer: dict, spec: dict) -> list[dict]:
+    """A layer's rows, whether Altair left them inline or moved them to the top-level datasets."""
+    data = layer.get("data") or spec["data"]
+    return data["values"] if "values" in data else spec["datasets"][data["name"]]
+
+
+def test_lane_chart_marks_the_traced_lanes():
+    weights = np.linspace(-1.0, 3.0, 256)
+    spec = charts.q4k_lane_chart(weights, highlight=(0, 32)).to_dict()
+    layers = spec["layer"]
+    bars = layers[0]
+    traced_layers = layers[1:]
+    rows = _values(traced_layers[0], spec)
+    assert [row["lane"] for row in rows] == [0, 32]
+    assert [row["label"] for row in rows] == ["lane 0: -1", "lane 32: -0.498039"]
+    marks = {layer["mark"]["type"]: layer["mark"] for layer in traced_layers}
+    assert set(marks) == {"rule", "bar", "point", "text"}
+    assert all(mark["color"] == charts.TRACED_COLOUR for mark in marks.values())
+    assert charts.TRACED_COLOUR not in bars["encoding"]["color"]["scale"]["range"]
+    assert marks["bar"]["size"] >= 4 and marks["point"]["size"] >= 100  # 256 lanes in 660 px: a lane's bar is ~2 px
+    assert len(set(bars["encoding"]["color"]["scale"]["range"])) == 8
+
+
+def test_e2m1_ruler_labels_never_overlap():
+    spec = charts.e2m1_ruler_chart().to_dict()
+    values = _values(spec["layer"][0], spec)
+    low, high = charts.RULER_DOMAIN
+    label_layers = [layer for layer in spec["layer"] if layer["mark"]["type"] == "text"]
+    assert len(label_layers) == len(charts.RULER_LABEL_OFFSETS)
+    labelled = []
+    for layer in label_layers:
+        row = int(re.search(r"== (\d+)", layer["transform"][0]["filter"]).group(1))
+        xs = sorted((v["value"] - low) / (high - low) * charts.RULER_WIDTH for v in values if v["label row"] == row)
+        labelled += xs
+        # A label such as "−0.5" at 14 px is under 30 px wide.
+        assert min(np.diff(xs)) >= 40, f"labels in row {row} are {min(np.diff(xs)):.1f} px apart"
+    assert len(labelled) == len(values) == 15
+    assert [v["label"] for v in values][:3] == ["\u22126", "\u22124", "\u22123"]
+    assert max(len(v["label"]) for v in values) <= 4  # the spacing above assumes labels this short
+
+
+def _calls(tree: ast.AST, name: str):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name:
+            yield node
+
+
+def test_every_slider_shows_its_value():
+    sliders = 0
+    for path in sorted(NOTEBOOKS.glob("*.py")):
+        for call in _calls(ast.parse(path.read_text()), "slider"):
+            sliders += 1
+            shows = {kw.arg: kw.value for kw in call.keywords}.get("show_value")
+            assert isinstance(shows, ast.Constant) and shows.value is True, f"{path.name}:{call.lineno}"
+    assert sliders >= 2
+
+
+def test_every_notebook_ends_with_its_navigation():
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")):
+        assert f'navigation("{path.name}")' in path.read_text() or (
+            path.name == course.INDEX and "navigation(course.INDEX)" in path.read_text()
+        ), path.name
+    middle = course.navigation("05_q4k.py")
+    assert "(?file=04_nvfp4.py)" in middle and "(?file=06_files_and_recipes.py)" in middle
+    assert "(?file=00_index.py)" in middle
+    assert "Previous" not in course.navigation(course.INDEX)
+    assert "Next" not in course.navigation("09_real_weights.py")
+
+
+def test_index_links_every_notebook_live_and_on_the_site():
+    rendered = mo.md(course.index_markdown()).text
+    for file, _, _ in course.NOTEBOOKS:
+        assert f'href="?file={file}"' in rendered
+        assert f'href="{file.removesuffix(".py")}.html"' in sitebuild.link_notebooks(rendered)
+    assert sitebuild.link_notebooks(course.navigation("01_one_nibble.py")).count("(index.html)") == 1
+
+
+def test_the_two_scale_rules_disagree_on_the_preset_block():
+    def block(largest: float):
+        fixed = {"seed": SimpleNamespace(value=7), "spread": SimpleNamespace(value=0)}
+        defs = run_notebook("03_mxfp4.py", {**fixed, "largest": SimpleNamespace(value=largest)})
+        return defs["block"], defs["mxfp4"]
+
+    agree, mxfp4 = block(5.0)
+    assert int(mxfp4.quantize(agree, rule="ocp").scale_bytes[0]) == int(
+        mxfp4.quantize(agree, rule="mlx").scale_bytes[0]
+    )
+    disagree, _ = block(7.0)
+    assert float(np.abs(disagree).max()) == 7.0
+    assert int(mxfp4.quantize(disagree, rule="ocp").scale_bytes[0]) == 0x7F  # floor: 2^0, 7 clips to 6
+    assert int(mxfp4.quantize(disagree, rule="mlx").scale_bytes[0]) == 0x80  # ceil: 2^1
+    source = (NOTEBOOKS / "03_mxfp4.py").read_text()
+    assert '"7 (the rules disagree)": 7.0' in source and "Set the largest element to 7" in source
