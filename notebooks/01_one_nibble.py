@@ -13,7 +13,15 @@ def _():
     from lab.teach.charts import e2m1_ruler_chart
     from widgets import NibbleDecoder
 
-    return NibbleDecoder, course, e2m1, e2m1_ruler_chart, format_number, mo, nibble
+    return (
+        NibbleDecoder,
+        course,
+        e2m1,
+        e2m1_ruler_chart,
+        format_number,
+        mo,
+        nibble,
+    )
 
 
 @app.cell(hide_code=True)

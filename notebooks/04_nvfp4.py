@@ -90,7 +90,16 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(course, error_metrics, format_number, mo, np, nvfp4, seed, use_tensor_scale):
+def _(
+    course,
+    error_metrics,
+    format_number,
+    mo,
+    np,
+    nvfp4,
+    seed,
+    use_tensor_scale,
+):
     _rng = np.random.default_rng(seed.value)
     weights = (_rng.normal(0, 1, (1, 32)) * np.repeat([0.05, 40.0], 16)).astype(np.float32)
     global_scale = nvfp4.tensor_amax(weights) if use_tensor_scale.value else None

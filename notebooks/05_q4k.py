@@ -105,7 +105,7 @@ def _(course, explorer, mo, np, q4k):
         + metadata_table
     )
     mo.Html(course.readout(_text.text))
-    return (metadata_table,)
+    return
 
 
 @app.cell(hide_code=True)
