@@ -147,8 +147,8 @@ def _(mo):
     ## Try this
 
     1. In the inventory, which tensors are not Q4_K, and why? *(Check: the norms are 1-D and
-       stay F32; `attn_v` and the last `ffn_down` are promoted; `ffn_odd` has rows of 96, not
-       a multiple of 256.)*
+       stay F32; `attn_v` and the last `ffn_down` are promoted to Q6_K, as llama.cpp's Q4_K_M
+       does; `ffn_odd` has rows of 96, not a multiple of 256.)*
     2. What fraction of the bytes is Q4_K? Is the "Q4_K_M" label a good summary of this file?
        *(Check the recipe lines above.)*
     3. Why can two files both labelled Q4_K_M have different inventories? *(Hint: the recipe

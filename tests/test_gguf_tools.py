@@ -52,10 +52,10 @@ def test_the_q4_k_m_style_plan(llama_like):
         "token_embd.weight": "Q4_K",
         "blk.0.attn_norm.weight": "F32",
         "blk.0.attn_q.weight": "Q4_K",
-        "blk.0.attn_v.weight": "Q8_0",  # where llama.cpp's Q4_K_M uses Q6_K
+        "blk.0.attn_v.weight": "Q6_K",  # promoted, as in llama.cpp's Q4_K_M
         "blk.0.ffn_down.weight": "Q4_K",
-        "blk.1.attn_v.weight": "Q8_0",
-        "blk.1.ffn_down.weight": "Q8_0",  # the last layer's FFN down
+        "blk.1.attn_v.weight": "Q6_K",
+        "blk.1.ffn_down.weight": "Q6_K",  # the last layer's FFN down
         "blk.1.ffn_up.weight": "Q8_0",  # row 384: not a multiple of 256
         "blk.1.odd.weight": "F16",  # row 40: not even a multiple of 32
         "output_norm.weight": "F32",
@@ -93,7 +93,7 @@ def test_the_inventory_lists_every_tensor_with_its_storage(written, llama_like):
         q = rows["blk.0.attn_q.weight"]
         assert (q["type"], q["shape"], q["n_elements"]) == ("Q4_K", (32, 512), 16384)
         assert (q["bytes"], q["bits_per_weight"]) == (32 * 2 * 144, 4.5)
-        assert rows["blk.0.attn_v.weight"]["bits_per_weight"] == 8.5
+        assert rows["blk.0.attn_v.weight"]["bits_per_weight"] == 6.5625
         assert rows["output_norm.weight"]["bits_per_weight"] == 32.0
         assert rows["blk.1.odd.weight"]["type"] == "F16"
         assert gf.metadata("general.name") == "lab mixture"
@@ -108,17 +108,17 @@ def test_explain_recipe_reads_the_label_against_the_contents(written):
         summary = {row["type"]: row for row in gguf_tools.type_summary(gf)}
     assert recipe["label"] == "Q4_K_M"
     assert recipe["main_type"] == "Q4_K"
-    assert set(recipe["higher_precision"]) == {"Q8_0", "F16", "F32"}
-    assert sorted(recipe["higher_precision"]["Q8_0"]) == [
+    assert set(recipe["higher_precision"]) == {"Q6_K", "Q8_0", "F16", "F32"}
+    assert sorted(recipe["higher_precision"]["Q6_K"]) == [
         "blk.0.attn_v.weight",
         "blk.1.attn_v.weight",
         "blk.1.ffn_down.weight",
-        "blk.1.ffn_up.weight",
     ]
+    assert recipe["higher_precision"]["Q8_0"] == ["blk.1.ffn_up.weight"]
     assert summary["F32"]["tensors"] == summary["F32"]["one_dimensional"] == 2
     assert sum(row["share_of_bytes"] for row in summary.values()) == pytest.approx(1.0)
     assert summary["Q4_K"]["bytes"] == (64 * 2 + 32 * 2 + 8 * 3) * 144
-    assert "Q4_K_M (general.file_type)" in recipe["text"] and "Q8_0: 4 tensors" in recipe["text"]
+    assert "Q4_K_M (general.file_type)" in recipe["text"] and "Q6_K: 3 tensors" in recipe["text"]
     total_bytes = sum(row["bytes"] for row in summary.values())
     total_weights = sum(row["weights"] for row in summary.values())
     assert recipe["bits_per_weight"] == pytest.approx(8 * total_bytes / total_weights)
@@ -192,9 +192,11 @@ def test_unknown_tensor_names_and_unwritable_types_are_refused(written, tmp_path
         gf.decode("nope")
     w = np.ones((2, 256), np.float32)
     with pytest.raises(
-        UnsupportedTypeError, match="the lab does not write type Q6_K; supported: F32, F16, MXFP4, NVFP4, Q4_K, Q8_0"
+        UnsupportedTypeError,
+        match="the lab does not write type Q5_K; supported: F32, F16, MXFP4, NVFP4, Q4_K, Q8_0, Q4_0, Q4_1, Q6_K, "
+        "IQ4_NL, IQ4_XS",
     ):
-        gguf_tools.write_gguf(tmp_path / "x.gguf", {"w": w}, {"w": "Q6_K"})
+        gguf_tools.write_gguf(tmp_path / "x.gguf", {"w": w}, {"w": "Q5_K"})
     with pytest.raises(LabError, match=r"no type given for tensors \['w'\]"):
         gguf_tools.write_gguf(tmp_path / "y.gguf", {"w": w}, {})
     with pytest.raises(ShapeError, match="Q8_0 needs rows that are a multiple of 32"):
@@ -221,8 +223,8 @@ def test_decode_raw_refuses_bytes_that_are_not_whole_elements_or_blocks():
         gguf_tools.decode_raw(np.zeros((1, 0), np.uint8), "MXFP4")
     with pytest.raises(DTypeError, match="F32 data must be uint8 bytes, got dtype float32"):
         gguf_tools.decode_raw(np.zeros((1, 4), np.float32), "F32")  # floats would be cast, not reinterpreted
-    with pytest.raises(UnsupportedTypeError, match="type Q6_K is not one the lab decodes"):
-        gguf_tools.decode_raw(np.zeros((1, 210), np.uint8), "Q6_K")
+    with pytest.raises(UnsupportedTypeError, match="type Q5_K is not one the lab decodes"):
+        gguf_tools.decode_raw(np.zeros((1, 176), np.uint8), "Q5_K")
     # whole elements decode: 0x3FC00000 is 1.5 and 0xC0000000 is -2.0 in IEEE binary32
     row = np.array([[0x00, 0x00, 0xC0, 0x3F, 0x00, 0x00, 0x00, 0xC0]], np.uint8)
     assert gguf_tools.decode_raw(row, "F32").tolist() == [[1.5, -2.0]]
@@ -370,7 +372,7 @@ def test_the_real_model_as_a_q4_k_m_style_file(tmp_path):
     weights = real_weights.load_weights(names=layer_five)
     plan = gguf_tools.q4_k_m_style_plan(weights)
     assert plan["encoder.layer.4.output.dense.weight"] == "Q4_K"  # 384 x 1536: rows of 1536
-    assert plan["encoder.layer.5.output.dense.weight"] == "Q8_0"  # the last FFN down, promoted
+    assert plan["encoder.layer.5.output.dense.weight"] == "Q6_K"  # the last FFN down, promoted
     assert plan["encoder.layer.5.intermediate.dense.weight"] == "Q8_0"  # rows of 384: Q4_K cannot
     path = gguf_tools.write_gguf(tmp_path / "minilm.gguf", weights, plan, arch="bert", file_type="Q4_K_M")
     with gguf_tools.open_gguf(path) as gf:

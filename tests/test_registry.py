@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from lab.errors import LabError, ShapeError
-from lab.formats import FORMATS, QuantizedTensor, UnknownFormatError, get, mxfp4, register, unregister
+from lab.formats import FORMATS, QuantizedTensor, UnknownFormatError, get, mxfp4, nf4, register, unregister
 from lab.formats.registry import GGUFTensor, MLXTensor
 from lab.teach import real_weights
 
@@ -34,7 +34,18 @@ EXPECTED = [
     "affine8_g128",
     "q4k",
     "q8_0",
+    "q4_0",
+    "q4_1",
+    "q6_k",
+    "iq4_nl",
+    "iq4_xs",
+    "nf4",
 ]
+
+#: float16's rounding of a scale: at most 2^-11 of the stored value (normal float16)
+FP16 = 2.0**-11
+#: half the widest gap of IQ4's codebook (89 to 113), in scales
+IQ4_HALF_GAP = 12
 
 
 def _per_weight(per_group: np.ndarray, group: int) -> np.ndarray:
@@ -56,6 +67,19 @@ STEP = {
     "q4k": lambda t: 0.5 * _gains_and_offsets(t)[0],
     # half a step, plus float16's rounding of d (2^-11 relative) over 127 steps
     "q8_0": lambda t: _per_weight(t.d.astype(np.float64), 32) * (0.5 + 127 * 2.0**-11),
+    # half a step, or a whole one for code 15 (+7): the far side of the block reaches +8 steps and
+    # is clamped; plus float16's rounding of d over at most 8 steps and of the step itself
+    "q4_0": lambda t: _per_weight(np.abs(t.d), 32).reshape(t.shape) * (np.where(t.codes == 15, 1.0, 0.5) + 9 * FP16),
+    # half a step, float16's rounding of d over 15 steps and of the step, and of the minimum m
+    "q4_1": lambda t: _per_weight(t.d, 32) * (0.5 + 16 * FP16) + _per_weight(np.abs(t.m), 32) * FP16,
+    # half a subblock's stored gain d * s_j: the codes aim at that very gain (see REACH)
+    "q6_k": lambda t: 0.5 * np.abs(_per_weight(t.gains(), 16)).reshape(t.shape),
+    # half the codebook's widest gap in gains, which the codes aim at in float32 before d is
+    # rounded to float16: 12 float32 gains plus 127 times float16's rounding (see REACH)
+    "iq4_nl": lambda t: _per_weight(np.abs(t.d), 32) * (IQ4_HALF_GAP + 140 * FP16),
+    "iq4_xs": lambda t: np.abs(_per_weight(t.gains(), 32)).reshape(t.shape) * (IQ4_HALF_GAP + 140 * FP16),
+    # half NF4's widest gap between adjacent levels (0.7230 to 1), in absmax; nothing is clipped
+    "nf4": lambda t: _per_weight(t.absmax, 64) * (np.diff(nf4.LEVELS.astype(np.float64)).max() / 2),
 }
 
 
@@ -67,17 +91,31 @@ def _gains_and_offsets(t) -> tuple[np.ndarray, np.ndarray]:
     return gain, offset
 
 
+def _within(w: np.ndarray, gain: np.ndarray, low: float, high: float) -> np.ndarray:
+    """Whether each weight lies between gain * low and gain * high, for gains of either sign."""
+    ends = np.stack([gain * low, gain * high])
+    return (w >= ends.min(axis=0)) & (w <= ends.max(axis=0))
+
+
 #: formats whose fitted range may leave a weight out of reach, and which weights it reaches: Q4_K
-#: fits gain and offset to minimise the weighted error of the subblock, and may clip an outlier
+#: fits gain and offset to minimise the weighted error of the subblock, and may clip an outlier;
+#: Q6_K and IQ4 fit a scale by weighted least squares (which may pull it inside the largest
+#: weight), and store subblock scales relative to the largest, so a small subblock's gain can
+#: round to less than it needs, or to zero
 REACH = {
     "q4k": lambda t, w: (
         (w >= -_gains_and_offsets(t)[1]) & (w <= 15 * _gains_and_offsets(t)[0] - _gains_and_offsets(t)[1])
     ),
+    "q6_k": lambda t, w: _within(w, _per_weight(t.gains(), 16).reshape(t.shape), -32, 31),
+    "iq4_nl": lambda t, w: _within(w, _per_weight(t.d, 32), -127, 113),
+    "iq4_xs": lambda t, w: _within(w, _per_weight(t.gains(), 32).reshape(t.shape), -127, 113),
 }
 
 #: formats where quantizing the decoded weights again gives them back exactly. MLX affine recomputes
-#: its scale from the decoded extremes, which rounds differently in float32; Q4_K refits its scales
-IDEMPOTENT = {"mxfp4", "mxfp8", "nvfp4", "q8_0"}
+#: its scale from the decoded extremes, which rounds differently in float32; Q4_K, Q6_K and IQ4 refit
+#: their scales. Q4_1 recomputes d from decoded extremes too, but float16 d absorbs the float32
+#: rounding unless the block's minimum is tens of thousands of steps from zero
+IDEMPOTENT = {"mxfp4", "mxfp8", "nvfp4", "q8_0", "q4_0", "q4_1", "nf4"}
 
 
 def asymmetric_weights(fmt, rows: int = 3, blocks: int = 4, seed: int = 5) -> np.ndarray:

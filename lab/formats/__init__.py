@@ -5,13 +5,14 @@
     tensor.dequantize(), tensor.explain(0), tensor.bits_per_weight, tensor.to_mlx(), tensor.to_gguf()
 
 Importing this package registers every format, in the order the course meets them: MXFP4,
-MXFP8, NVFP4, MLX affine, Q4_K, Q8_0. See `lab.formats.registry` for the Format record and the
+MXFP8, NVFP4, MLX affine, Q4_K, Q8_0, then the other 4-bit families: Q4_0, Q4_1, Q6_K (the
+higher-precision partner of Q4_K in llama.cpp's mixtures), IQ4_NL, IQ4_XS and NF4. See `lab.formats.registry` for the Format record and the
 tensor Protocols, and `lab.formats.rounding` for the named rounding presets.
 """
 
 # Import order is registration order, which is the order FORMATS lists and the course meets them.
 # isort: off
-from lab.formats import mxfp4, mxfp8, nvfp4, affine, q4k, q8_0
+from lab.formats import mxfp4, mxfp8, nvfp4, affine, q4k, q8_0, q4_0, q4_1, q6_k, iq4_nl, iq4_xs, nf4
 
 # isort: on
 from lab.formats.registry import (
@@ -43,10 +44,16 @@ __all__ = [
     "by_gguf_type",
     "affine",
     "get",
+    "iq4_nl",
+    "iq4_xs",
     "mxfp4",
     "mxfp8",
+    "nf4",
     "nvfp4",
+    "q4_0",
+    "q4_1",
     "q4k",
+    "q6_k",
     "q8_0",
     "register",
     "unregister",

@@ -99,8 +99,8 @@ Q4_K_ROW = q4k.BLOCK_WEIGHTS
 VALUE_PROJECTION = re.compile(r"(attn_v|attention\.self\.value|self_attn\.v_proj)\.weight$")
 FFN_DOWN = re.compile(r"(ffn_down|mlp\.down_proj|(?<!attention)\.output\.dense)\.weight$")
 LAYER_NUMBER = re.compile(r"\.(\d+)\.")
-#: gguf-py 0.19 quantizes Q8_0 but not Q6_K, so the lab's mixture uses Q8_0 where llama.cpp uses Q6_K
-PROMOTED_TYPE = "Q8_0"
+#: the type the promoted matrices get, as in llama.cpp's Q4_K_M (the lab's own Q6_K quantizer)
+PROMOTED_TYPE = "Q6_K"
 
 
 def _layer(name: str) -> int | None:
@@ -124,10 +124,10 @@ def q4_k_m_style_plan(
     """The GGUF type for each tensor in a small Q4_K_M-style mixture.
 
     1-D tensors (norms, biases) stay F32. Matrices are Q4_K, except those `promote` picks, which
-    get Q8_0 (llama.cpp uses Q6_K; gguf-py 0.19 has no Q6_K quantizer). A matrix whose row length
-    is not a multiple of 256 cannot be Q4_K: llama.cpp's quantizer then falls back to a type with
-    smaller blocks (Q5_0 in place of Q4_K); the lab uses Q8_0, which it can decode, or F16 when
-    the row is not a multiple of 32 either.
+    get Q6_K, as in llama.cpp. A matrix whose row length is not a multiple of 256 can be neither:
+    llama.cpp's quantizer then falls back to a type with smaller blocks (Q5_0 in place of Q4_K,
+    Q8_0 in place of Q6_K); the lab uses Q8_0 for both, or F16 when the row is not a multiple of
+    32 either.
     """
     promoted = promote(list(tensors))
     plan = {}

@@ -17,5 +17,11 @@ export const FORMATS = Object.freeze(
     { name: "affine8_g128", title: "MLX affine 8-bit g128", blockSize: 128, bitsPerWeight: 8.25, nanScaleBytes: [] },
     { name: "q4k", title: "Q4_K", blockSize: 256, bitsPerWeight: 4.5, nanScaleBytes: [] },
     { name: "q8_0", title: "Q8_0", blockSize: 32, bitsPerWeight: 8.5, nanScaleBytes: [] },
+    { name: "q4_0", title: "Q4_0", blockSize: 32, bitsPerWeight: 4.5, nanScaleBytes: [] },
+    { name: "q4_1", title: "Q4_1", blockSize: 32, bitsPerWeight: 5, nanScaleBytes: [] },
+    { name: "q6_k", title: "Q6_K", blockSize: 256, bitsPerWeight: 6.5625, nanScaleBytes: [] },
+    { name: "iq4_nl", title: "IQ4_NL", blockSize: 32, bitsPerWeight: 4.5, nanScaleBytes: [] },
+    { name: "iq4_xs", title: "IQ4_XS", blockSize: 256, bitsPerWeight: 4.25, nanScaleBytes: [] },
+    { name: "nf4", title: "NF4", blockSize: 64, bitsPerWeight: 4.5, nanScaleBytes: [] },
   ].map((entry) => Object.freeze({ ...entry, nanScaleBytes: Object.freeze(entry.nanScaleBytes) })),
 );

@@ -1,0 +1,80 @@
+"""Pieces the ggml block formats share: block bytes, float16 fields, nibble halves, C's rounding.
+
+ggml's 32-weight blocks (Q4_0, Q4_1, IQ4_NL, and IQ4_XS's subblocks) pack 32 four-bit codes
+into 16 bytes by halves, not neighbours:
+
+    byte j (0..15):   bits 7..4 = code of weight j + 16     bits 3..0 = code of weight j
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from lab._arrays import as_byte_array
+from lab.errors import ShapeError
+
+#: ggml's GROUP_MAX_EPS: a group whose largest magnitude is below it is stored as zeros
+GROUP_MAX_EPS = np.float32(1e-15)
+
+
+def split_blocks(raw: ArrayLike, block_bytes: int, title: str, layout: str) -> np.ndarray:
+    """GGUF bytes [..., n * block_bytes] as uint8 blocks [..., n, block_bytes]; `layout` names the parts."""
+    data = as_byte_array(raw, what=f"GGUF {title} bytes")
+    if data.ndim == 0 or data.shape[-1] == 0 or data.shape[-1] % block_bytes:
+        raise ShapeError(f"{title} data must be whole {block_bytes}-byte blocks ({layout}), got shape {data.shape}")
+    return np.ascontiguousarray(data).reshape(*data.shape[:-1], -1, block_bytes)
+
+
+def fp16_field(blocks: np.ndarray, offset: int) -> np.ndarray:
+    """The little-endian float16 at byte `offset` of every block [..., n, B] -> float16 [..., n]."""
+    return blocks[..., offset : offset + 2].copy().view("<f2")[..., 0].astype(np.float16)
+
+
+def fp16_bytes(values: np.ndarray) -> np.ndarray:
+    """float16 values [..., n] -> their little-endian bytes [..., n, 2]."""
+    return values.astype("<f2")[..., None].view(np.uint8)
+
+
+def pack_halves(codes: np.ndarray) -> np.ndarray:
+    """Four-bit codes [..., 32] -> 16 bytes: weight j in the low nibble of byte j, weight j+16 in the high one."""
+    codes = codes.astype(np.uint8)
+    return codes[..., :16] | (codes[..., 16:] << np.uint8(4))
+
+
+def unpack_halves(packed: np.ndarray) -> np.ndarray:
+    """16 bytes [..., 16] -> the 32 four-bit codes they hold, low nibbles first."""
+    return np.concatenate([packed & np.uint8(15), packed >> np.uint8(4)], axis=-1)
+
+
+def ordered_sum(values: np.ndarray) -> np.ndarray:
+    """Sum over the last axis strictly left to right, as ggml's C loops add in float32.
+
+    numpy's own sum adds pairwise; reducing over the first axis of a position-major copy adds one
+    position after another instead, so near-tied candidates compare as they do in C.
+    """
+    return np.add.reduce(np.ascontiguousarray(np.moveaxis(values, -1, 0)), axis=0)
+
+
+def first_absmax(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per block [..., n, g]: the largest magnitude and the signed value that has it (the first, as C's `>` scan keeps)."""
+    index = np.abs(blocks).argmax(axis=-1)[..., None]
+    signed = np.take_along_axis(blocks, index, axis=-1)[..., 0]
+    return np.abs(signed), signed
+
+
+def nearest_index(values: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """The index of the nearest entry of a sorted table of integers (as float32) to each value; a tie takes the upper one.
+
+    This is ggml's best_index_int8: below the first entry is 0, above the last is the last, else
+    the two entries around the value are compared as (x - lower) < (upper - x) in float32. The
+    entries are integers, so "entries <= x" is "entries <= floor(x)", read from a small lookup
+    table instead of a binary search per value.
+    """
+    first, last = int(table[0]), int(table[-1])
+    at_or_below = np.searchsorted(table, np.arange(first, last + 1, dtype=np.float32), side="right")
+    # a NaN (a zero weight times an infinite 1/d) takes the last entry, as ggml's search ends there
+    floors = np.nan_to_num(np.clip(np.floor(values), first, last), nan=last)
+    upper = np.clip(at_or_below[floors.astype(np.intp) - first], 1, len(table) - 1)
+    below, above = table[upper - 1], table[upper]
+    return np.where(values - below < above - values, upper - 1, upper).astype(np.uint8)

@@ -1,0 +1,187 @@
+"""GGUF IQ4_NL: 32 four-bit indices into a fixed non-linear codebook, one float16 scale; 4.5 bits per weight.
+
+    weight = d * KVALUES[code],    code in 0..15
+
+    KVALUES = -127 -104 -83 -65 -49 -35 -22 -10 1 13 25 38 53 69 89 113   (llama.cpp's kvalues_iq4nl)
+
+The codebook is denser near zero, where most weights of a block sit, and wider apart at the
+ends; it is lopsided (-127 against 113), so the sign of d picks which end the block's largest
+weight lands on. One block is 18 bytes, laid out as Q4_0's:
+
+    byte  0    1    2        3        ...   17
+         [ d (fp16, LE) ][ c16|c0 ][ c17|c1 ] ... [ c31|c15 ]
+                           hi  lo
+    byte 2 + j: low nibble = index of weight j, high nibble = index of weight j + 16
+
+The quantizer follows llama.cpp's reference (`quantize_row_iq4_nl_ref`), reimplemented from its
+description: per block, importance x^2 per weight; a first scale d = max/127 with codes by
+nearest entry (a tie takes the upper entry) gives a least-squares d = sum(w q x) / sum(w q^2);
+then 15 candidate grids with 1/d = (t - 127)/max, t = -7..7, which put the largest weight near
+the -127 end; a candidate replaces the best when its fit explains more of the block,
+sum(w q x)^2 / sum(w q^2). The final codes are the nearest entries to x / d with the float32 d,
+which is then stored as float16. gguf-py has no IQ4_NL quantizer; its `quants.dequantize` is the
+decoder's oracle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from lab.errors import DTypeError, ShapeError
+from lab.formats._blocks import element_index, float_input, grouped
+from lab.formats._ggml import (
+    GROUP_MAX_EPS,
+    first_absmax,
+    fp16_bytes,
+    fp16_field,
+    nearest_index,
+    ordered_sum,
+    pack_halves,
+    split_blocks,
+    unpack_halves,
+)
+from lab.formats.registry import Format, register
+from lab.numbers import format_number
+
+BLOCK_WEIGHTS = 32
+BLOCK_BYTES = 18
+BITS_PER_WEIGHT = BLOCK_BYTES * 8 / BLOCK_WEIGHTS  # 4.5
+#: llama.cpp's kvalues_iq4nl, as gguf-py's IQ4_NL.kvalues has them
+KVALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], np.int8)
+KVALUES_F32 = KVALUES.astype(np.float32)
+#: candidate grids 1/d = (t + KVALUES[0]) / max for t = -SEARCH_TRIES..SEARCH_TRIES (the reference's ntry)
+SEARCH_TRIES = 7
+
+
+@dataclass(frozen=True, eq=False)
+class IQ4NLTensor:
+    """uint8 codebook indices 0..15 [..., 32k] and one float16 scale d per 32 [..., k]."""
+
+    codes: np.ndarray
+    d: np.ndarray
+
+    bits_per_weight = BITS_PER_WEIGHT
+    block_size = BLOCK_WEIGHTS
+
+    def __post_init__(self):
+        codes, d = np.asarray(self.codes), np.asarray(self.d)
+        if codes.dtype != np.uint8 or d.dtype != np.float16:
+            raise DTypeError(f"IQ4_NL holds uint8 indices and float16 scales, got {codes.dtype} and {d.dtype}")
+        if codes.ndim == 0 or codes.shape[-1] % BLOCK_WEIGHTS or d.shape != (*codes.shape[:-1], codes.shape[-1] // 32):
+            raise ShapeError(f"IQ4_NL needs indices [..., 32k] and one d per 32, got {codes.shape} and {d.shape}")
+        if codes.size and codes.max() >= len(KVALUES):
+            raise DTypeError(f"IQ4_NL indices are 4-bit, 0..15; got {int(codes.max())}")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.codes.shape)
+
+    def dequantize(self) -> np.ndarray:
+        values = grouped(KVALUES_F32[self.codes], BLOCK_WEIGHTS)
+        with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d decodes as such, as in ggml
+            weights = self.d.astype(np.float32)[..., None] * values
+        return weights.reshape(self.shape)
+
+    def explain(self, index) -> dict:
+        position = element_index(self.shape, index)
+        block, lane = divmod(position[-1], BLOCK_WEIGHTS)
+        d = float(self.d[(*position[:-1], block)])
+        code = int(self.codes[position])
+        value = int(KVALUES[code])
+        weight = float(np.float32(d) * np.float32(value))
+        return {
+            "position": position,
+            "block": block,
+            "position_in_block": lane,
+            "byte": 2 + lane % 16,
+            "nibble": "low" if lane < 16 else "high",
+            "code": code,
+            "value": value,
+            "d": d,
+            "weight": weight,
+            "formula": f"{format_number(d)} \u00d7 KVALUES[{code}] = {format_number(d)} \u00d7 {value} = {format_number(weight)}",
+        }
+
+    def to_gguf(self) -> np.ndarray:
+        """The blocks in GGUF's 18-byte layout, uint8 [..., K/32 * 18]."""
+        raw = np.concatenate([fp16_bytes(self.d), pack_halves(grouped(self.codes, BLOCK_WEIGHTS))], axis=-1)
+        return raw.reshape(*self.shape[:-1], -1)
+
+
+def nearest_codes(scaled: np.ndarray) -> np.ndarray:
+    """Codebook indices nearest to weights already divided by their scale (a tie takes the upper entry)."""
+    return nearest_index(scaled, KVALUES_F32)
+
+
+def fit_scales(blocks: np.ndarray) -> np.ndarray:
+    """The reference's float32 scale d for every 32-weight block [..., 32] -> [...]; 0 for a zero block.
+
+    Each candidate grid sets codes by nearest entry; for fixed codes q the weighted least-squares
+    scale is sum(w q x) / sum(w q^2), and its fit explains sum(w q x)^2 / sum(w q^2) of the block.
+    The products and sums run in float32 in the reference's order, left to right over the block.
+    """
+    importance = blocks * blocks
+    amax, signed_max = first_absmax(blocks)
+    zero = amax < GROUP_MAX_EPS
+    signed_max = np.where(zero, np.float32(1), signed_max)  # a zero block's d is set to 0 at the end
+
+    def fit(inverse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        q = KVALUES_F32[nearest_codes(inverse[..., None] * blocks)]
+        weighted = importance * q
+        return ordered_sum(weighted * blocks), ordered_sum(weighted * q)
+
+    start = -signed_max / KVALUES_F32[0]  # the largest weight at +127, just past the +113 end
+    sum_qx, sum_q2 = fit(np.float32(1) / start)
+    d = sum_qx / sum_q2
+    best = d * sum_qx
+    for t in range(-SEARCH_TRIES, SEARCH_TRIES + 1):
+        sum_qx, sum_q2 = fit(np.float32(t + KVALUES[0]) / signed_max)
+        with np.errstate(divide="ignore", invalid="ignore"):  # sum_q2 = 0 is never chosen
+            better = (sum_q2 > 0) & (sum_qx * sum_qx > best * sum_q2)
+            d = np.where(better, sum_qx / sum_q2, d)
+        best = np.where(better, d * sum_qx, best)
+    return np.where(zero, np.float32(0), d).astype(np.float32)
+
+
+def codes_for(blocks: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Nearest indices for blocks [..., g] under float32 scales [...], through 1/scale (0 where the scale is 0)."""
+    with np.errstate(divide="ignore"):
+        inverse = np.where(scale == 0, np.float32(0), np.float32(1) / scale).astype(np.float32)
+    return nearest_codes(inverse[..., None] * blocks)
+
+
+def quantize(w: ArrayLike) -> IQ4NLTensor:
+    """Quantize float weights [..., 32k] with the search of llama.cpp's reference IQ4_NL quantizer."""
+    weights, _ = float_input(w, BLOCK_WEIGHTS)
+    blocks = grouped(weights, BLOCK_WEIGHTS)
+    with np.errstate(over="ignore", invalid="ignore"):  # weights near float32's limit overflow the squares
+        d = fit_scales(blocks)
+    codes = codes_for(blocks, d)
+    with np.errstate(over="ignore"):  # d above float16's range is stored as inf, as ggml does
+        d16 = d.astype(np.float16)
+    return IQ4NLTensor(codes=codes.reshape(weights.shape), d=d16)
+
+
+def from_gguf(raw: ArrayLike) -> IQ4NLTensor:
+    """GGUF IQ4_NL bytes [..., 18k] -> the tensor they hold."""
+    blocks = split_blocks(raw, BLOCK_BYTES, "IQ4_NL", "2 bytes of d + 16 bytes of nibbles")
+    codes = unpack_halves(blocks[..., 2:])
+    return IQ4NLTensor(codes=codes.reshape(*blocks.shape[:-2], -1), d=fp16_field(blocks, 0))
+
+
+FORMAT = register(
+    Format(
+        name="iq4_nl",
+        title="IQ4_NL",
+        block_size=BLOCK_WEIGHTS,
+        bits_per_weight=BITS_PER_WEIGHT,
+        quantize=quantize,
+        family="gguf",
+        summary="GGUF's non-linear 4-bit blocks: 32 indices into a 16-entry codebook, one float16 scale",
+        gguf_type="IQ4_NL",
+        from_gguf=from_gguf,
+    )
+)

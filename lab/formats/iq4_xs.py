@@ -1,0 +1,172 @@
+"""GGUF IQ4_XS: IQ4_NL's codebook in 256-weight super-blocks with 6-bit subblock scales; 4.25 bits per weight.
+
+    weight = d * (s_j - 32) * KVALUES[code],    s_j in 0..63 for subblock j = 0..7 (32 weights each)
+
+KVALUES is IQ4_NL's 16-entry codebook (lab.formats.iq4_nl). One super-block is 136 bytes:
+
+    bytes   0..1    d          float16, little-endian: the super-block scale
+    bytes   2..3    scales_h   uint16, little-endian: bits 2j..2j+1 = bits 4..5 of s_j
+    bytes   4..7    scales_l   byte b: low nibble = bits 0..3 of s_2b, high nibble = of s_2b+1
+    bytes   8..135  qs         subblock j in bytes 8 + 16j .. 8 + 16j + 15, by halves:
+                               byte 16j + i: low nibble = index of weight 32j + i,
+                                             high nibble = index of weight 32j + 16 + i
+
+The decoder rounds the subblock gain d * (s_j - 32) to float32 before multiplying, as gguf-py.
+
+The quantizer follows llama.cpp's reference (`quantize_row_iq4_xs_ref`), reimplemented from its
+description: every 32-weight subblock gets IQ4_NL's fitted float32 scale; the one of largest
+magnitude sets d = -scale/32, so it is stored as s = 0 (-32, the end with the extra step); each
+subblock's scale becomes nearest(scale / d) clamped to -32..31, and its codes the nearest entries
+to x / (d * l) with the float32 d, which is then stored as float16. gguf-py has no IQ4_XS
+quantizer; its `quants.dequantize` is the decoder's oracle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from lab.errors import DTypeError, ShapeError
+from lab.formats._blocks import element_index, float_input
+from lab.formats._ggml import first_absmax, fp16_bytes, fp16_field, pack_halves, split_blocks, unpack_halves
+from lab.formats.iq4_nl import KVALUES, KVALUES_F32, codes_for, fit_scales
+from lab.formats.registry import Format, register
+from lab.numbers import format_number
+
+BLOCK_WEIGHTS = 256
+BLOCK_BYTES = 136
+BITS_PER_WEIGHT = BLOCK_BYTES * 8 / BLOCK_WEIGHTS  # 4.25
+SUBBLOCKS = 8
+SUBBLOCK_WEIGHTS = 32
+SCALE_OFFSET = 32
+QS_OFFSET = 8
+
+
+@dataclass(frozen=True, eq=False)
+class IQ4XSTensor:
+    """uint8 codebook indices [..., 256k], float16 d [..., k], int8 subblock scales -32..31 [..., k, 8]."""
+
+    codes: np.ndarray
+    d: np.ndarray
+    scales: np.ndarray
+
+    bits_per_weight = BITS_PER_WEIGHT
+    block_size = BLOCK_WEIGHTS
+
+    def __post_init__(self):
+        codes, d, scales = np.asarray(self.codes), np.asarray(self.d), np.asarray(self.scales)
+        if codes.dtype != np.uint8 or d.dtype != np.float16 or scales.dtype != np.int8:
+            raise DTypeError(
+                f"IQ4_XS holds uint8 indices, float16 d and int8 scales, got {codes.dtype}, {d.dtype}, {scales.dtype}"
+            )
+        blocks = (*codes.shape[:-1], codes.shape[-1] // BLOCK_WEIGHTS) if codes.ndim else None
+        if codes.ndim == 0 or codes.shape[-1] % BLOCK_WEIGHTS or d.shape != blocks or scales.shape != (*d.shape, 8):
+            raise ShapeError(
+                f"IQ4_XS needs indices [..., 256k], one d and 8 scales per 256, got {codes.shape}, {d.shape}, {scales.shape}"
+            )
+        if codes.size and (codes.max() >= len(KVALUES) or scales.min() < -32 or scales.max() > 31):
+            raise DTypeError("IQ4_XS indices are 0..15 and its subblock scales -32..31")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.codes.shape)
+
+    def gains(self) -> np.ndarray:
+        """Each subblock's d * scale, rounded to float32 as the decoder uses it [..., k, 8]."""
+        with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d decodes as such, as in ggml
+            return self.d.astype(np.float32)[..., None] * self.scales.astype(np.float32)
+
+    def dequantize(self) -> np.ndarray:
+        values = KVALUES_F32[self.codes].reshape(*self.d.shape, SUBBLOCKS, SUBBLOCK_WEIGHTS)
+        with np.errstate(over="ignore", invalid="ignore"):
+            weights = self.gains()[..., None] * values
+        return weights.reshape(self.shape)
+
+    def explain(self, index) -> dict:
+        position = element_index(self.shape, index)
+        block, lane = divmod(position[-1], BLOCK_WEIGHTS)
+        subblock, within = divmod(lane, SUBBLOCK_WEIGHTS)
+        where = (*position[:-1], block)
+        d = float(self.d[where])
+        scale = int(self.scales[(*where, subblock)])
+        gain = float(self.gains()[(*where, subblock)])
+        code = int(self.codes[position])
+        value = int(KVALUES[code])
+        weight = float(np.float32(gain) * np.float32(value))
+        return {
+            "position": position,
+            "block": block,
+            "subblock": subblock,
+            "position_in_block": lane,
+            "byte": QS_OFFSET + 16 * subblock + within % 16,
+            "nibble": "low" if within < 16 else "high",
+            "code": code,
+            "value": value,
+            "stored_scale": scale + SCALE_OFFSET,
+            "scale": scale,
+            "d": d,
+            "gain": gain,
+            "weight": weight,
+            "gain_formula": f"{format_number(d)} \u00d7 ({scale + SCALE_OFFSET} \u2212 32) = {format_number(gain)}",
+            "formula": f"{format_number(gain)} \u00d7 KVALUES[{code}] = {format_number(gain)} \u00d7 {value} = {format_number(weight)}",
+        }
+
+    def to_gguf(self) -> np.ndarray:
+        """The super-blocks in GGUF's 136-byte layout, uint8 [..., K/256 * 136]."""
+        stored = (self.scales.astype(np.int16) + SCALE_OFFSET).astype(np.uint16)
+        high = ((stored >> 4) << np.arange(0, 2 * SUBBLOCKS, 2, dtype=np.uint16)).sum(axis=-1, dtype=np.uint16)
+        low = (stored & 15).astype(np.uint8)
+        scales_l = low[..., 0::2] | (low[..., 1::2] << np.uint8(4))
+        codes = self.codes.reshape(*self.d.shape, SUBBLOCKS, SUBBLOCK_WEIGHTS)
+        qs = pack_halves(codes).reshape(*self.d.shape, -1)
+        high_bytes = high.astype("<u2")[..., None].view(np.uint8)
+        raw = np.concatenate([fp16_bytes(self.d), high_bytes, scales_l, qs], axis=-1)
+        return raw.reshape(*self.shape[:-1], -1)
+
+
+def quantize(w: ArrayLike) -> IQ4XSTensor:
+    """Quantize float weights [..., 256k] with the search of llama.cpp's reference IQ4_XS quantizer."""
+    weights, _ = float_input(w, BLOCK_WEIGHTS)
+    subblocks = weights.reshape(*weights.shape[:-1], -1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
+    with np.errstate(over="ignore", invalid="ignore"):  # weights near float32's limit overflow the squares
+        fitted = fit_scales(subblocks)
+    _, largest = first_absmax(fitted)
+    d = -largest / np.float32(SCALE_OFFSET)
+    with np.errstate(divide="ignore"):  # an all-zero super-block has d = 0 and scale 0 throughout
+        inverse = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
+    scales = np.clip(np.rint(inverse[..., None] * fitted), -SCALE_OFFSET, SCALE_OFFSET - 1)
+    # the codes aim at the float32 gain d * l, as the reference does; only d is rounded to float16
+    codes = codes_for(subblocks, d[..., None] * scales.astype(np.float32))
+    with np.errstate(over="ignore"):  # d above float16's range is stored as inf, as ggml does
+        d16 = d.astype(np.float16)
+    return IQ4XSTensor(codes=codes.reshape(weights.shape), d=d16, scales=scales.astype(np.int8))
+
+
+def from_gguf(raw: ArrayLike) -> IQ4XSTensor:
+    """GGUF IQ4_XS bytes [..., 136k] -> the tensor they hold."""
+    blocks = split_blocks(raw, BLOCK_BYTES, "IQ4_XS", "2 bytes of d, 2 + 4 bytes of scales, 128 bytes of nibbles")
+    high = blocks[..., 2:4].copy().view("<u2").astype(np.uint16)  # [..., n, 1]
+    high = (high >> np.arange(0, 2 * SUBBLOCKS, 2, dtype=np.uint16)) & 3
+    low = unpack_halves(blocks[..., 4:QS_OFFSET])  # s_0, s_2, s_4, s_6, then s_1, s_3, ...
+    low = np.stack([low[..., :4], low[..., 4:]], axis=-1).reshape(*low.shape[:-1], SUBBLOCKS)
+    scales = ((low | (high.astype(np.uint8) << np.uint8(4))).astype(np.int16) - SCALE_OFFSET).astype(np.int8)
+    qs = blocks[..., QS_OFFSET:].reshape(*blocks.shape[:-1], SUBBLOCKS, 16)
+    codes = unpack_halves(qs).reshape(*blocks.shape[:-2], -1)
+    return IQ4XSTensor(codes=codes, d=fp16_field(blocks, 0), scales=scales)
+
+
+FORMAT = register(
+    Format(
+        name="iq4_xs",
+        title="IQ4_XS",
+        block_size=BLOCK_WEIGHTS,
+        bits_per_weight=BITS_PER_WEIGHT,
+        quantize=quantize,
+        family="gguf",
+        summary="IQ4_NL's codebook in super-blocks of 256: 6-bit scales per 32, one float16 d",
+        gguf_type="IQ4_XS",
+        from_gguf=from_gguf,
+    )
+)

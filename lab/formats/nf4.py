@@ -1,0 +1,203 @@
+"""NF4: QLoRA's 4-bit NormalFloat, as bitsandbytes stores it; 64 codes per float32 absmax, 4.5 bits per weight.
+
+    weight = LEVELS[code] * absmax,    code in 0..15, absmax = the block's largest |w|
+
+The 16 levels (Dettmers et al. 2023, "QLoRA", arXiv 2305.14314; the float32 constants bitsandbytes
+ships) are quantiles of N(0, 1), so that each level is about equally likely for normally
+distributed weights. With offset = 0.9677083 (the mean of 1 - 1/(2*15) and 1 - 1/(2*16)):
+
+    8 positive levels  norm.ppf(p) for 8 of 9 points p spaced evenly from offset down to 1/2
+    7 negative levels  -norm.ppf(p) for 7 of 8 points p spaced evenly from offset down to 1/2
+    plus an exact 0, all divided by the largest, so the ends are -1 and +1
+
+The asymmetry (8 against 7) buys the exact zero. A tensor is cut into blocks of 64 weights; each
+stores its absmax as float32 and each weight the level nearest to w / absmax, computed as
+w * (1/absmax) in float32 as bitsandbytes does. Rounding takes the midpoints between adjacent
+levels as boundaries, as bitsandbytes' decision tree does: a value above a midpoint takes the
+upper level, one exactly on it the lower. A block of zeros stores absmax 0 and code 7 (zero).
+
+Codes are packed two per byte as bitsandbytes does: the first of two neighbouring weights in the
+high nibble.
+
+    byte i:  bits 7..4 = code of weight 2i     bits 3..0 = code of weight 2i + 1
+
+Double quantization (QLoRA's second trick) stores the absmax values themselves in 8 bits: their
+mean is subtracted as a float32 offset, then every 256 absmax values share one float32 scale.
+The lab codes them as linear int8, round((absmax - offset) / scale) with scale = max|.| / 127;
+bitsandbytes uses its 8-bit dynamic code there instead, with the same storage cost. That lowers
+the scale cost from 32/64 = 0.5 to 8/64 + 32/(64 * 256) = 0.127 bits per weight, plus the one
+offset per tensor; `bits_per_weight` counts what the tensor holds.
+
+No GGUF type and no MLX mode hold NF4; bitsandbytes is its home.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from lab.errors import DTypeError, ShapeError
+from lab.formats._blocks import block_amax, element_index, float_input, grouped
+from lab.formats.registry import Format, register
+from lab.numbers import format_number
+
+BLOCK_WEIGHTS = 64
+BITS_PER_WEIGHT = 4 + 32 / BLOCK_WEIGHTS  # 4.5
+#: NF4's levels, the float32 values bitsandbytes ships (its NF4 table and dDequantizeNF4)
+LEVELS = np.array(
+    [
+        -1.0,
+        -0.6961928009986877,
+        -0.5250730514526367,
+        -0.39491748809814453,
+        -0.28444138169288635,
+        -0.18477343022823334,
+        -0.09105003625154495,
+        0.0,
+        0.07958029955625534,
+        0.16093020141124725,
+        0.24611230194568634,
+        0.33791524171829224,
+        0.44070982933044434,
+        0.5626170039176941,
+        0.7229568362236023,
+        1.0,
+    ],
+    np.float32,
+)
+#: the offset of the quantile points (QLoRA's appendix; bitsandbytes' create_normal_map)
+QUANTILE_OFFSET = 0.9677083
+#: rounding boundaries: midpoints of adjacent levels, worked in float64 and held as float32
+MIDPOINTS = ((LEVELS[:-1].astype(np.float64) + LEVELS[1:]) / 2).astype(np.float32)
+ZERO_CODE = 7
+#: double quantization: absmax values per 8-bit block, and the largest int8 code
+ABSMAX_BLOCK = 256
+ABSMAX_CODE_MAX = 127
+
+
+@dataclass(frozen=True, eq=False)
+class NF4Tensor:
+    """uint8 codes 0..15 [..., 64k] and one float32 absmax per 64 [..., k].
+
+    With double quantization the absmax values are held as int8 `absmax_codes` (same shape),
+    one float32 `absmax_scales` per 256 of them (flattened, in order) and one float32 `absmax_offset`.
+    """
+
+    codes: np.ndarray
+    absmax: np.ndarray
+    absmax_codes: np.ndarray | None = None
+    absmax_scales: np.ndarray | None = None
+    absmax_offset: np.float32 | None = None
+
+    block_size = BLOCK_WEIGHTS
+
+    def __post_init__(self):
+        codes, absmax = np.asarray(self.codes), np.asarray(self.absmax)
+        if codes.dtype != np.uint8 or absmax.dtype != np.float32:
+            raise DTypeError(f"NF4 holds uint8 codes and float32 absmax, got {codes.dtype} and {absmax.dtype}")
+        if (
+            codes.ndim == 0
+            or codes.shape[-1] % BLOCK_WEIGHTS
+            or absmax.shape != (*codes.shape[:-1], codes.shape[-1] // 64)
+        ):
+            raise ShapeError(f"NF4 needs codes [..., 64k] and one absmax per 64, got {codes.shape} and {absmax.shape}")
+        if codes.size and codes.max() >= len(LEVELS):
+            raise DTypeError(f"NF4 codes are 4-bit, 0..15; got {int(codes.max())}")
+
+    @property
+    def double_quantized(self) -> bool:
+        return self.absmax_codes is not None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.codes.shape)
+
+    @property
+    def bits_per_weight(self) -> float:
+        """Stored bits per weight: 4.5 plain; with double quantization the 8-bit absmax codes, their scales and the offset."""
+        if not self.double_quantized:
+            return BITS_PER_WEIGHT
+        n_absmax = self.absmax.size
+        scale_bits = 32 * (-(-n_absmax // ABSMAX_BLOCK)) + 32
+        return 4 + (8 * n_absmax + scale_bits) / self.codes.size
+
+    def dequantize(self) -> np.ndarray:
+        weights = grouped(LEVELS[self.codes], BLOCK_WEIGHTS) * self.absmax[..., None]
+        return weights.reshape(self.shape)
+
+    def explain(self, index) -> dict:
+        position = element_index(self.shape, index)
+        block, lane = divmod(position[-1], BLOCK_WEIGHTS)
+        absmax = float(self.absmax[(*position[:-1], block)])
+        code = int(self.codes[position])
+        level = float(LEVELS[code])
+        weight = float(LEVELS[code] * np.float32(absmax))
+        return {
+            "position": position,
+            "block": block,
+            "position_in_block": lane,
+            "byte": lane // 2,
+            "nibble": "high" if lane % 2 == 0 else "low",
+            "code": code,
+            "level": level,
+            "absmax": absmax,
+            "double_quantized": self.double_quantized,
+            "weight": weight,
+            "formula": f"{format_number(level)} \u00d7 {format_number(absmax)} = {format_number(weight)}",
+        }
+
+    def packed(self) -> np.ndarray:
+        """The codes as bitsandbytes packs them, two per byte, first weight high: uint8 [..., K/2]."""
+        return (self.codes[..., 0::2] << np.uint8(4)) | self.codes[..., 1::2]
+
+
+def nearest_codes(normalised: np.ndarray) -> np.ndarray:
+    """The NF4 code of each value in [-1, 1]: how many midpoints lie strictly below it (a tie takes the lower level)."""
+    return np.searchsorted(MIDPOINTS, normalised, side="left").astype(np.uint8)
+
+
+def _double_quantize(absmax: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.float32]:
+    """absmax [..., k] -> (decoded absmax, int8 codes, float32 scale per 256, float32 offset)."""
+    flat = absmax.reshape(-1)
+    offset = np.float32(flat.mean(dtype=np.float64))
+    centred = flat - offset
+    padded = np.zeros(-(-flat.size // ABSMAX_BLOCK) * ABSMAX_BLOCK, np.float32)  # zeros add nothing to a block's max
+    padded[: flat.size] = centred
+    blocks = padded.reshape(-1, ABSMAX_BLOCK)
+    scales = (block_amax(np.abs(blocks)) / np.float32(ABSMAX_CODE_MAX)).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a block of equal absmax values has scale 0
+        codes = np.where(scales[:, None] > 0, np.rint(blocks / scales[:, None]), 0).astype(np.int8)
+    decoded = (codes.astype(np.float32) * scales[:, None]).reshape(-1)[: flat.size] + offset
+    return decoded.reshape(absmax.shape), codes.reshape(-1)[: flat.size].reshape(absmax.shape), scales, offset
+
+
+def quantize(w: ArrayLike, double_quant: bool = False) -> NF4Tensor:
+    """NF4 codes for weights [..., 64k], one float32 absmax per 64; double_quant stores the absmax in 8 bits."""
+    weights, _ = float_input(w, BLOCK_WEIGHTS)
+    blocks = grouped(weights, BLOCK_WEIGHTS)
+    absmax = block_amax(np.abs(blocks))
+    with np.errstate(divide="ignore"):  # a zero block has absmax 0: its weights scale to 0, code 7
+        inverse = np.where(absmax > 0, np.float32(1) / absmax, np.float32(0)).astype(np.float32)
+    codes = nearest_codes(blocks * inverse[..., None])
+    parts = {}
+    if double_quant:
+        # as bitsandbytes: the codes are worked against the exact absmax, which is then stored in 8 bits
+        absmax, codes8, scales8, offset = _double_quantize(absmax)
+        parts = {"absmax_codes": codes8, "absmax_scales": scales8, "absmax_offset": offset}
+    return NF4Tensor(codes=codes.reshape(weights.shape), absmax=absmax.astype(np.float32), **parts)
+
+
+FORMAT = register(
+    Format(
+        name="nf4",
+        title="NF4",
+        block_size=BLOCK_WEIGHTS,
+        bits_per_weight=BITS_PER_WEIGHT,
+        quantize=quantize,
+        # neither MLX nor GGUF has NF4; bitsandbytes, like MLX's converter, leaves a layer it cannot take in float
+        family="mlx",
+        summary="QLoRA's NormalFloat: 64 codes for normal-quantile levels, times one float32 absmax",
+    )
+)

@@ -1,0 +1,133 @@
+"""GGUF Q4_1: 32 four-bit codes share a float16 scale d and a float16 minimum m; 5 bits per weight.
+
+    weight = d * code + m,    code in 0..15
+
+One block is 20 bytes:
+
+    byte  0    1    2    3    4        5        ...   19
+         [ d (fp16, LE) ][ m (fp16, LE) ][ c16|c0 ][ c17|c1 ] ... [ c31|c15 ]
+                                           hi  lo
+    byte 4 + j: low nibble = code of weight j, high nibble = code of weight j + 16
+
+The quantizer is ggml's reference (`quantize_row_q4_1_ref`), as gguf-py mirrors it: m is the
+block's minimum and d = (max - min) / 15 in float32, codes are trunc((w - min) * (1/d) + 0.5)
+(round half up), clamped to 15; d and m are then stored as float16. The decoder rounds d * code
+to float32 before adding m, as ggml does. gguf-py's `quants.quantize` is the oracle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from lab.errors import DTypeError, ShapeError
+from lab.formats._blocks import element_index, float_input, grouped
+from lab.formats._ggml import fp16_bytes, fp16_field, pack_halves, split_blocks, unpack_halves
+from lab.formats.registry import Format, register
+from lab.numbers import format_number
+
+BLOCK_WEIGHTS = 32
+BLOCK_BYTES = 20
+BITS_PER_WEIGHT = BLOCK_BYTES * 8 / BLOCK_WEIGHTS  # 5.0
+CODE_MAX = 15
+
+
+@dataclass(frozen=True, eq=False)
+class Q4_1Tensor:
+    """uint8 codes 0..15 [..., 32k], and per 32 codes a float16 scale d and minimum m [..., k]."""
+
+    codes: np.ndarray
+    d: np.ndarray
+    m: np.ndarray
+
+    bits_per_weight = BITS_PER_WEIGHT
+    block_size = BLOCK_WEIGHTS
+
+    def __post_init__(self):
+        codes, d, m = np.asarray(self.codes), np.asarray(self.d), np.asarray(self.m)
+        if codes.dtype != np.uint8 or d.dtype != np.float16 or m.dtype != np.float16:
+            raise DTypeError(f"Q4_1 holds uint8 codes and float16 d and m, got {codes.dtype}, {d.dtype}, {m.dtype}")
+        blocks = (*codes.shape[:-1], codes.shape[-1] // BLOCK_WEIGHTS) if codes.ndim else None
+        if codes.ndim == 0 or codes.shape[-1] % BLOCK_WEIGHTS or d.shape != blocks or m.shape != blocks:
+            raise ShapeError(
+                f"Q4_1 needs codes [..., 32k] and one d and m per 32 codes, got {codes.shape}, {d.shape}, {m.shape}"
+            )
+        if codes.size and codes.max() > CODE_MAX:
+            raise DTypeError(f"Q4_1 codes are 4-bit, 0..15; got {int(codes.max())}")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.codes.shape)
+
+    def dequantize(self) -> np.ndarray:
+        codes = grouped(self.codes.astype(np.float32), BLOCK_WEIGHTS)
+        with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d or m decodes as such, as in ggml
+            # two roundings, as ggml: d * code to float32, then + m
+            weights = self.d.astype(np.float32)[..., None] * codes + self.m.astype(np.float32)[..., None]
+        return weights.reshape(self.shape)
+
+    def explain(self, index) -> dict:
+        position = element_index(self.shape, index)
+        block, lane = divmod(position[-1], BLOCK_WEIGHTS)
+        d = float(self.d[(*position[:-1], block)])
+        m = float(self.m[(*position[:-1], block)])
+        code = int(self.codes[position])
+        weight = float(np.float32(np.float32(d) * np.float32(code)) + np.float32(m))
+        return {
+            "position": position,
+            "block": block,
+            "position_in_block": lane,
+            "byte": 4 + lane % 16,
+            "nibble": "low" if lane < 16 else "high",
+            "code": code,
+            "d": d,
+            "m": m,
+            "weight": weight,
+            "formula": f"{format_number(d)} \u00d7 {code} + {format_number(m)} = {format_number(weight)}",
+        }
+
+    def to_gguf(self) -> np.ndarray:
+        """The blocks in GGUF's 20-byte layout, uint8 [..., K/32 * 20]."""
+        parts = [fp16_bytes(self.d), fp16_bytes(self.m), pack_halves(grouped(self.codes, BLOCK_WEIGHTS))]
+        return np.concatenate(parts, axis=-1).reshape(*self.shape[:-1], -1)
+
+
+def quantize(w: ArrayLike) -> Q4_1Tensor:
+    """Quantize float weights [..., 32k] as ggml's reference Q4_1 quantizer does, byte for byte."""
+    weights, _ = float_input(w, BLOCK_WEIGHTS)
+    blocks = grouped(weights, BLOCK_WEIGHTS)
+    low, high = blocks.min(axis=-1), blocks.max(axis=-1)
+    with np.errstate(over="ignore"):  # a span beyond float32 is inf: d is then stored as inf, as in ggml
+        d = (high - low) / np.float32(CODE_MAX)
+    with np.errstate(divide="ignore"):  # a constant block has d = 0 and stores code 0 throughout
+        inverse = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
+    # C converts with a cast, which truncates: + 0.5 makes that round half up
+    codes = np.trunc((blocks - low[..., None]) * inverse[..., None] + np.float32(0.5))
+    codes = np.clip(codes, 0, CODE_MAX).astype(np.uint8)
+    with np.errstate(over="ignore"):  # beyond float16's range is stored as inf, as ggml does
+        d16, m16 = d.astype(np.float16), low.astype(np.float16)
+    return Q4_1Tensor(codes=codes.reshape(weights.shape), d=d16, m=m16)
+
+
+def from_gguf(raw: ArrayLike) -> Q4_1Tensor:
+    """GGUF Q4_1 bytes [..., 20k] -> the tensor they hold."""
+    blocks = split_blocks(raw, BLOCK_BYTES, "Q4_1", "2 bytes of d + 2 bytes of m + 16 bytes of nibbles")
+    codes = unpack_halves(blocks[..., 4:])
+    return Q4_1Tensor(codes=codes.reshape(*blocks.shape[:-2], -1), d=fp16_field(blocks, 0), m=fp16_field(blocks, 2))
+
+
+FORMAT = register(
+    Format(
+        name="q4_1",
+        title="Q4_1",
+        block_size=BLOCK_WEIGHTS,
+        bits_per_weight=BITS_PER_WEIGHT,
+        quantize=quantize,
+        family="gguf",
+        summary="GGUF's 4-bit blocks with an offset: 32 codes times a float16 scale, plus a float16 minimum",
+        gguf_type="Q4_1",
+        from_gguf=from_gguf,
+    )
+)

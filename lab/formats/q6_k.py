@@ -1,0 +1,232 @@
+"""GGUF Q6_K: 256-weight super-blocks of 6-bit codes, an int8 scale per 16 weights, one float16 d; 6.5625 bits per weight.
+
+    weight = d * s_j * (code - 32),    code in 0..63, s_j in -128..127 for subblock j = 0..15
+
+One super-block is 210 bytes:
+
+    bytes    0..127  ql      the low 4 bits of every code
+    bytes  128..191  qh      the high 2 bits of every code, four codes per byte
+    bytes  192..207  scales  s_0 .. s_15, int8, one per 16 weights
+    bytes  208..209  d       float16, little-endian
+
+Code placement. Each half h = 0, 1 of the super-block (weights 128h .. 128h + 127) has 64 ql
+bytes and 32 qh bytes. For l = 0..31 the four weights 128h + l + 32k (k = 0..3) share qh byte
+32h + l, and pair up in ql:
+
+    ql[64h + l]       low nibble: k = 0    high nibble: k = 2
+    ql[64h + 32 + l]  low nibble: k = 1    high nibble: k = 3
+    qh[32h + l]       bits 2k+1..2k: bits 5..4 of the code of weight 128h + l + 32k
+
+The decoder rounds the gain d * s_j to float32 before multiplying, as gguf-py.
+
+The quantizer follows llama.cpp's reference (`quantize_row_q6_K_ref`), reimplemented from its
+description. Per 16-weight subblock, `make_qx_quants` with nmax 32 and importance x^2: levels
+l = nearest(x * iscale) clamped to -32..31 for iscale = -(32 + 0.1 t)/max, t = 0 then -9..9
+(the largest weight lands on -32, the end with the extra step); for fixed levels the weighted
+least-squares scale is sum(w x l) / sum(w l^2), and a candidate replaces the best when it
+explains more, sum(w x l)^2 / sum(w l^2). Then the subblock scale of largest magnitude sets
+iscale = -128/scale and d = 1/iscale (stored as float16), every subblock scale becomes
+min(127, nearest(iscale * scale)), and every code nearest(x / (d16 * s_j)) clamped to -32..31,
+against the stored gain. A subblock whose stored gain is 0 keeps the levels of its own fit.
+gguf-py has no Q6_K quantizer; its `quants.dequantize` is the decoder's oracle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from lab.errors import DTypeError, ShapeError
+from lab.formats._blocks import element_index, float_input
+from lab.formats._ggml import GROUP_MAX_EPS, first_absmax, fp16_bytes, fp16_field, ordered_sum, split_blocks
+from lab.formats.registry import Format, register
+from lab.numbers import format_number
+
+BLOCK_WEIGHTS = 256
+BLOCK_BYTES = 210
+BITS_PER_WEIGHT = BLOCK_BYTES * 8 / BLOCK_WEIGHTS  # 6.5625
+SUBBLOCKS = 16
+SUBBLOCK_WEIGHTS = 16
+CODE_OFFSET = 32
+QH_OFFSET = 128
+SCALES_OFFSET = 192
+D_OFFSET = 208
+#: make_qx_quants' candidate grids: iscale = -(32 + 0.1 t) / max for t = 0, then t = -9..9 but 0
+SEARCH_TRIES = 9
+SCALE_STEPS = 128
+
+
+@dataclass(frozen=True, eq=False)
+class Q6KTensor:
+    """uint8 codes 0..63 [..., 256k], int8 subblock scales [..., k, 16], float16 d [..., k]."""
+
+    codes: np.ndarray
+    scales: np.ndarray
+    d: np.ndarray
+
+    bits_per_weight = BITS_PER_WEIGHT
+    block_size = BLOCK_WEIGHTS
+
+    def __post_init__(self):
+        codes, scales, d = np.asarray(self.codes), np.asarray(self.scales), np.asarray(self.d)
+        if codes.dtype != np.uint8 or scales.dtype != np.int8 or d.dtype != np.float16:
+            raise DTypeError(
+                f"Q6_K holds uint8 codes, int8 scales and float16 d, got {codes.dtype}, {scales.dtype}, {d.dtype}"
+            )
+        blocks = (*codes.shape[:-1], codes.shape[-1] // BLOCK_WEIGHTS) if codes.ndim else None
+        if codes.ndim == 0 or codes.shape[-1] % BLOCK_WEIGHTS or d.shape != blocks or scales.shape != (*d.shape, 16):
+            raise ShapeError(
+                f"Q6_K needs codes [..., 256k], 16 scales and one d per 256, got {codes.shape}, {scales.shape}, {d.shape}"
+            )
+        if codes.size and codes.max() >= 2 * CODE_OFFSET:
+            raise DTypeError(f"Q6_K codes are 6-bit, 0..63; got {int(codes.max())}")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.codes.shape)
+
+    def gains(self) -> np.ndarray:
+        """Each subblock's d * s_j, rounded to float32 as the decoder uses it [..., k, 16]."""
+        with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d decodes as such, as in ggml
+            return self.d.astype(np.float32)[..., None] * self.scales.astype(np.float32)
+
+    def dequantize(self) -> np.ndarray:
+        levels = self.codes.astype(np.float32) - np.float32(CODE_OFFSET)
+        levels = levels.reshape(*self.d.shape, SUBBLOCKS, SUBBLOCK_WEIGHTS)
+        with np.errstate(over="ignore", invalid="ignore"):
+            weights = self.gains()[..., None] * levels
+        return weights.reshape(self.shape)
+
+    def explain(self, index) -> dict:
+        position = element_index(self.shape, index)
+        block, lane = divmod(position[-1], BLOCK_WEIGHTS)
+        half, rest = divmod(lane, 128)
+        quarter, column = divmod(rest, 32)
+        subblock = lane // SUBBLOCK_WEIGHTS
+        where = (*position[:-1], block)
+        d, scale = float(self.d[where]), int(self.scales[(*where, subblock)])
+        gain = float(self.gains()[(*where, subblock)])
+        code = int(self.codes[position])
+        weight = float(np.float32(gain) * np.float32(code - CODE_OFFSET))
+        return {
+            "position": position,
+            "block": block,
+            "subblock": subblock,
+            "position_in_block": lane,
+            "ql_byte": 64 * half + 32 * (quarter % 2) + column,
+            "ql_nibble": "low" if quarter < 2 else "high",
+            "qh_byte": QH_OFFSET + 32 * half + column,
+            "qh_bits": (2 * quarter + 1, 2 * quarter),
+            "scale_byte": SCALES_OFFSET + subblock,
+            "code": code,
+            "code_bits": f"{code >> 4:02b} {code & 15:04b}",
+            "value": code - CODE_OFFSET,
+            "scale": scale,
+            "d": d,
+            "gain": gain,
+            "weight": weight,
+            "gain_formula": f"{format_number(d)} \u00d7 {scale} = {format_number(gain)}",
+            "formula": f"{format_number(gain)} \u00d7 ({code} \u2212 32) = {format_number(weight)}",
+        }
+
+    def to_gguf(self) -> np.ndarray:
+        """The super-blocks in GGUF's 210-byte layout, uint8 [..., K/256 * 210]."""
+        # q[..., h, k, l] is the code of weight 128h + 32k + l
+        q = self.codes.reshape(*self.d.shape, 2, 4, 32)
+        low, high = q & np.uint8(15), q >> np.uint8(4)
+        ql = (low[..., 0:2, :] | (low[..., 2:4, :] << np.uint8(4))).reshape(*self.d.shape, 128)
+        shifts = np.arange(0, 8, 2, dtype=np.uint8)[:, None]
+        qh = (high << shifts).sum(axis=-2, dtype=np.uint8).reshape(*self.d.shape, 64)
+        raw = np.concatenate([ql, qh, self.scales.view(np.uint8), fp16_bytes(self.d)], axis=-1)
+        return raw.reshape(*self.shape[:-1], -1)
+
+
+def _levels(iscale: np.ndarray, x: np.ndarray) -> np.ndarray:
+    return np.clip(np.rint(iscale[..., None] * x), -CODE_OFFSET, CODE_OFFSET - 1)
+
+
+def fit_subblocks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """make_qx_quants(16, 32, x, L, rmse_type 1) for every subblock [..., 16]: (float32 scale, levels -32..31).
+
+    A subblock below GROUP_MAX_EPS gets scale 0 and levels -32 (stored code 0), as the reference.
+    """
+    importance = x * x
+    amax, signed_max = first_absmax(x)
+    zero = amax < GROUP_MAX_EPS
+    signed_max = np.where(zero, np.float32(1), signed_max)
+
+    def sums(levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return ordered_sum(importance * x * levels), ordered_sum(importance * levels * levels)
+
+    levels = _levels(np.float32(-CODE_OFFSET) / signed_max, x)
+    sum_lx, sum_l2 = sums(levels)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(sum_l2 != 0, sum_lx / sum_l2, np.float32(0)).astype(np.float32)
+    best = scale * sum_lx
+    for t in range(-SEARCH_TRIES, SEARCH_TRIES + 1):
+        if t == 0:
+            continue
+        stretch = np.float32(CODE_OFFSET) + np.float32(0.1) * np.float32(t)
+        candidate = _levels(-stretch / signed_max, x)
+        sum_lx, sum_l2 = sums(candidate)
+        with np.errstate(divide="ignore", invalid="ignore"):  # sum_l2 = 0 is never chosen
+            better = (sum_l2 > 0) & (sum_lx * sum_lx > best * sum_l2)
+            scale = np.where(better, sum_lx / sum_l2, scale)
+        best = np.where(better, scale * sum_lx, best)
+        np.copyto(levels, candidate, where=better[..., None])
+    levels[zero] = -CODE_OFFSET
+    return np.where(zero, np.float32(0), scale).astype(np.float32), levels
+
+
+def quantize(w: ArrayLike) -> Q6KTensor:
+    """Quantize float weights [..., 256k] with the search of llama.cpp's reference Q6_K quantizer."""
+    weights, _ = float_input(w, BLOCK_WEIGHTS)
+    x = weights.reshape(*weights.shape[:-1], -1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
+    with np.errstate(over="ignore", invalid="ignore"):  # weights near float32's limit overflow the squares
+        fitted, levels = fit_subblocks(x)
+    amax, largest = first_absmax(fitted)
+    empty = amax < GROUP_MAX_EPS  # the reference stores such a super-block as all-zero bytes
+    largest = np.where(empty, np.float32(1), largest)
+    iscale = np.float32(-SCALE_STEPS) / largest
+    with np.errstate(over="ignore"):  # d above float16's range is stored as inf, as ggml does
+        d16 = np.where(empty, np.float32(0), np.float32(1) / iscale).astype(np.float16)
+    scales = np.minimum(np.rint(iscale[..., None] * fitted), SCALE_STEPS - 1)
+    scales = np.where(empty[..., None], 0, scales).astype(np.int8)
+    gain = d16.astype(np.float32)[..., None] * scales.astype(np.float32)
+    has_gain = gain != 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # zero gains keep the fit's levels
+        aimed = np.clip(np.rint(x / gain[..., None]), -CODE_OFFSET, CODE_OFFSET - 1)
+    levels = np.where(has_gain[..., None], aimed, levels)
+    levels[empty] = -CODE_OFFSET
+    codes = (levels + CODE_OFFSET).astype(np.uint8)
+    return Q6KTensor(codes=codes.reshape(weights.shape), scales=scales, d=d16)
+
+
+def from_gguf(raw: ArrayLike) -> Q6KTensor:
+    """GGUF Q6_K bytes [..., 210k] -> the tensor they hold."""
+    blocks = split_blocks(raw, BLOCK_BYTES, "Q6_K", "128 bytes ql + 64 bytes qh + 16 int8 scales + 2 bytes of d")
+    lead = blocks.shape[:-1]
+    ql = blocks[..., :QH_OFFSET].reshape(*lead, 2, 2, 32)
+    low = np.concatenate([ql & np.uint8(15), ql >> np.uint8(4)], axis=-2)  # k = 0, 1, 2, 3
+    qh = blocks[..., QH_OFFSET:SCALES_OFFSET].reshape(*lead, 2, 1, 32)
+    high = (qh >> np.arange(0, 8, 2, dtype=np.uint8)[:, None]) & np.uint8(3)
+    codes = (low | (high << np.uint8(4))).reshape(*blocks.shape[:-2], -1)
+    scales = blocks[..., SCALES_OFFSET:D_OFFSET].copy().view(np.int8)
+    return Q6KTensor(codes=codes, scales=scales, d=fp16_field(blocks, D_OFFSET))
+
+
+FORMAT = register(
+    Format(
+        name="q6_k",
+        title="Q6_K",
+        block_size=BLOCK_WEIGHTS,
+        bits_per_weight=BITS_PER_WEIGHT,
+        quantize=quantize,
+        family="gguf",
+        summary="GGUF super-blocks of 256: 6-bit codes, an int8 scale per 16, one float16 d",
+        gguf_type="Q6_K",
+        from_gguf=from_gguf,
+    )
+)
