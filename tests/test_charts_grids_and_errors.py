@@ -6,6 +6,8 @@ codec (or the report) computed independently here.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -103,3 +105,21 @@ def test_tensor_error_and_outlier_charts_hold_the_chosen_formats_measurements():
     points = charts.outlier_chart(RECORDS, "NVFP4").to_dict()["data"]["values"]
     assert [(row["outlier share"], row["relative RMSE"]) for row in points] == [(0.001, 0.09), (0.004, 0.12)]
     assert charts.layer_type("embeddings.word_embeddings.weight") == "embeddings.word_embeddings"
+
+
+def test_the_pane_writes_shapes_in_words_and_differences_as_a_table():
+    pytest.importorskip("mlx.core")
+    from lab import q4k
+
+    markdown = device.run_q4k(q4k.presentation_fixture()).to_markdown()
+    assert not re.search(r"\(\d+(, \d+)*,?\)", markdown)
+    assert "| subblock | not identical | beyond rounding | max abs diff |" in markdown
+    assert "| subblock 1 | 32 | 32 | 1.62 |" in markdown
+
+
+def test_in_words_rewrites_python_tuples_only():
+    from lab.teach.pane.render import in_words
+
+    assert in_words("returned float16 of .shape (2, 512).") == "returned float16 of shape 2 × 512."
+    assert in_words("got (256,) and (1, 32)") == "got 256 and 1 × 32"
+    assert in_words("3 values (1 NaN, 2 +inf), 32 (none)") == "3 values (1 NaN, 2 +inf), 32 (none)"
