@@ -12,15 +12,19 @@ def _():
     import marimo as mo
     import numpy as np
 
-    from lab import device, e8m0, format_number, mxfp4, rounding
+    from lab import device, e2m1, e8m0, format_number, mxfp4, rounding
     from lab.teach import course
+    from lab.teach.charts import block_grid_chart, difference_chart
     from lab.teach.metrics import error_metrics
     from widgets import OwnershipView
 
     return (
         OwnershipView,
+        block_grid_chart,
         course,
         device,
+        difference_chart,
+        e2m1,
         e8m0,
         error_metrics,
         format_number,
@@ -148,11 +152,26 @@ def _(block, course, error_metrics, format_number, mo, mxfp4, np, rounding):
 
 
 @app.cell(hide_code=True)
-def _(block, course, device, mo):
+def _(block, block_grid_chart, course, e2m1, mo, mxfp4):
+    # The grid each rule gives this block: its 15 values at the chosen scale; beyond them, clipping.
+    _charts = []
+    for _rule in ("ocp", "mlx"):
+        _scale = float(mxfp4.quantize(block, rule=_rule).scales[0])
+        _charts.append(mo.as_html(block_grid_chart(block, e2m1.VALUES * _scale, title=f"{_rule} rule: scale {_scale:g}")))
+    _view = mo.vstack([mo.md("### The block on each rule's grid"), *_charts])
+    mo.Html(course.readout(_view.text))
+    return
+
+
+@app.cell(hide_code=True)
+def _(block, course, device, difference_chart, mo):
+    _device_report = device.run_block("mxfp4", w=block.reshape(1, 32))
+    _chart = difference_chart(_device_report)
     _report = mo.vstack(
         [
             mo.md("## On device: the same block through MLX\n\nThe lab's `mlx` preset against MLX's own kernels, on every MLX device present."),
-            mo.md(device.run_block("mxfp4", w=block.reshape(1, 32)).to_markdown()),
+            mo.md(_device_report.to_markdown()),
+            *([] if _chart is None else [mo.as_html(_chart)]),
         ]
     )
     mo.Html(course.readout(_report.text))

@@ -12,15 +12,19 @@ def _():
     import marimo as mo
     import numpy as np
 
-    from lab import device, e4m3, format_number, nvfp4, sizes
+    from lab import device, e2m1, e4m3, format_number, nvfp4, sizes
     from lab.teach import course
+    from lab.teach.charts import block_grid_chart, difference_chart
     from lab.teach.metrics import error_metrics
     from widgets import OwnershipView
 
     return (
         OwnershipView,
+        block_grid_chart,
         course,
         device,
+        difference_chart,
+        e2m1,
         e4m3,
         error_metrics,
         format_number,
@@ -116,7 +120,25 @@ def _(
         """
     )
     mo.Html(course.readout(_text.text))
-    return global_scale, weights
+    return global_scale, tensor, weights
+
+
+@app.cell(hide_code=True)
+def _(block_grid_chart, course, e2m1, mo, tensor, weights):
+    # Each group of 16 on its own grid: E2M1's values times its E4M3 scale times the tensor factor.
+    _charts = [
+        mo.as_html(
+            block_grid_chart(
+                weights[0, _g * 16 : (_g + 1) * 16],
+                e2m1.VALUES * float(tensor.block_scales[0, _g]) * tensor.tensor_factor,
+                title=f"group {_g}: scale {float(tensor.block_scales[0, _g]) * tensor.tensor_factor:.4g}",
+            )
+        )
+        for _g in range(2)
+    ]
+    _view = mo.vstack([mo.md("### Each group on its own grid"), *_charts])
+    mo.Html(course.readout(_view.text))
+    return
 
 
 @app.cell(hide_code=True)
@@ -137,11 +159,14 @@ def _(format_number, mo, sizes):
 
 
 @app.cell(hide_code=True)
-def _(course, device, global_scale, mo, weights):
+def _(course, device, difference_chart, global_scale, mo, weights):
+    _device_report = device.run_block("nvfp4", w=weights, global_scale=global_scale)
+    _chart = difference_chart(_device_report)
     _report = mo.vstack(
         [
             mo.md("## On device: the same tensor through MLX"),
-            mo.md(device.run_block("nvfp4", w=weights, global_scale=global_scale).to_markdown()),
+            mo.md(_device_report.to_markdown()),
+            *([] if _chart is None else [mo.as_html(_chart)]),
         ]
     )
     mo.Html(course.readout(_report.text))

@@ -14,10 +14,10 @@ def _():
 
     from lab import device, q4k
     from lab.teach import course
-    from lab.teach.charts import q4k_lane_chart
+    from lab.teach.charts import difference_chart, q4k_lane_chart
     from widgets import Q4KExplorer
 
-    return Q4KExplorer, course, device, mo, np, q4k, q4k_lane_chart
+    return Q4KExplorer, course, device, difference_chart, mo, np, q4k, q4k_lane_chart
 
 
 @app.cell(hide_code=True)
@@ -109,9 +109,11 @@ def _(course, explorer, mo, np, q4k):
 
 
 @app.cell(hide_code=True)
-def _(course, device, explorer, mo, np):
+def _(course, device, difference_chart, explorer, mo, np):
     _block = np.array(explorer.widget.block, dtype=np.uint8)
     _x = np.random.default_rng(5).normal(0, 1, 256).astype(np.float32)
+    _device_report = device.run_q4k(_block, x=_x)
+    _chart = difference_chart(_device_report)
     _report = mo.vstack(
         [
             mo.md(
@@ -119,7 +121,8 @@ def _(course, device, explorer, mo, np):
                 "(group 32, scale d·sⱼ, bias −dmin·mⱼ) through `mx.quantized_matmul`, and a real GGUF "
                 "file written with gguf-py and opened with `mx.load`. The reference is gguf-py's decoder."
             ),
-            mo.md(device.run_q4k(_block, x=_x).to_markdown()),
+            mo.md(_device_report.to_markdown()),
+            *([] if _chart is None else [mo.as_html(_chart)]),
         ]
     )
     mo.Html(course.readout(_report.text))

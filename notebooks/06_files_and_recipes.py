@@ -14,13 +14,19 @@ def _():
 
     from lab import format_number, gguf_tools, q4k, zoo
     from lab.errors import LabError
+    from lab.teach import course, gguf_browser
     from lab.teach.metrics import error_metrics
+    from widgets import OwnershipView, Q4KExplorer
 
     return (
         LabError,
+        OwnershipView,
         Path,
+        Q4KExplorer,
+        course,
         error_metrics,
         format_number,
+        gguf_browser,
         gguf_tools,
         mo,
         np,
@@ -69,7 +75,9 @@ def _(Path, gguf_tools, np, tempfile):
     plan = gguf_tools.q4_k_m_style_plan(tensors)
     # The folder and the file go away with the notebook's process.
     scratch = tempfile.TemporaryDirectory(prefix="four-bit-lab-")
-    path = gguf_tools.write_gguf(Path(scratch.name) / "tiny-q4_k_m.gguf", tensors, plan, name="tiny lab model", file_type="Q4_K_M")
+    path = gguf_tools.write_gguf(
+        Path(scratch.name) / "tiny-q4_k_m.gguf", tensors, plan, name="tiny lab model", file_type="Q4_K_M"
+    )
     return path, tensors
 
 
@@ -98,7 +106,10 @@ def _(format_number, inventory, mo, path):
 
 @app.cell(hide_code=True)
 def _(mo, recipe):
-    mo.md("## Reading the label against the contents\n\n" + "\n\n".join(f"* {line}" for line in recipe["text"].splitlines()))
+    mo.md(
+        "## Reading the label against the contents\n\n"
+        + "\n\n".join(f"* {line}" for line in recipe["text"].splitlines())
+    )
     return
 
 
@@ -113,7 +124,7 @@ def _(error_metrics, mo, q4k, tensors, traced_raw, traced_tensor, zoo):
         `{traced_tensor}` through the lab's decoder and through gguf-py's:
         **{decoder_check.cases - decoder_check.mismatches:,} of {decoder_check.cases:,}** weights are
         bit-identical. Against the float weights we started from, the relative RMS error is
-        {_cost['relative_rmse']:.4f}: what quantization cost, which no decoder can give back.
+        {_cost["relative_rmse"]:.4f}: what quantization cost, which no decoder can give back.
         """
     )
     return
@@ -138,6 +149,138 @@ def _(LabError, gguf_tools, mo, np):
         > {rejection}
         """
     )
+    return
+
+
+@app.cell(hide_code=True)
+def _(gguf_browser, mo):
+    own_upload = mo.ui.file(filetypes=[".gguf"], label="upload a small GGUF file")
+    own_path = mo.ui.text(
+        placeholder="/path/to/model.gguf", label="or the path of a GGUF file on this machine", full_width=True
+    )
+    mo.vstack(
+        [
+            mo.md(
+                f"""
+                ## Your own GGUF
+
+                Open a file of your own with the same validating reader. An upload is held in memory,
+                so it is capped at {gguf_browser.UPLOAD_LIMIT // 1024**2} MiB; for a real model type its
+                path instead: the reader memory-maps it and reads only the header and the block you open.
+                With neither, the lab's toy file above is shown.
+                """
+            ),
+            own_upload,
+            own_path,
+        ]
+    )
+    return own_path, own_upload
+
+
+@app.cell(hide_code=True)
+def _(LabError, gguf_browser, own_path, own_upload, path):
+    browse_error = None
+    browsed = None
+    try:
+        if own_upload.value:
+            browsed = gguf_browser.open_upload(own_upload.contents(), own_upload.name())
+        elif own_path.value.strip():
+            browsed = gguf_browser.open_path(own_path.value.strip())
+        else:
+            browsed = gguf_browser.open_path(path, source="the lab's toy file")
+    except LabError as _error:
+        # the lab's typed error, shown as a sentence: a file the reader refuses is a lesson, not a crash
+        browse_error = f"{type(_error).__name__}: {_error}"
+    return browse_error, browsed
+
+
+@app.cell(hide_code=True)
+def _(browse_error, browsed, course, gguf_browser, mo):
+    mo.stop(
+        browse_error is not None, mo.callout(mo.md(f"**The lab did not open this file.** {browse_error}"), kind="warn")
+    )
+    own_tensors = gguf_browser.tensor_rows(browsed.file)
+    _shown = own_tensors[:200]
+    _more = (
+        f"\n\n… and {len(own_tensors) - len(_shown):,} more tensors (all of them are in the picker below)."
+        if len(own_tensors) > len(_shown)
+        else ""
+    )
+    _tensors = course.table(
+        ["tensor", "type", "shape", "bytes", "the lab decodes it"],
+        [
+            [f"`{row.name}`", row.type_name, row.shape_text, f"{row.n_bytes:,}", "yes" if row.supported else "no"]
+            for row in _shown
+        ],
+    )
+    _metadata = course.table(
+        ["key", "type", "length", "value (arrays: the first five)"],
+        [
+            [f"`{row.key}`", row.type_label, "" if row.length is None else f"{row.length:,}", row.value_text]
+            for row in gguf_browser.metadata_rows(browsed.file)
+        ],
+    )
+    _recipe = "\n".join(f"* {line}" for line in gguf_browser.recipe(browsed.file)["text"].splitlines())
+    _text = mo.md(
+        f"### {browsed.source}: {browsed.size:,} bytes, {len(own_tensors):,} tensors\n\n{_tensors}{_more}\n\n"
+        f"### The recipe\n\n{_recipe}\n\n### Metadata\n\n{_metadata}"
+    )
+    mo.Html(course.readout(_text.text))
+    return (own_tensors,)
+
+
+@app.cell(hide_code=True)
+def _(mo, own_tensors, traced_tensor):
+    _options = {f"{row.name} · {row.type_name}": row.name for row in own_tensors}
+    _traced = [label for label, name in _options.items() if name == traced_tensor]
+    tensor_choice = mo.ui.dropdown(
+        options=_options, value=(_traced or list(_options))[0] if _options else None, label="tensor"
+    )
+    tensor_choice
+    return (tensor_choice,)
+
+
+@app.cell(hide_code=True)
+def _(mo, own_tensors, tensor_choice):
+    _blocks = next((row.blocks for row in own_tensors if row.name == tensor_choice.value), 1)
+    block_choice = mo.ui.number(start=0, stop=max(_blocks - 1, 0), value=0, label=f"block (0 to {_blocks - 1})")
+    block_choice
+    return (block_choice,)
+
+
+@app.cell(hide_code=True)
+def _(LabError, block_choice, browsed, gguf_browser, tensor_choice):
+    pick = None
+    pick_error = None
+    try:
+        pick = gguf_browser.pick_block(browsed.file, tensor_choice.value, int(block_choice.value))
+    except LabError as _error:
+        pick_error = f"{type(_error).__name__}: {_error}"
+    return pick, pick_error
+
+
+@app.cell(hide_code=True)
+def _(OwnershipView, Q4KExplorer, course, gguf_browser, mo, pick, pick_error):
+    mo.stop(pick_error is not None, mo.callout(mo.md(f"**The lab refuses this tensor.** {pick_error}"), kind="warn"))
+    _summary = mo.md(
+        f"**`{pick.tensor}`, {pick.type_name} block {pick.block} of {pick.blocks}** "
+        f"({pick.raw.size} bytes, weights {pick.first_weight} to {pick.first_weight + pick.weights.size - 1}): "
+        f"the lab's decode {pick.check.text}."
+    )
+    if pick.explorer == "q4k":
+        _view = mo.ui.anywidget(Q4KExplorer(**pick.widget_traits))
+        _note = "The block's 144 bytes in the Q4_K explorer of notebook 5."
+    elif pick.explorer == "ownership":
+        _view = mo.ui.anywidget(OwnershipView(**pick.widget_traits))
+        _note = (
+            "The block's codes and scale bytes in the ownership view of notebooks 3 and 4 "
+            "(an NVFP4 block of 64 shows its first 32 weights; the other row keeps its default scales)."
+        )
+    else:
+        _header, _rows = gguf_browser.block_table(pick)
+        _view = mo.md(course.table(_header, _rows))
+        _note = "No explorer draws this type: here is the block as numbers."
+    mo.vstack([mo.Html(course.readout(_summary.text)), mo.md(_note), _view])
     return
 
 

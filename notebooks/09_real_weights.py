@@ -10,8 +10,9 @@ def _():
 
     from lab import format_number, real_weights
     from lab.teach import course
+    from lab.teach.charts import outlier_chart, tensor_error_chart
 
-    return course, format_number, mo, real_weights
+    return course, format_number, mo, outlier_chart, real_weights, tensor_error_chart
 
 
 @app.cell(hide_code=True)
@@ -44,7 +45,9 @@ def _(mo, real_weights, weights):
     _steps = sum(1 for w in weights.values() if w.ndim == 2) * len(real_weights.study_rows())
     # The bar goes when the work is done: the tables below are the result, and a finished bar
     # (with its timing) would only make every export of this page different.
-    with mo.status.progress_bar(total=_steps, title="Quantizing every tensor in every format", remove_on_exit=True) as _bar:
+    with mo.status.progress_bar(
+        total=_steps, title="Quantizing every tensor in every format", remove_on_exit=True
+    ) as _bar:
         report = real_weights.evaluate_model(weights, progress=lambda done, total, label: _bar.update(subtitle=label))
     return (report,)
 
@@ -70,9 +73,28 @@ def _(format_number, mo, report):
 
 @app.cell(hide_code=True)
 def _(mo, report):
-    format_choice = mo.ui.dropdown(options=[row["format"] for row in report.summary_records()], value="Q4_K", label="format")
+    format_choice = mo.ui.dropdown(
+        options=[row["format"] for row in report.summary_records()], value="Q4_K", label="format"
+    )
     format_choice
     return (format_choice,)
+
+
+@app.cell(hide_code=True)
+def _(course, format_choice, mo, outlier_chart, report, tensor_error_chart):
+    _records = report.records()
+    _view = mo.vstack(
+        [
+            mo.md(
+                f"## {format_choice.value} at a glance\n\nEach bar is one tensor, coloured by its role in the layer; "
+                "the scatter asks whether tensors with more outliers lose more."
+            ),
+            mo.as_html(tensor_error_chart(_records, format_choice.value)),
+            mo.as_html(outlier_chart(_records, format_choice.value)),
+        ]
+    )
+    mo.Html(course.readout(_view.text))
+    return
 
 
 @app.cell(hide_code=True)

@@ -119,3 +119,13 @@ def test_09_real_weights():
         < summaries["MXFP4 (mlx)"]["relative_rmse"]
     )
     assert summaries["Q4_K"]["coverage"] < 0.5  # most rows of this model are 384 long, not a multiple of 256
+
+
+def test_06_your_own_gguf_defaults_to_the_toy_file():
+    defs = run_notebook("06_files_and_recipes.py")
+    assert defs["browse_error"] is None and defs["browsed"].source == "the lab's toy file"
+    assert {row.name for row in defs["own_tensors"]} == set(defs["tensors"])
+    pick = defs["pick"]
+    assert defs["pick_error"] is None
+    assert (pick.tensor, pick.type_name, pick.block) == ("blk.0.attn_q.weight", "Q4_K", 0)
+    assert pick.explorer == "q4k" and pick.check.matches and pick.check.max_abs_diff == 0.0

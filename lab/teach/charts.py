@@ -3,11 +3,19 @@ computes nothing the codec modules do not already provide."""
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING
+
 import altair as alt
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lab.codes import e2m1
 from lab.teach import scale, sizes
+from lab.teach.pane.render import position_text
+
+if TYPE_CHECKING:
+    from lab.teach.pane.report import DeviceReport
 
 # Okabe–Ito colours, safe for the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -166,3 +174,152 @@ def bits_per_weight_chart(extra: dict[str, float] | None = None) -> alt.Chart:
             height=28 * len(entries), width=560, title="Storage per weight: codes plus their scales"
         )
     )
+
+
+def block_grid_chart(
+    weights: ArrayLike, levels: ArrayLike, title: str = "The block's weights on the format's grid"
+) -> alt.LayerChart:
+    """A histogram of a block's weights with the values its codes decode to at this block's scale
+    drawn as vertical rules, and the range beyond the outermost level shaded: weights there clip."""
+    weights = np.asarray(weights, dtype=np.float64).ravel()
+    grid = np.unique(np.asarray(levels, dtype=np.float64).ravel() + 0.0)  # + 0.0: −0 and +0 are one rule
+    low, high = float(grid.min()), float(grid.max())
+    reach = max(float(np.abs(weights).max()), abs(low), abs(high)) * 1.1
+    # one shared domain, so the histogram, the rules and the shading line up
+    x_scale = alt.Scale(domain=[-reach, reach], nice=False)
+    shade = (
+        alt.Chart(_data({"from": [-reach, high], "to": [low, reach]}))
+        .mark_rect(color=PALETTE[3], opacity=0.15)
+        .encode(x=alt.X("from:Q", scale=x_scale, title="weight"), x2="to:Q")
+    )
+    rules = (
+        alt.Chart(_data({"level": grid}))
+        .mark_rule(color=PALETTE[0], strokeWidth=1.5)
+        .encode(x=alt.X("level:Q", scale=x_scale), tooltip=["level:Q"])
+    )
+    bars = (
+        alt.Chart(_data({"weight": weights}))
+        .mark_bar(color=PALETTE[1], opacity=0.85)
+        .encode(
+            x=alt.X("weight:Q", bin=alt.Bin(maxbins=40, extent=[-reach, reach]), scale=x_scale),
+            y=alt.Y("count():Q", title="weights"),
+        )
+    )
+    subtitle = f"{weights.size} weights; blue rules: the {grid.size} values the codes decode to, {low:g} to {high:g}; shaded: clipped"
+    return _styled(
+        alt.layer(shade, rules, bars).properties(height=220, width=620, title=alt.Title(title, subtitle=subtitle))
+    )
+
+
+def difference_rows(report: DeviceReport) -> list[dict]:
+    """Per scale group (or Q4_K subblock) of every weight comparison in an on-device report: the
+    largest |MLX − lab| and how many weights are not bit-identical, with the group named in words."""
+    sources = [("gguf-py", comparison) for comparison in report.reference_checks]
+    sources += [(run.device, comparison) for run in report.runs for comparison in run.comparisons]
+    rows = []
+    for device, comparison in sources:
+        if comparison.unit != "weight" or not comparison.breakdowns:
+            continue
+        breakdown = comparison.breakdowns[0]  # the finest grouping the pane made
+        for group in np.ndindex(breakdown.max_abs_diff.shape):
+            rows.append(
+                {
+                    "compared": f"{device}: {comparison.name}",
+                    "group": position_text(group, breakdown.label),
+                    "max abs diff": float(breakdown.max_abs_diff[group]),
+                    "not identical": int(breakdown.not_identical[group]),
+                }
+            )
+    return rows
+
+
+def difference_chart(report: DeviceReport) -> alt.LayerChart | None:
+    """The on-device pane's weight comparisons as bars: per group, the largest |MLX − lab|; None
+    where the report has no weight comparison (MLX absent or refused)."""
+    rows = difference_rows(report)
+    if not rows:
+        return None
+    frame = alt.Data(values=rows)
+    bars = (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X("max abs diff:Q", title="largest |difference| in the group (0: bit-identical)"),
+            y=alt.Y("compared:N", title=None),
+            yOffset=alt.YOffset("group:N"),
+            color=alt.Color("group:N", scale=alt.Scale(range=SUBBLOCK_COLOURS), title="group"),
+            tooltip=["compared:N", "group:N", "max abs diff:Q", "not identical:Q"],
+        )
+    )
+    groups = len({row["group"] for row in rows})
+    compared = len({row["compared"] for row in rows})
+    return _styled(
+        bars.properties(
+            height=max(60, 14 * groups * compared), width=420, title="On device: where MLX and the lab differ"
+        )
+    )
+
+
+# Okabe–Ito, then a grey and two of Paul Tol's: a real model has nine or ten layer types
+LAYER_COLOURS = [*PALETTE, "#8C8C8C", "#882255", "#44AA99"]
+_LAYER_PREFIX = re.compile(r"^.*?layer\.\d+\.")
+
+
+def layer_type(tensor: str) -> str:
+    """A tensor's role without its layer number: 'encoder.layer.3.attention.self.query.weight' ->
+    'attention.self.query'."""
+    return _LAYER_PREFIX.sub("", tensor).removesuffix(".weight")
+
+
+def _measured(records: list[dict], format_name: str) -> list[dict]:
+    return [row for row in records if row["format"] == format_name and not row["skipped"]]
+
+
+def tensor_error_chart(records: list[dict], format_name: str) -> alt.Chart:
+    """Relative RMSE of every tensor the format took (worst first), coloured by layer type;
+    `records` are a real-weights report's records()."""
+    rows = _measured(records, format_name)
+    frame = _data(
+        {
+            "tensor": [row["tensor"] for row in rows],
+            "layer type": [layer_type(row["tensor"]) for row in rows],
+            "relative RMSE": [row["relative_rmse"] for row in rows],
+        }
+    )
+    bars = (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X("relative RMSE:Q"),
+            y=alt.Y("tensor:N", sort="-x", title=None, axis=alt.Axis(labelFontSize=10)),
+            color=alt.Color("layer type:N", scale=alt.Scale(range=LAYER_COLOURS)),
+            tooltip=["tensor:N", "layer type:N", "relative RMSE:Q"],
+        )
+    )
+    return _styled(
+        bars.properties(height=max(80, 12 * len(rows)), width=420, title=f"{format_name}: relative RMSE per tensor")
+    )
+
+
+def outlier_chart(records: list[dict], format_name: str) -> alt.Chart:
+    """Outlier share (weights beyond 6 × the tensor's RMS) against relative RMSE, one point per tensor."""
+    rows = _measured(records, format_name)
+    frame = _data(
+        {
+            "tensor": [row["tensor"] for row in rows],
+            "layer type": [layer_type(row["tensor"]) for row in rows],
+            "outlier share": [row["outlier_share"] for row in rows],
+            "relative RMSE": [row["relative_rmse"] for row in rows],
+        }
+    )
+    points = (
+        alt.Chart(frame)
+        .mark_point(filled=True, size=80)
+        .encode(
+            x=alt.X("outlier share:Q", axis=alt.Axis(format="%")),
+            y=alt.Y("relative RMSE:Q"),
+            color=alt.Color("layer type:N", scale=alt.Scale(range=LAYER_COLOURS)),
+            tooltip=["tensor:N", "outlier share:Q", "relative RMSE:Q"],
+        )
+    )
+    return _styled(points.properties(height=300, width=520, title=f"{format_name}: do outliers cost accuracy?"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -69,7 +70,23 @@ def report_markdown(report: DeviceReport) -> str:
         ]
     for run in report.runs:
         lines += _run_markdown(run)
-    return "\n".join(lines).rstrip() + "\n"
+    return in_words("\n".join(lines).rstrip() + "\n")
+
+
+#: a shape quoted as MLX's `.shape` prints it, "(256,)" or "(2, 512)"
+_QUOTED_SHAPE = re.compile(r"\.shape \((\d+(?:, \d+)*),?\)")
+#: any other Python tuple of integers in a message MLX or the lab wrote
+_TUPLE = re.compile(r"\((\d+(?:, \d+)+|\d+,)\)")
+
+
+def in_words(markdown: str) -> str:
+    """Notes and refusals quote shapes as Python prints them; the pane writes them as '2 × 512'."""
+    markdown = _QUOTED_SHAPE.sub(lambda found: "shape " + _dims_text(found.group(1)), markdown)
+    return _TUPLE.sub(lambda found: _dims_text(found.group(1)), markdown)
+
+
+def _dims_text(dims: str) -> str:
+    return " × ".join(part.strip() for part in dims.split(",") if part.strip())
 
 
 def _run_markdown(run: DeviceRun) -> list[str]:
@@ -150,16 +167,24 @@ def _group_word(comparison: Comparison) -> str:
 
 
 def _breakdown_lines(breakdown: Breakdown) -> list[str]:
+    """The groups that differ, one table row each (the first NAMED_GROUPS of them)."""
     groups = breakdown.groups_with_differences()
     if not groups:
         return []
-    described = [
-        f"{position_text(group, breakdown.label)}: {int(breakdown.not_identical[group])} not identical, "
-        f"{int(breakdown.beyond_rounding[group])} beyond rounding, max {float(breakdown.max_abs_diff[group]):.3g}"
+    lines = [
+        f"*Per {breakdown.label} of {breakdown.size}, where they differ:*",
+        "",
+        f"| {breakdown.label} | not identical | beyond rounding | max abs diff |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {position_text(group, breakdown.label)} | {int(breakdown.not_identical[group])} | "
+        f"{int(breakdown.beyond_rounding[group])} | {float(breakdown.max_abs_diff[group]):.3g} |"
         for group in groups[:NAMED_GROUPS]
     ]
-    more = [f"and {len(groups) - NAMED_GROUPS} more {breakdown.label}s"] if len(groups) > NAMED_GROUPS else []
-    return [f"Per {breakdown.label} of {breakdown.size}: " + "; ".join(described + more), ""]
+    if len(groups) > NAMED_GROUPS:
+        lines.append(f"| and {len(groups) - NAMED_GROUPS} more {breakdown.label}s | | | |")
+    return lines + [""]
 
 
 def _round_trip_lines(round_trip: RoundTrip) -> list[str]:

@@ -1,0 +1,306 @@
+"""Browsing a learner's own GGUF file: open it, list it, summarise it, open one block.
+
+Notebook 6 only lays out what this module returns. A file is always read through the lab's
+validating reader (lab.interop.gguf.open_gguf), which memory-maps it: a path to a 20 GB model
+costs the walk over its header, never the whole file. Uploaded bytes arrive in memory already, so
+they are capped (UPLOAD_LIMIT) and written to a temporary file that the reader maps; the folder is
+removed when the browser is closed or garbage-collected.
+
+One block of one tensor is the unit a learner inspects: its raw bytes, the lab's decode of them,
+gguf-py's decode of the same bytes (the oracle) and, for Q4_K, MXFP4 and NVFP4, the traits that
+put those bytes into the course's widgets.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+from lab.errors import LabError, UnsupportedTypeError
+from lab.formats import mxfp4, nvfp4
+from lab.interop.gguf import DECODABLE_TYPES, FLOAT_TYPES, TENSOR_TYPES, TYPE_IDS, GGUFFile, decode_raw, open_gguf
+from lab.interop.gguf.recipes import explain_recipe
+
+#: uploads above this many bytes are refused: an upload is held in memory whole, a path is mapped
+UPLOAD_LIMIT = 64 * 1024**2
+#: how many consecutive weights of a float tensor (F32, F16, BF16) one "block" shows
+FLOAT_BLOCK_WEIGHTS = 32
+#: the ownership view holds 32 element codes: one MXFP4 block, or half of a 64-weight GGUF NVFP4 block
+OWNERSHIP_WEIGHTS = 32
+#: which widget shows a block of each type; every other decodable type gets a plain table
+EXPLORERS = {"Q4_K": "q4k", "MXFP4": "ownership", "NVFP4": "ownership"}
+
+
+class UploadTooLargeError(LabError):
+    """An upload above UPLOAD_LIMIT: such a file is opened by its path, through the memory map."""
+
+
+class GGUFBrowser:
+    """An opened GGUF file and where it came from; `close()` (or a with-block) unmaps it and removes
+    the temporary copy of an upload."""
+
+    def __init__(self, file: GGUFFile, source: str, size: int, scratch: tempfile.TemporaryDirectory | None = None):
+        self.file = file
+        #: how the learner gave the file, in words: "the lab's toy file", "upload model.gguf", a path
+        self.source = source
+        self.size = size
+        self._scratch = scratch
+        # A notebook drops the old browser when the learner picks another file; the map and the
+        # temporary copy go with it even though no cell calls close().
+        self._finalizer = weakref.finalize(self, _release, file, scratch)
+
+    def __enter__(self) -> GGUFBrowser:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._finalizer()
+
+    @property
+    def temporary_path(self) -> Path | None:
+        """Where an upload's temporary copy lies (None for a path the learner gave)."""
+        return None if self._scratch is None else self.file.path
+
+
+def _release(file: GGUFFile, scratch: tempfile.TemporaryDirectory | None) -> None:
+    file.close()
+    if scratch is not None:
+        scratch.cleanup()
+
+
+def open_path(path: str | Path, source: str | None = None, *, decode_budget: int | None = None) -> GGUFBrowser:
+    """A file on this machine, memory-mapped and validated; never read whole, whatever its size."""
+    path = Path(path).expanduser()
+    gf = open_gguf(path, decode_budget=decode_budget)
+    return GGUFBrowser(gf, source or str(path), path.stat().st_size)
+
+
+def open_upload(contents: bytes, name: str = "upload.gguf", *, limit: int = UPLOAD_LIMIT) -> GGUFBrowser:
+    """Uploaded bytes, written to a temporary file that the validating reader maps.
+
+    Uploads above `limit` bytes are refused with UploadTooLargeError before anything is written.
+    """
+    if len(contents) > limit:
+        raise UploadTooLargeError(
+            f"{name} is {len(contents):,} bytes, more than the upload limit of {limit:,}; "
+            "type the file's path into the path box instead: the lab maps a file on disk and never loads it whole"
+        )
+    scratch = tempfile.TemporaryDirectory(prefix="four-bit-lab-upload-")
+    # only the file name's last part is kept, and only as a label: nothing from the upload picks a path
+    path = Path(scratch.name) / "upload.gguf"
+    try:
+        path.write_bytes(contents)
+        gf = open_gguf(path)
+    except BaseException:
+        scratch.cleanup()
+        raise
+    return GGUFBrowser(gf, f"upload {Path(name).name}", len(contents), scratch)
+
+
+@dataclass(frozen=True)
+class TensorRow:
+    """One tensor as the browser lists it."""
+
+    name: str
+    type_name: str
+    shape: tuple[int, ...]
+    n_bytes: int
+    blocks: int  # how many blocks pick_block can open
+    supported: bool  # whether the lab decodes its type
+
+    @property
+    def shape_text(self) -> str:
+        return " × ".join(str(n) for n in self.shape)
+
+
+def block_geometry(type_name: str) -> tuple[int, int]:
+    """Weights and bytes in one block of a GGUF type; float types show FLOAT_BLOCK_WEIGHTS weights."""
+    _, weights, n_bytes = TENSOR_TYPES[TYPE_IDS[type_name]]
+    if type_name in FLOAT_TYPES:
+        return FLOAT_BLOCK_WEIGHTS, FLOAT_BLOCK_WEIGHTS * n_bytes
+    return weights, n_bytes
+
+
+def tensor_rows(gf: GGUFFile) -> list[TensorRow]:
+    """Every tensor in file order: name, type, shape (outermost first), bytes and blocks."""
+    rows = []
+    for info in gf.tensors:
+        weights, _ = block_geometry(info.type_name)
+        rows.append(
+            TensorRow(
+                name=info.name,
+                type_name=info.type_name,
+                shape=info.shape,
+                n_bytes=info.n_bytes,
+                blocks=math.ceil(info.n_elements / weights),
+                supported=info.type_name in DECODABLE_TYPES,
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class MetadataRow:
+    """One metadata key: its type, length (arrays only) and a short text of its value."""
+
+    key: str
+    type_label: str
+    length: int | None
+    n_bytes: int
+    value_text: str
+
+
+def metadata_rows(gf: GGUFFile, items: int = 5, max_chars: int = 60) -> list[MetadataRow]:
+    """metadata_summary() as rows of text: an array shows its first `items` elements and its length,
+    so a 150k-token vocabulary costs `items` strings."""
+    rows = []
+    for row in gf.metadata_summary(items=items, max_chars=max_chars):
+        rows.append(
+            MetadataRow(
+                key=row["key"],
+                type_label=row["type"],
+                length=row["length"],
+                n_bytes=row["bytes"],
+                value_text=_value_text(row["value"], row["length"]),
+            )
+        )
+    return rows
+
+
+def _value_text(value, length: int | None) -> str:
+    if length is None:
+        return repr(value) if isinstance(value, str) else str(value)
+    shown = [
+        _value_text(item, len(item)) if isinstance(item, list | np.ndarray) else repr(_item(item)) for item in value
+    ]
+    more = f", … {length - len(shown):,} more" if length > len(shown) else ""
+    return "[" + ", ".join(shown) + more + "]"
+
+
+def _item(value):
+    """numpy scalars as plain Python numbers, so the text reads 3, not np.int32(3)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def recipe(gf: GGUFFile) -> dict:
+    """What the file's recipe label means in this file (lab.interop.gguf.explain_recipe)."""
+    return explain_recipe(gf)
+
+
+@dataclass(frozen=True)
+class GgufPyCheck:
+    """The lab's decode of one block against gguf-py's `quants.dequantize` of the same bytes."""
+
+    matches: bool  # every weight equal (NaN where both are NaN)
+    max_abs_diff: float  # over weights finite on both sides; 0.0 when none differ
+    compared: int
+
+    @property
+    def text(self) -> str:
+        answer = "yes" if self.matches else "no"
+        return f"matches gguf-py: {answer}, max difference {self.max_abs_diff:g} over {self.compared} weights"
+
+
+@dataclass(frozen=True)
+class BlockPick:
+    """One block of one tensor: its bytes, both decodes, and which widget shows it."""
+
+    tensor: str
+    type_name: str
+    block: int
+    blocks: int
+    first_weight: int  # the block's first weight, counted in file order over the whole tensor
+    raw: np.ndarray  # the block's bytes, a uint8 copy
+    weights: np.ndarray  # the lab's decode, float32
+    reference: np.ndarray  # gguf-py's decode of the same bytes, float32
+    check: GgufPyCheck
+    explorer: str  # "q4k", "ownership" or "table"
+    widget_traits: dict = field(default_factory=dict)  # traits for Q4KExplorer or OwnershipView
+
+
+def pick_block(gf: GGUFFile, name: str, block: int, decoder: str = "ocp", half: int = 0) -> BlockPick:
+    """Block `block` of tensor `name`, read from the memory map (only its own bytes are copied).
+
+    A type the lab does not decode is refused with UnsupportedTypeError naming it; a block number
+    outside the tensor with a LabError giving the range. `half` picks which 32 of a 64-weight
+    NVFP4 block the ownership view shows.
+    """
+    info = gf.tensor(name)
+    if info.type_name not in DECODABLE_TYPES:
+        raise UnsupportedTypeError(
+            f"tensor {name!r} has type {info.type_name}, which the lab does not decode; "
+            f"it can open {', '.join(DECODABLE_TYPES)}"
+        )
+    weights_per_block, bytes_per_block = block_geometry(info.type_name)
+    blocks = math.ceil(info.n_elements / weights_per_block)
+    if isinstance(block, bool) or not isinstance(block, int | np.integer) or not 0 <= block < blocks:
+        raise LabError(f"tensor {name!r} has blocks 0 to {blocks - 1}; got {block!r}")
+    flat = gf.raw(name).reshape(-1)
+    raw = np.array(flat[int(block) * bytes_per_block : (int(block) + 1) * bytes_per_block])
+    weights = decode_raw(raw.reshape(1, -1), info.type_name, decoder).reshape(-1)
+    reference = np.asarray(
+        gguf.quants.dequantize(raw.reshape(1, -1), gguf.GGMLQuantizationType[info.type_name]), np.float32
+    ).reshape(-1)
+    explorer = EXPLORERS.get(info.type_name, "table")
+    return BlockPick(
+        tensor=name,
+        type_name=info.type_name,
+        block=int(block),
+        blocks=blocks,
+        first_weight=int(block) * weights_per_block,
+        raw=raw,
+        weights=weights,
+        reference=reference,
+        check=check_against_gguf_py(weights, reference),
+        explorer=explorer,
+        widget_traits=_widget_traits(info.type_name, raw, half),
+    )
+
+
+def check_against_gguf_py(weights: np.ndarray, reference: np.ndarray) -> GgufPyCheck:
+    """Equal where both are numbers and equal, or both NaN; the largest gap over finite pairs."""
+    lab = np.asarray(weights, np.float64).reshape(-1)
+    ref = np.asarray(reference, np.float64).reshape(-1)
+    same = (lab == ref) | (np.isnan(lab) & np.isnan(ref))
+    finite = np.isfinite(lab) & np.isfinite(ref)
+    gaps = np.abs(lab[finite] - ref[finite])
+    return GgufPyCheck(
+        matches=bool(same.all()), max_abs_diff=float(gaps.max()) if gaps.size else 0.0, compared=lab.size
+    )
+
+
+def _widget_traits(type_name: str, raw: np.ndarray, half: int) -> dict:
+    """The input traits that show these bytes in the course's widget for the type."""
+    if type_name == "Q4_K":
+        return {"block": raw.tolist()}
+    if type_name == "MXFP4":
+        tensor = mxfp4.from_gguf(raw.reshape(1, -1))
+        return {"codes": tensor.codes.reshape(-1).tolist(), "mx_scale_byte": int(tensor.scale_bytes.reshape(-1)[0])}
+    if type_name == "NVFP4":
+        if half not in (0, 1):
+            raise LabError(f"an NVFP4 block has two halves of 32 weights, 0 and 1; got {half!r}")
+        tensor = nvfp4.from_gguf(raw.reshape(1, -1))
+        codes = tensor.codes.reshape(-1)[half * OWNERSHIP_WEIGHTS : (half + 1) * OWNERSHIP_WEIGHTS]
+        groups = OWNERSHIP_WEIGHTS // nvfp4.GROUP_SIZE
+        scale_bytes = tensor.scale_bytes.reshape(-1)[half * groups : (half + 1) * groups]
+        # GGUF's NVFP4 has no tensor scale: the block's weights are codes times their E4M3 scales
+        return {"codes": codes.tolist(), "nv_scale_bytes": [int(b) for b in scale_bytes], "tensor_scale": 1.0}
+    return {}
+
+
+def block_table(pick: BlockPick, limit: int = 64) -> tuple[list[str], list[list[str]]]:
+    """Header and rows for a plain table of a block: weight index, the lab's value, gguf-py's."""
+    header = ["weight", "lab", "gguf-py"]
+    rows = [
+        [str(pick.first_weight + i), f"{float(lab):.9g}", f"{float(ref):.9g}"]
+        for i, (lab, ref) in enumerate(zip(pick.weights[:limit], pick.reference[:limit], strict=True))
+    ]
+    return header, rows

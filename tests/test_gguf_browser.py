@@ -1,0 +1,158 @@
+"""Notebook 6's "your own GGUF": a file gguf-py's writer made, opened the ways the picker opens one.
+
+The file holds Q4_K, MXFP4, Q8_0 and F16 tensors, a Q5_K tensor the lab does not decode and a
+150k-entry string array; gguf-py's `quants.dequantize` is the oracle for every block.
+"""
+
+from __future__ import annotations
+
+import gguf
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType
+
+from lab.errors import LabError, UnsupportedTypeError
+from lab.formats import FORMATS
+from lab.teach import gguf_browser
+from widgets import OwnershipView, Q4KExplorer
+
+VOCABULARY = 150_000
+Q5_K_BLOCK_BYTES = 176
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    rng = np.random.default_rng(15)
+    path = tmp_path_factory.mktemp("browser") / "own.gguf"
+    writer = gguf.GGUFWriter(str(path), arch="four-bit-lab")
+    writer.add_array("tokenizer.ggml.tokens", [f"tok{i}" for i in range(VOCABULARY)])
+    writer.add_uint32("general.file_type", 15)
+    q4k_weights = rng.normal(0, 0.02, (4, 512)).astype(np.float32)
+    writer.add_tensor("q4k", FORMATS["q4k"].to_gguf(q4k_weights), raw_dtype=GGMLQuantizationType.Q4_K)
+    mx_weights = rng.normal(0, 1, (2, 64)).astype(np.float32)
+    writer.add_tensor(
+        "mxfp4", gguf.quants.quantize(mx_weights, GGMLQuantizationType.MXFP4), raw_dtype=GGMLQuantizationType.MXFP4
+    )
+    q8_weights = rng.normal(0, 1, (3, 64)).astype(np.float32)
+    writer.add_tensor(
+        "q8_0", gguf.quants.quantize(q8_weights, GGMLQuantizationType.Q8_0), raw_dtype=GGMLQuantizationType.Q8_0
+    )
+    writer.add_tensor("f16", rng.normal(0, 1, (2, 40)).astype(np.float16))
+    q5k = rng.integers(0, 256, (2, Q5_K_BLOCK_BYTES), dtype=np.uint8)
+    writer.add_tensor("q5k", q5k, raw_shape=q5k.shape, raw_dtype=GGMLQuantizationType.Q5_K)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+@pytest.fixture(params=["path", "upload"])
+def browser(request, written):
+    if request.param == "path":
+        opened = gguf_browser.open_path(written)
+    else:
+        opened = gguf_browser.open_upload(written.read_bytes(), name="own.gguf")
+    yield opened
+    opened.close()
+
+
+def test_lists_every_tensor_with_its_type_and_shape(browser):
+    rows = {row.name: row for row in gguf_browser.tensor_rows(browser.file)}
+    assert {name: (row.type_name, row.shape) for name, row in rows.items()} == {
+        "q4k": ("Q4_K", (4, 512)),
+        "mxfp4": ("MXFP4", (2, 64)),
+        "q8_0": ("Q8_0", (3, 64)),
+        "f16": ("F16", (2, 40)),
+        "q5k": ("Q5_K", (2, 256)),
+    }
+    assert (rows["q4k"].n_bytes, rows["q4k"].blocks, rows["q4k"].shape_text) == (8 * 144, 8, "4 × 512")
+    assert (rows["mxfp4"].n_bytes, rows["q8_0"].n_bytes, rows["f16"].n_bytes) == (4 * 17, 6 * 34, 2 * 40 * 2)
+    assert rows["f16"].blocks == 3  # 80 weights in blocks of 32: the last holds 16
+    assert not rows["q5k"].supported and rows["q4k"].supported
+
+
+def test_summarises_the_vocabulary_without_reading_it_all(browser):
+    rows = {row.key: row for row in gguf_browser.metadata_rows(browser.file, items=5)}
+    tokens = rows["tokenizer.ggml.tokens"]
+    assert (tokens.type_label, tokens.length) == ("ARRAY of STRING", VOCABULARY)
+    assert tokens.value_text == "['tok0', 'tok1', 'tok2', 'tok3', 'tok4', … 149,995 more]"
+    (summary,) = [row for row in browser.file.metadata_summary(items=5) if row["key"] == "tokenizer.ggml.tokens"]
+    assert len(summary["value"]) == 5
+    assert rows["general.file_type"].value_text == "15"
+    assert gguf_browser.recipe(browser.file)["label"] == "Q4_K_M"
+
+
+def test_a_q4k_block_opens_in_the_explorer_with_gguf_pys_values(browser):
+    pick = gguf_browser.pick_block(browser.file, "q4k", 5)
+    reference = gguf.quants.dequantize(pick.raw.reshape(1, -1), GGMLQuantizationType.Q4_K).reshape(-1)
+    on_disk = np.fromfile(browser.file.path, np.uint8)
+    start = browser.file.tensor("q4k").offset + 5 * 144
+    assert np.array_equal(pick.raw, on_disk[start : start + 144])
+    assert pick.explorer == "q4k" and pick.first_weight == 5 * 256
+    explorer = Q4KExplorer(**pick.widget_traits)
+    assert np.array_equal(np.array(explorer.weights, np.float32), reference)
+    assert np.array_equal(pick.weights, reference) and pick.check.matches and pick.check.max_abs_diff == 0.0
+    assert pick.check.text == "matches gguf-py: yes, max difference 0 over 256 weights"
+
+
+def test_an_mxfp4_block_opens_in_the_ownership_view(browser):
+    pick = gguf_browser.pick_block(browser.file, "mxfp4", 3)
+    reference = gguf.quants.dequantize(pick.raw.reshape(1, -1), GGMLQuantizationType.MXFP4).reshape(-1)
+    view = OwnershipView(**pick.widget_traits)
+    assert pick.explorer == "ownership" and pick.check.matches
+    assert np.array_equal(np.array(view.mx_weights, np.float32), reference)
+
+
+def test_other_types_decode_to_a_checked_table(browser):
+    for name, block, weights in (("q8_0", 4, 32), ("f16", 2, 16)):
+        pick = gguf_browser.pick_block(browser.file, name, block)
+        assert pick.explorer == "table" and pick.widget_traits == {}
+        assert pick.weights.size == weights and pick.check.matches
+        header, rows = gguf_browser.block_table(pick)
+        assert header == ["weight", "lab", "gguf-py"] and len(rows) == weights
+    expected = browser.file.decode("f16").reshape(-1)[64:]
+    assert np.array_equal(pick.weights, expected) and rows[0][0] == "64"
+
+
+def test_a_type_the_lab_does_not_decode_is_refused_by_name(browser):
+    with pytest.raises(UnsupportedTypeError, match="Q5_K"):
+        gguf_browser.pick_block(browser.file, "q5k", 0)
+    with pytest.raises(LabError, match="blocks 0 to 7"):
+        gguf_browser.pick_block(browser.file, "q4k", 8)
+
+
+def test_the_check_reports_a_difference():
+    check = gguf_browser.check_against_gguf_py(np.array([1.0, np.nan, 2.0]), np.array([1.0, np.nan, 2.5]))
+    assert (check.matches, check.max_abs_diff) == (False, 0.5)
+    assert check.text.startswith("matches gguf-py: no, max difference 0.5")
+
+
+def test_an_nvfp4_half_block_gives_the_ownership_views_codes_and_scales():
+    weights = np.random.default_rng(4).normal(0, 1, (1, 64)).astype(np.float32)
+    raw = FORMATS["nvfp4"].to_gguf(weights).reshape(-1)
+    for half in (0, 1):
+        traits = gguf_browser._widget_traits("NVFP4", raw, half)
+        view = OwnershipView(**traits)
+        lab = FORMATS["nvfp4"].decode_gguf(raw.reshape(1, -1)).reshape(-1)
+        assert np.array_equal(np.array(view.nv_weights, np.float32), lab[32 * half : 32 * (half + 1)])
+
+
+def test_uploads_above_the_limit_are_refused_and_point_to_the_path_box():
+    with pytest.raises(gguf_browser.UploadTooLargeError, match="path box"):
+        gguf_browser.open_upload(b"\0" * 100, name="big.gguf", limit=99)
+
+
+def test_an_upload_is_a_temporary_file_removed_on_close(written):
+    opened = gguf_browser.open_upload(written.read_bytes(), name="../../etc/own.gguf")
+    copy = opened.temporary_path
+    assert copy.exists() and opened.source == "upload own.gguf"
+    opened.close()
+    assert not copy.exists() and not copy.parent.exists()
+
+
+def test_a_malformed_upload_leaves_nothing_behind(tmp_path, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    with pytest.raises(LabError):
+        gguf_browser.open_upload(b"GGUF not really", name="broken.gguf")
+    assert list(tmp_path.iterdir()) == []
