@@ -17,7 +17,16 @@ def _():
     from lab.teach.charts import difference_chart, q4k_lane_chart
     from widgets import Q4KExplorer
 
-    return Q4KExplorer, course, device, difference_chart, mo, np, q4k, q4k_lane_chart
+    return (
+        Q4KExplorer,
+        course,
+        device,
+        difference_chart,
+        mo,
+        np,
+        q4k,
+        q4k_lane_chart,
+    )
 
 
 @app.cell(hide_code=True)

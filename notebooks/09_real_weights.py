@@ -12,7 +12,14 @@ def _():
     from lab.teach import course
     from lab.teach.charts import outlier_chart, tensor_error_chart
 
-    return course, format_number, mo, outlier_chart, real_weights, tensor_error_chart
+    return (
+        course,
+        format_number,
+        mo,
+        outlier_chart,
+        real_weights,
+        tensor_error_chart,
+    )
 
 
 @app.cell(hide_code=True)

@@ -12,10 +12,41 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from lab._arrays import as_byte_array
-from lab.errors import ShapeError
+from lab.errors import NonFiniteError, ShapeError
 
 #: ggml's GROUP_MAX_EPS: a group whose largest magnitude is below it is stored as zeros
 GROUP_MAX_EPS = np.float32(1e-15)
+#: the largest finite float16, the ceiling of every ggml block scale
+F16_MAX = float(np.finfo(np.float16).max)
+
+
+def refuse_beyond_reach(weights: np.ndarray, reach: float, title: str) -> None:
+    """NonFiniteError when a weight is larger than the format can store.
+
+    A ggml block keeps its scale in float16, so the largest weight it can hold is 65504 times its
+    largest code (times its largest sub-scale, where it has one): `reach`. Beyond it the stored
+    scale would be infinite and the block would decode to infinities and NaN; Q4_K refuses the
+    same way. Checking first also keeps the fit's squares, which overflow float32 long before
+    that, from ever running on such weights.
+    """
+    largest = float(np.abs(weights).max(initial=0))
+    if largest > reach:
+        raise NonFiniteError(
+            f"w holds a weight of magnitude {largest:.6g}, beyond what {title} can store: its float16 "
+            f"scale reaches at most 65504, so its largest weight is {reach:.6g}"
+        )
+
+
+def reciprocal_or_zero(values: np.ndarray) -> np.ndarray:
+    """1 / values in float32, and 0 where values is 0 or so small that its reciprocal overflows.
+
+    ggml computes `d ? 1/d : 0`. A d below 2^-128 makes 1/d infinite, and the codes would be
+    inf or NaN; such a d is zero once stored as float16, so every code decodes to 0 anyway and
+    code 0 (times the format's offset) is what the lab stores.
+    """
+    with np.errstate(divide="ignore", over="ignore"):
+        inverse = np.float32(1) / values.astype(np.float32)
+    return np.where(np.isfinite(inverse), inverse, np.float32(0)).astype(np.float32)
 
 
 def split_blocks(raw: ArrayLike, block_bytes: int, title: str, layout: str) -> np.ndarray:

@@ -33,6 +33,7 @@ from numpy.typing import ArrayLike
 from lab.errors import DTypeError, ShapeError
 from lab.formats._blocks import element_index, float_input, grouped
 from lab.formats._ggml import (
+    F16_MAX,
     GROUP_MAX_EPS,
     first_absmax,
     fp16_bytes,
@@ -40,6 +41,8 @@ from lab.formats._ggml import (
     nearest_index,
     ordered_sum,
     pack_halves,
+    reciprocal_or_zero,
+    refuse_beyond_reach,
     split_blocks,
     unpack_halves,
 )
@@ -148,20 +151,21 @@ def fit_scales(blocks: np.ndarray) -> np.ndarray:
 
 def codes_for(blocks: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """Nearest indices for blocks [..., g] under float32 scales [...], through 1/scale (0 where the scale is 0)."""
-    with np.errstate(divide="ignore"):
-        inverse = np.where(scale == 0, np.float32(0), np.float32(1) / scale).astype(np.float32)
-    return nearest_codes(inverse[..., None] * blocks)
+    return nearest_codes(reciprocal_or_zero(scale)[..., None] * blocks)
 
 
 def quantize(w: ArrayLike) -> IQ4NLTensor:
     """Quantize float weights [..., 32k] with the search of llama.cpp's reference IQ4_NL quantizer."""
     weights, _ = float_input(w, BLOCK_WEIGHTS)
+    # a weight is d * level: float16 d, levels down to -127
+    refuse_beyond_reach(weights, F16_MAX * 127, "IQ4_NL")
     blocks = grouped(weights, BLOCK_WEIGHTS)
-    with np.errstate(over="ignore", invalid="ignore"):  # weights near float32's limit overflow the squares
+    # the fit's float32 sums of w² q x overflow for blocks far from unit scale, as the reference's
+    # do, and a block of subnormals divides 0 by 0; the candidates those spoil are never chosen
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         d = fit_scales(blocks)
     codes = codes_for(blocks, d)
-    with np.errstate(over="ignore"):  # d above float16's range is stored as inf, as ggml does
-        d16 = d.astype(np.float16)
+    d16 = d.astype(np.float16)
     return IQ4NLTensor(codes=codes.reshape(weights.shape), d=d16)
 
 

@@ -30,7 +30,17 @@ from numpy.typing import ArrayLike
 
 from lab.errors import DTypeError, ShapeError
 from lab.formats._blocks import element_index, float_input
-from lab.formats._ggml import first_absmax, fp16_bytes, fp16_field, pack_halves, split_blocks, unpack_halves
+from lab.formats._ggml import (
+    F16_MAX,
+    first_absmax,
+    fp16_bytes,
+    fp16_field,
+    pack_halves,
+    reciprocal_or_zero,
+    refuse_beyond_reach,
+    split_blocks,
+    unpack_halves,
+)
 from lab.formats.iq4_nl import KVALUES, KVALUES_F32, codes_for, fit_scales
 from lab.formats.registry import Format, register
 from lab.numbers import format_number
@@ -129,13 +139,14 @@ class IQ4XSTensor:
 def quantize(w: ArrayLike) -> IQ4XSTensor:
     """Quantize float weights [..., 256k] with the search of llama.cpp's reference IQ4_XS quantizer."""
     weights, _ = float_input(w, BLOCK_WEIGHTS)
+    # a weight is d * scale * level: float16 d, scales down to -32, levels down to -127
+    refuse_beyond_reach(weights, F16_MAX * SCALE_OFFSET * 127, "IQ4_XS")
     subblocks = weights.reshape(*weights.shape[:-1], -1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
     with np.errstate(over="ignore", invalid="ignore"):  # weights near float32's limit overflow the squares
         fitted = fit_scales(subblocks)
     _, largest = first_absmax(fitted)
     d = -largest / np.float32(SCALE_OFFSET)
-    with np.errstate(divide="ignore"):  # an all-zero super-block has d = 0 and scale 0 throughout
-        inverse = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
+    inverse = reciprocal_or_zero(d)  # an all-zero super-block has d = 0 and scale 0 throughout
     scales = np.clip(np.rint(inverse[..., None] * fitted), -SCALE_OFFSET, SCALE_OFFSET - 1)
     # the codes aim at the float32 gain d * l, as the reference does; only d is rounded to float16
     codes = codes_for(subblocks, d[..., None] * scales.astype(np.float32))

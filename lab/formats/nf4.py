@@ -178,9 +178,12 @@ def quantize(w: ArrayLike, double_quant: bool = False) -> NF4Tensor:
     weights, _ = float_input(w, BLOCK_WEIGHTS)
     blocks = grouped(weights, BLOCK_WEIGHTS)
     absmax = block_amax(np.abs(blocks))
-    with np.errstate(divide="ignore"):  # a zero block has absmax 0: its weights scale to 0, code 7
-        inverse = np.where(absmax > 0, np.float32(1) / absmax, np.float32(0)).astype(np.float32)
-    codes = nearest_codes(blocks * inverse[..., None])
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        inverse = np.float32(1) / absmax
+        # bitsandbytes multiplies by 1/absmax; below 2^-128 that reciprocal overflows, and dividing
+        # is the exact alternative; a zero block (0/0) scales to 0 and takes code 7, the zero level
+        scaled = np.where(np.isfinite(inverse)[..., None], blocks * inverse[..., None], blocks / absmax[..., None])
+    codes = nearest_codes(np.nan_to_num(scaled, nan=0.0))
     parts = {}
     if double_quant:
         # as bitsandbytes: the codes are worked against the exact absmax, which is then stored in 8 bits
@@ -196,8 +199,7 @@ FORMAT = register(
         block_size=BLOCK_WEIGHTS,
         bits_per_weight=BITS_PER_WEIGHT,
         quantize=quantize,
-        # neither MLX nor GGUF has NF4; bitsandbytes, like MLX's converter, leaves a layer it cannot take in float
-        family="mlx",
+        family="bitsandbytes",
         summary="QLoRA's NormalFloat: 64 codes for normal-quantile levels, times one float32 absmax",
     )
 )

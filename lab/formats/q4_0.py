@@ -25,7 +25,17 @@ from numpy.typing import ArrayLike
 
 from lab.errors import DTypeError, ShapeError
 from lab.formats._blocks import element_index, float_input, grouped
-from lab.formats._ggml import first_absmax, fp16_bytes, fp16_field, pack_halves, split_blocks, unpack_halves
+from lab.formats._ggml import (
+    F16_MAX,
+    first_absmax,
+    fp16_bytes,
+    fp16_field,
+    pack_halves,
+    reciprocal_or_zero,
+    refuse_beyond_reach,
+    split_blocks,
+    unpack_halves,
+)
 from lab.formats.registry import Format, register
 from lab.numbers import format_number
 
@@ -93,16 +103,15 @@ class Q4_0Tensor:
 def quantize(w: ArrayLike) -> Q4_0Tensor:
     """Quantize float weights [..., 32k] as ggml's reference Q4_0 quantizer does, byte for byte."""
     weights, _ = float_input(w, BLOCK_WEIGHTS)
+    refuse_beyond_reach(weights, F16_MAX * CODE_OFFSET, "Q4_0")
     blocks = grouped(weights, BLOCK_WEIGHTS)
     _, signed_max = first_absmax(blocks)
     d = signed_max / np.float32(-CODE_OFFSET)
-    with np.errstate(divide="ignore"):  # a zero block has d = 0 and stores code 8 (zero) throughout
-        inverse = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
+    inverse = reciprocal_or_zero(d)  # a zero block has d = 0 and stores code 8 (zero) throughout
     # C converts with a cast, which truncates: + 8.5 makes that round half up around the offset
     codes = np.trunc(blocks * inverse[..., None] + np.float32(CODE_OFFSET + 0.5))
     codes = np.clip(codes, 0, CODE_MAX).astype(np.uint8)
-    with np.errstate(over="ignore"):  # d above float16's range is stored as inf, as ggml does
-        d16 = d.astype(np.float16)
+    d16 = d.astype(np.float16)
     return Q4_0Tensor(codes=codes.reshape(weights.shape), d=d16)
 
 

@@ -22,9 +22,17 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lab.errors import DTypeError, ShapeError
+from lab.errors import DTypeError, NonFiniteError, ShapeError
 from lab.formats._blocks import element_index, float_input, grouped
-from lab.formats._ggml import fp16_bytes, fp16_field, pack_halves, split_blocks, unpack_halves
+from lab.formats._ggml import (
+    F16_MAX,
+    fp16_bytes,
+    fp16_field,
+    pack_halves,
+    reciprocal_or_zero,
+    split_blocks,
+    unpack_halves,
+)
 from lab.formats.registry import Format, register
 from lab.numbers import format_number
 
@@ -99,15 +107,15 @@ def quantize(w: ArrayLike) -> Q4_1Tensor:
     weights, _ = float_input(w, BLOCK_WEIGHTS)
     blocks = grouped(weights, BLOCK_WEIGHTS)
     low, high = blocks.min(axis=-1), blocks.max(axis=-1)
-    with np.errstate(over="ignore"):  # a span beyond float32 is inf: d is then stored as inf, as in ggml
-        d = (high - low) / np.float32(CODE_MAX)
-    with np.errstate(divide="ignore"):  # a constant block has d = 0 and stores code 0 throughout
-        inverse = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
+    # m holds the block's minimum and d its span / 15, both in float16: each must stay within 65504
+    if (np.abs(low) > F16_MAX).any() or ((high.astype(np.float64) - low) / CODE_MAX > F16_MAX).any():
+        raise NonFiniteError("w spans too wide a range: Q4_1's float16 minimum m or step d would overflow (max 65504)")
+    d = (high - low) / np.float32(CODE_MAX)
+    inverse = reciprocal_or_zero(d)  # a constant block has d = 0 and stores code 0 throughout
     # C converts with a cast, which truncates: + 0.5 makes that round half up
     codes = np.trunc((blocks - low[..., None]) * inverse[..., None] + np.float32(0.5))
     codes = np.clip(codes, 0, CODE_MAX).astype(np.uint8)
-    with np.errstate(over="ignore"):  # beyond float16's range is stored as inf, as ggml does
-        d16, m16 = d.astype(np.float16), low.astype(np.float16)
+    d16, m16 = d.astype(np.float16), low.astype(np.float16)
     return Q4_1Tensor(codes=codes.reshape(weights.shape), d=d16, m=m16)
 
 

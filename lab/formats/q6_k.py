@@ -40,7 +40,16 @@ from numpy.typing import ArrayLike
 
 from lab.errors import DTypeError, ShapeError
 from lab.formats._blocks import element_index, float_input
-from lab.formats._ggml import GROUP_MAX_EPS, first_absmax, fp16_bytes, fp16_field, ordered_sum, split_blocks
+from lab.formats._ggml import (
+    F16_MAX,
+    GROUP_MAX_EPS,
+    first_absmax,
+    fp16_bytes,
+    fp16_field,
+    ordered_sum,
+    refuse_beyond_reach,
+    split_blocks,
+)
 from lab.formats.registry import Format, register
 from lab.numbers import format_number
 
@@ -183,6 +192,8 @@ def fit_subblocks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def quantize(w: ArrayLike) -> Q6KTensor:
     """Quantize float weights [..., 256k] with the search of llama.cpp's reference Q6_K quantizer."""
     weights, _ = float_input(w, BLOCK_WEIGHTS)
+    # a weight is d * scale * code: float16 d, int8 scales down to -128, codes down to -32
+    refuse_beyond_reach(weights, F16_MAX * 128 * CODE_OFFSET, "Q6_K")
     x = weights.reshape(*weights.shape[:-1], -1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
     with np.errstate(over="ignore", invalid="ignore"):  # weights near float32's limit overflow the squares
         fitted, levels = fit_subblocks(x)

@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike
 from lab._arrays import as_byte_array
 from lab.errors import DTypeError, ShapeError
 from lab.formats._blocks import element_index, float_input, grouped
+from lab.formats._ggml import F16_MAX, reciprocal_or_zero, refuse_beyond_reach
 from lab.formats.registry import Format, register
 from lab.numbers import format_number
 
@@ -97,13 +98,12 @@ def _round_half_away(values: np.ndarray) -> np.ndarray:
 def quantize(w: ArrayLike) -> Q8_0Tensor:
     """Quantize float weights [..., 32k] as ggml's reference Q8_0 quantizer does."""
     weights, _ = float_input(w, BLOCK_WEIGHTS)
+    refuse_beyond_reach(weights, F16_MAX * CODE_MAX, "Q8_0")
     blocks = grouped(weights, BLOCK_WEIGHTS)
     d = np.abs(blocks).max(axis=-1) / np.float32(CODE_MAX)
-    with np.errstate(divide="ignore"):  # a zero block has d = 0 and stores zero codes
-        inverse = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
+    inverse = reciprocal_or_zero(d)  # a zero block has d = 0 and stores zero codes
     codes = _round_half_away(blocks * inverse[..., None])
-    with np.errstate(over="ignore"):  # d above float16's range is stored as inf, as ggml does
-        d16 = d.astype(np.float16)
+    d16 = d.astype(np.float16)
     return Q8_0Tensor(codes=codes.astype(np.int8).reshape(weights.shape), d=d16)
 
 

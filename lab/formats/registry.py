@@ -21,6 +21,9 @@ from numpy.typing import ArrayLike
 
 from lab.errors import LabError, RuleError, ShapeError, UnsupportedTypeError
 
+#: whose converter a format follows when a row does not fit its blocks (see Format.family)
+FAMILIES = ("mlx", "gguf", "bitsandbytes")
+
 #: the two readings of GGUF's scale codes: the OCP specs', and ggml's
 DecoderName = Literal["ocp", "ggml"]
 GGUF_DECODERS: tuple[DecoderName, ...] = ("ocp", "ggml")
@@ -93,9 +96,9 @@ class Format:
                      the one reading
     gguf_preset      the rounding preset a GGUF writer quantizes with (MXFP4: "ggml"), or None
     nan_scale_bytes  scale bytes whose value is NaN (E8M0 0xFF; E4M3 0x7F and 0xFF)
-    family           "mlx" or "gguf": whose converter sets the format's policy for a row it
-                     cannot take (MLX's converter leaves the layer in float; a GGUF converter
-                     stores the tensor in another type)
+    family           "mlx", "gguf" or "bitsandbytes": whose converter sets the format's policy
+                     for a row it cannot take (MLX's converter and bitsandbytes leave the layer in
+                     float; a GGUF converter stores the tensor in another type)
     summary          one line for tables and the course
     """
 
@@ -115,8 +118,8 @@ class Format:
     nan_scale_bytes: tuple[int, ...] = ()
 
     def __post_init__(self):
-        if self.family not in ("mlx", "gguf"):
-            raise LabError(f"format {self.name!r}: family must be 'mlx' or 'gguf', got {self.family!r}")
+        if self.family not in FAMILIES:
+            raise LabError(f"format {self.name!r}: family must be one of {FAMILIES}, got {self.family!r}")
         if (self.gguf_type is None) != (self.from_gguf is None):
             raise LabError(f"format {self.name!r}: a GGUF type and from_gguf go together")
 
