@@ -154,3 +154,58 @@ def test_q4k_keeps_most_linears_float_and_the_rows_say_so():
     study = behaviour.layer_study("q4k")
     assert len(study.kept_float) == 30 and len(study.layers) == 6  # only output.dense rows are 1536 long
     assert behaviour.embeddings("q4k").fallbacks and len(behaviour.embeddings("q4k").fallbacks) == 30
+
+
+# --------------------------------------------------------------------------------------------
+# On the device: MLX's kernels inside the same forward pass
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["mxfp4", "affine4_g64"])
+def test_mlx_linears_agree_with_the_lab_within_the_accumulation_bound(mx, fmt):
+    require_real_model()
+    from lab.teach.pane.model import run_model
+
+    report = run_model(fmt, sentences=list(behaviour.SIMILARITY_SENTENCES[:4]))
+    cpu = next(run for run in report.runs if run.device == "cpu")
+    assert len(cpu.layers) == 36 and not cpu.refusals
+    for layer in cpu.layers:
+        assert layer.path == "mx.quantized_matmul" and not layer.refused
+        # the measured difference, whatever it is, lies inside the bound derived in pane/model.py
+        assert layer.max_abs_diff <= layer.bound_at_max and layer.bound_used <= 1.0
+    # as measured on MLX 0.32.4's CPU: its kernel sums in another order than numpy's BLAS,
+    # so some Linears differ by a few float32 ulps, and that difference reaches the embeddings
+    assert max(layer.max_abs_diff for layer in cpu.layers) > 0
+    assert 0 < cpu.embedding_max_abs_diff < 1e-5 and cpu.embedding_min_cosine > 1 - 1e-9
+    assert report.to_markdown().count("mx.quantized_matmul") == 36
+
+
+def test_the_accumulation_bound_grows_with_k_and_the_inputs():
+    from lab.teach.pane.model import accumulation_bound
+
+    x = np.array([[1.0, -2.0, 3.0]])
+    m = np.array([[0.5, 0.5, 0.5], [1.0, 0.0, 0.0]])
+    n = (3 - 1 + 4) * 2.0**-24
+    expected = 2 * n / (1 - n) * np.array([[3.0, 1.0]])
+    np.testing.assert_allclose(accumulation_bound(x, m), expected, rtol=1e-12)
+
+
+def test_without_mlx_the_model_pane_says_so(monkeypatch):
+    from lab.formats import mlx_layout
+    from lab.teach.pane.model import run_model
+
+    def unavailable():
+        raise mlx_layout.MLXUnavailableError("MLX is not installed (simulated)")
+
+    monkeypatch.setattr(mlx_layout, "mlx_core", unavailable)
+    report = run_model("mxfp4")
+    assert not report.available and report.runs == ()
+    assert "simulated" in report.message and report.install_hint
+    assert "MLX is not available here" in report.to_markdown()
+
+
+def test_a_format_mlx_cannot_run_is_said_in_words(mx):
+    from lab.teach.pane.model import run_model
+
+    report = run_model("q8_0")
+    assert report.available and report.runs == () and "MLX has no Q8_0 mode" in report.message
