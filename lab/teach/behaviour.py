@@ -120,6 +120,13 @@ def embeddings(name: str) -> Embeddings:
     return _EMBEDDINGS[name]
 
 
+def clear_caches() -> None:
+    """Forget every cached embedding, captured input and layer study (the bench times a cold run)."""
+    _EMBEDDINGS.clear()
+    _FP32_PARTS.clear()
+    _LAYER_STUDIES.clear()
+
+
 # --------------------------------------------------------------------------------------------
 # Similarity
 # --------------------------------------------------------------------------------------------
