@@ -251,6 +251,48 @@ def real_model_rows() -> tuple[list[Row], str]:
     return rows, workload
 
 
+#: sentences the model rows embed: the retrieval task's passages, which are real prose
+MODEL_SENTENCES = 64
+
+
+def model_rows() -> list[Row]:
+    """The lab's numpy forward pass (lab.teach.model) on 64 sentences, and the whole retrieval study.
+
+    The embed row's peer is the same forward pass with MXFP4 weights: quantizing changes the
+    weights, not the work, so the two should take the same time. The study row is every format of
+    lab.teach.behaviour.retrieval_study from a cold cache, so it counts quantizing and embedding.
+    """
+    from lab.teach import behaviour, retrieval_data
+    from lab.teach import model as sentence_model
+
+    sentences = list(retrieval_data.PASSAGES[:MODEL_SENTENCES])
+    fp32, quantized = sentence_model.load(), sentence_model.load("mxfp4")
+    rows = [
+        Row(
+            f"model: embed {len(sentences)} sentences",
+            best_of(lambda: fp32.embed(sentences), 3),
+            "same pass, MXFP4 weights",
+            best_of(lambda: quantized.embed(sentences), 3),
+            None,
+            note="lab numpy forward pass of all-MiniLM-L6-v2, float32",
+        )
+    ]
+    behaviour.clear_caches()
+    started = time.perf_counter()
+    study = behaviour.retrieval_study()
+    rows.append(
+        Row(
+            "model: retrieval study, every format",
+            time.perf_counter() - started,
+            "(no peer)",
+            None,
+            None,
+            note=f"{len(study)} rows, {len(retrieval_data.PAIRS)} queries and passages each",
+        )
+    )
+    return rows
+
+
 def table(results: list[Row]) -> str:
     lines = [
         "| task | lab s | peer | peer s | lab speed / peer | target | verdict | note |",
@@ -281,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_real:
         real_rows, info["real_model"] = real_model_rows()
         results += real_rows
+        if real_rows:
+            results += model_rows()
     text = table(results)
     print(text)
     if info.get("real_model"):

@@ -129,3 +129,18 @@ def test_06_your_own_gguf_defaults_to_the_toy_file():
     assert defs["pick_error"] is None
     assert (pick.tensor, pick.type_name, pick.block) == ("blk.0.attn_q.weight", "Q4_K", 0)
     assert pick.explorer == "q4k" and pick.check.matches and pick.check.max_abs_diff == 0.0
+
+
+def test_10_what_four_bits_do_to_answers():
+    from lab.teach import real_weights
+
+    if not real_weights.real_model_available():
+        pytest.skip("the real model package is not installed")
+    defs = run_notebook("10_what_four_bits_do_to_answers.py")
+    rows = {row["format"]: row for row in defs["study"]}
+    assert {"fp32", "mxfp4", "affine2_g64", "affine3_g64", "affine4_g64", "affine8_g64", "q4k"} <= set(rows)
+    assert rows["fp32"]["mean_cosine_to_fp32"] == pytest.approx(1.0)
+    assert rows["affine8_g64"]["top1"] >= rows["affine2_g64"]["top1"]  # eight bits answer at least as well as two
+    assert defs["chosen"] == "mxfp4" and defs["similarity"].fp32.shape == (10, 10)
+    assert len(defs["layers"].layers) == 36 and defs["outliers"].layer == defs["layers"].disagreeing[0]
+    assert defs["device"].format == "mxfp4"

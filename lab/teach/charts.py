@@ -323,3 +323,124 @@ def outlier_chart(records: list[dict], format_name: str) -> alt.Chart:
         )
     )
     return _styled(points.properties(height=300, width=520, title=f"{format_name}: do outliers cost accuracy?"))
+
+
+def _heatmap(matrix, labels: list[str], title: str) -> alt.Chart:
+    rows, cols = np.indices(np.shape(matrix))
+    frame = _data(
+        {
+            "row": [labels[i] for i in rows.ravel()],
+            "column": [labels[j] for j in cols.ravel()],
+            "cosine": np.round(np.asarray(matrix, dtype=np.float64).ravel(), 4),
+        }
+    )
+    return (
+        alt.Chart(frame)
+        .mark_rect()
+        .encode(
+            x=alt.X("column:N", sort=labels, title=None, axis=alt.Axis(labels=False, ticks=False)),
+            y=alt.Y("row:N", sort=labels, title=None),
+            color=alt.Color("cosine:Q", scale=alt.Scale(scheme="viridis", domain=[0, 1]), title="cosine"),
+            tooltip=["row:N", "column:N", "cosine:Q"],
+        )
+        .properties(width=260, height=260, title=title)
+    )
+
+
+def similarity_heatmaps_chart(fp32, quantized, labels: list[str], format_title: str) -> alt.Chart:
+    """The sentences' cosine matrix from the float32 model beside the same from a quantized one."""
+    return _styled(
+        alt.hconcat(_heatmap(fp32, labels, "float32"), _heatmap(quantized, labels, format_title)).resolve_scale(
+            color="shared"
+        )
+    )
+
+
+def per_sentence_cosine_chart(cosines, labels: list[str], format_title: str) -> alt.Chart:
+    """How far each sentence's quantized embedding turned from its float32 one: 1 − cosine, per sentence."""
+    frame = _data({"sentence": labels, "1 − cosine": 1.0 - np.asarray(cosines, dtype=np.float64)})
+    bars = (
+        alt.Chart(frame)
+        .mark_bar(color=PALETTE[3])
+        .encode(
+            x=alt.X("1 − cosine:Q", title="1 − cosine(float32, quantized)"),
+            y=alt.Y("sentence:N", sort=labels, title=None),
+            tooltip=["sentence:N", alt.Tooltip("1 − cosine:Q", format=".2e")],
+        )
+    )
+    return _styled(bars.properties(width=460, height=24 * len(labels), title=f"Each sentence, {format_title}"))
+
+
+def retrieval_quality_chart(rows: list[dict]) -> alt.Chart:
+    """Top-1 accuracy and MRR of every format against its bits per weight (log axis)."""
+    frame = alt.Data(
+        values=[
+            {
+                "format": row["title"],
+                "bits per weight": row["bits_per_weight"],
+                "measure": measure,
+                "score": row[key],
+                "Linears kept float32": row["fallbacks"],
+            }
+            for row in rows
+            for measure, key in (("top-1", "top1"), ("MRR", "mrr"))
+        ]
+    )
+    base = alt.Chart(frame).encode(
+        x=alt.X("bits per weight:Q", scale=alt.Scale(type="log", base=2), title="bits per weight (log₂ axis)"),
+        y=alt.Y("score:Q", scale=alt.Scale(zero=False), title="retrieval score"),
+        color=alt.Color("measure:N", scale=alt.Scale(range=PALETTE), title=None),
+        tooltip=[
+            "format:N",
+            "bits per weight:Q",
+            "measure:N",
+            alt.Tooltip("score:Q", format=".3f"),
+            "Linears kept float32:Q",
+        ],
+    )
+    points = base.mark_point(size=120, filled=True)
+    labels = base.transform_filter(alt.datum.measure == "top-1").mark_text(dy=-12, fontSize=12).encode(text="format:N")
+    return _styled((points + labels).properties(width=620, height=340, title="Where answers start to break"))
+
+
+def layer_errors_chart(records: list[dict], format_title: str) -> alt.Chart:
+    """Each Linear's weight error against its output error on real inputs; disagreeing layers labelled."""
+    frame = alt.Data(values=[dict(record, short=record["layer"].removeprefix("encoder.")) for record in records])
+    base = alt.Chart(frame).encode(
+        x=alt.X("weight_error:Q", scale=alt.Scale(zero=False), title="weight error ‖Ŵ − W‖ / ‖W‖"),
+        y=alt.Y("output_error:Q", scale=alt.Scale(zero=False), title="output error ‖(Ŵ − W)x‖ / ‖Wx‖"),
+        tooltip=[
+            "short:N",
+            alt.Tooltip("weight_error:Q", format=".4f"),
+            alt.Tooltip("output_error:Q", format=".4f"),
+            "weight_rank:Q",
+            "output_rank:Q",
+            alt.Tooltip("peak_to_median:Q", format=".1f", title="peak / median channel RMS"),
+        ],
+    )
+    points = base.mark_point(size=90, filled=True).encode(
+        color=alt.Color("disagreeing:N", scale=alt.Scale(range=[PALETTE[0], PALETTE[3]]), title="rank moves most")
+    )
+    labels = (
+        base.transform_filter("datum.disagreeing").mark_text(align="left", dx=8, fontSize=12).encode(text="short:N")
+    )
+    return _styled(
+        (points + labels).properties(width=620, height=360, title=f"{format_title}: weight error is not output error")
+    )
+
+
+def channel_outliers_chart(rms, top_channels, layer: str) -> alt.Chart:
+    """One Linear's per-input-channel activation RMS, the top outlier channels highlighted."""
+    rms = np.asarray(rms, dtype=np.float64)
+    frame = _data({"channel": np.arange(rms.size), "RMS": rms, "outlier": np.isin(np.arange(rms.size), top_channels)})
+    bars = (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X("channel:Q", title="input channel", scale=alt.Scale(domain=[0, rms.size])),
+            y=alt.Y("RMS:Q", title="activation RMS over tokens"),
+            color=alt.Color("outlier:N", scale=alt.Scale(range=["#9aa5b1", PALETTE[3]]), title="top channel"),
+            tooltip=["channel:Q", alt.Tooltip("RMS:Q", format=".3f")],
+        )
+    )
+    return _styled(bars.properties(width=660, height=240, title=f"Inputs of {layer.removeprefix('encoder.')}"))

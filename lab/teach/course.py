@@ -33,6 +33,11 @@ NOTEBOOKS: tuple[tuple[str, str, str], ...] = (
         "Real weights",
         "Every format on a real transformer: which tensors each one hurts, and by how much.",
     ),
+    (
+        "10_what_four_bits_do_to_answers.py",
+        "What four bits do to answers",
+        "Similarity, retrieval and per-layer output error on real activations, format by format.",
+    ),
 )
 
 

@@ -19,6 +19,7 @@ not an exception. The modules, one job each:
 
 from lab.teach.pane.blocks import resolve_format, run_block
 from lab.teach.pane.compare import FLOAT32_UNIT_ROUNDOFF, compare_matmul, compare_values
+from lab.teach.pane.model import run_model
 from lab.teach.pane.q4k import GGUF_TENSOR_NAME, run_q4k
 from lab.teach.pane.render import LISTED_DIFFERENCES, NAMED_GROUPS
 from lab.teach.pane.report import (
@@ -53,5 +54,6 @@ __all__ = [
     "mlx_devices",
     "resolve_format",
     "run_block",
+    "run_model",
     "run_q4k",
 ]

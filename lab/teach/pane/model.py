@@ -1,0 +1,284 @@
+"""all-MiniLM-L6-v2 on the device: every quantized Linear through MLX's own kernel, beside the lab's numpy.
+
+    report = run_model("mxfp4")            # every MLX device present, the similarity sentences
+    report.to_markdown()
+
+The forward pass is lab.teach.model's, with one change: each encoder Linear's product x·Ŵᵀ is
+computed by MLX from the lab's bytes (`to_mlx()`; Q4_K through its affine repack
+`to_mlx_affine()`, groups of 32) with `mx.quantized_matmul`, and a Linear the format left float32
+by `mx.matmul`. Everything else (embeddings, attention, LayerNorm, GELU) stays the lab's numpy, so
+every difference is the quantized matmul's. Per Linear the lab's own x·Ŵᵀ is computed in float32
+on the very input MLX received, and the two are compared against the accumulation bound below;
+at the output, MLX-linear embeddings are compared with the lab's numpy embeddings of the same bytes.
+
+The accumulation bound. Both sides compute y = Σ_k x_k·ŵ_k over K inputs in float32, in orders
+we do not know (MLX may also factor an affine group as s·Σq·x + b·Σx). Any summation order of K
+terms has error at most γ_{K−1}·Σ|terms| (Higham, Accuracy and Stability of Numerical Algorithms,
+§3.1), with γ_n = n·u/(1 − n·u) and u = 2^-24. Each product x_k·ŵ_k adds one rounding; forming ŵ
+from a code, a scale and a bias adds at most two, each relative to m_k = |s·q_k| + |b| ≤ |ŵ_k| +
+2|b| (b = 0 outside affine); a tensor-wide factor (NVFP4's global scale) one more. So each side is
+within γ_{K+3}·Σ_k |x_k|·m_k of the exact sum, and
+
+    |y_MLX − y_lab| ≤ 2·γ_{K+3}·Σ_k |x_k|·m_k          per output element.
+
+For K = 1536 that is about 1.8e-4 of Σ|x_k|·m_k; real differences are far smaller, because
+rounding errors mostly cancel, and the report shows how much of the bound each layer uses.
+
+Without MLX the report says so and how to install it; a Linear MLX refuses is a line in the report
+and the lab's own product stands in for it, so the pass still completes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lab.errors import LabError
+from lab.formats import mlx_layout, q4k
+from lab.formats.registry import Format, get
+from lab.teach import behaviour
+from lab.teach import model as sentence_model
+from lab.teach.pane.compare import FLOAT32_UNIT_ROUNDOFF
+from lab.teach.pane.steps import Steps, device_name, mlx_devices, mlx_version
+
+#: roundings per term beyond the K − 1 of the sum: product, code·scale, + bias, a tensor factor
+EXTRA_ROUNDINGS = 4
+#: Q4_K on MLX: its 32-lane subblocks are affine groups of 32 (lab.formats.q4k.to_mlx_affine)
+Q4K_AFFINE = {"mode": "affine", "bits": 4, "group_size": 32}
+
+
+def accumulation_bound(x: np.ndarray, magnitude: np.ndarray) -> np.ndarray:
+    """2·γ_{K+3}·|x|·mᵀ: how far two float32 evaluations of x·Ŵᵀ may differ, per output element.
+
+    x: float [tokens, K]; magnitude: m [out, K], the per-weight size the roundings scale with.
+    """
+    k = x.shape[-1]
+    n = (k - 1 + EXTRA_ROUNDINGS) * FLOAT32_UNIT_ROUNDOFF
+    gamma = n / (1 - n)
+    return 2 * gamma * (np.abs(x.astype(np.float64)) @ magnitude.astype(np.float64).T)
+
+
+@dataclass(frozen=True)
+class LayerDifference:
+    """One Linear on one device: MLX's output beside the lab's on the same inputs."""
+
+    layer: str
+    path: str  # "mx.quantized_matmul" or "mx.matmul (kept float32)"
+    max_abs_diff: float  # largest |y_MLX − y_lab| over every token and output
+    bound_at_max: float  # the accumulation bound of that same element
+    bound_used: float  # largest |y_MLX − y_lab| / bound over every element (≤ 1: explained)
+    refused: bool  # MLX refused; the lab's product stood in
+
+    @property
+    def within_bound(self) -> bool:
+        return self.bound_used <= 1.0
+
+
+@dataclass(frozen=True)
+class ModelDeviceRun:
+    device: str
+    device_name: str
+    layers: tuple[LayerDifference, ...]
+    embedding_max_abs_diff: float  # MLX-linear embeddings against the lab's numpy embeddings
+    embedding_min_cosine: float
+    refusals: tuple[str, ...]
+
+    @property
+    def verdict(self) -> str:
+        ran = [layer for layer in self.layers if not layer.refused]
+        beyond = [layer.layer for layer in ran if not layer.within_bound]
+        if not ran:
+            return "MLX refused every Linear"
+        if beyond:
+            return f"{len(beyond)} of {len(ran)} Linears differ beyond float32 accumulation: {', '.join(beyond)}"
+        worst = max(layer.max_abs_diff for layer in ran)
+        return (
+            f"all {len(ran)} Linears agree within float32 accumulation (largest difference {worst:.3g}); "
+            f"embeddings differ by at most {self.embedding_max_abs_diff:.3g}"
+        )
+
+
+@dataclass(frozen=True)
+class ModelDeviceReport:
+    available: bool
+    format: str
+    title: str
+    message: str
+    install_hint: str = ""
+    mlx_version: str | None = None
+    sentences: int = 0
+    runs: tuple[ModelDeviceRun, ...] = ()
+
+    def to_markdown(self) -> str:
+        if not self.available:
+            return f"**MLX is not available here.** {self.message}\n\nTo see this section: `{self.install_hint}`"
+        if not self.runs:
+            return self.message
+        parts = [f"**{self.title} on MLX {self.mlx_version}**, {self.sentences} sentences. {self.message}"]
+        for run in self.runs:
+            rows = "\n".join(
+                f"| `{layer.layer.removeprefix('encoder.')}` | {layer.path} | {layer.max_abs_diff:.3g} "
+                f"| {layer.bound_at_max:.3g} | {layer.bound_used:.2%} |" + (" refused |" if layer.refused else " |")
+                for layer in run.layers
+            )
+            parts.append(
+                f"### {run.device} ({run.device_name})\n\n{run.verdict}. Output: largest |MLX − lab| in an "
+                f"embedding component {run.embedding_max_abs_diff:.3g}, smallest cosine {run.embedding_min_cosine:.9f}."
+                "\n\n| Linear | MLX path | max abs diff | its bound | share of bound used (max) | |\n"
+                "|---|---|---:|---:|---:|---|\n" + rows
+            )
+            parts += [f"- refused: {refusal}" for refusal in run.refusals]
+        return "\n\n".join(parts)
+
+
+def mlx_parameters(spec: Format) -> dict | None:
+    """The MLX parameters a format's bytes run with: its own mode, Q4_K's affine repack, or None."""
+    if spec.mlx is not None:
+        return spec.mlx.parameters()
+    return Q4K_AFFINE if spec.name == q4k.FORMAT.name else None
+
+
+def _device_arrays(fmt_name: str, original, quantized_model):
+    """Per quantized Linear: (MLX parameters, numpy arrays in MLX's layout, m = |s·q| + |b| bound size).
+
+    The lab's tensor is quantized again here, with the format's defaults as load() does, and its
+    dequantize() must equal the model's weight exactly: MLX gets the very bytes the lab used.
+    """
+    fmt = get(fmt_name)
+    kept = {name for name, _ in quantized_model.fallbacks}
+    arrays = {}
+    for name, w in original.items():
+        if name in kept:
+            continue
+        tensor = fmt.quantize(w)
+        w_hat = quantized_model.linear_weights[name]
+        if not np.array_equal(tensor.dequantize(), w_hat):
+            raise LabError(
+                f"{fmt.title} of {name} quantized twice gave different weights; the lab is not deterministic"
+            )
+        parameters = mlx_parameters(fmt)
+        layout = tensor.mlx_layout() if fmt.mlx is not None else tensor.to_mlx_affine()
+        magnitude = np.abs(w_hat).astype(np.float64)
+        if len(layout) == 3:  # affine: a bias per group, which ŵ = s·q + b may partly cancel
+            group = parameters["group_size"]
+            magnitude += 2 * np.repeat(np.abs(layout[2].astype(np.float64)), group, axis=-1)
+        arrays[name] = (parameters, layout, magnitude, getattr(tensor, "global_scale", None))
+    return arrays
+
+
+class _DeviceLinears(sentence_model.SentenceModel):
+    """The lab's forward pass with every Linear's x·Ŵᵀ taken from MLX on one device."""
+
+    def __init__(self, base: sentence_model.SentenceModel, mx, device, arrays: dict) -> None:
+        # the base model's float weights (embeddings, LayerNorms, biases): the same as the lab's pass
+        super().__init__(base.config, base._weights, base.linear_weights, base.fallbacks)
+        self.mx, self.device, self.steps = mx, device, Steps(mx)
+        self.arrays = {
+            name: (parameters, [mx.array(np.ascontiguousarray(a)) for a in layout], magnitude, global_scale)
+            for name, (parameters, layout, magnitude, global_scale) in arrays.items()
+        }
+        self.float_weights = {
+            name: mx.array(np.ascontiguousarray(w)) for name, w in base.linear_weights.items() if name not in arrays
+        }
+        #: per Linear, over every batch: largest |diff|, its bound, largest diff/bound, refused, path
+        self.seen: dict[str, dict] = {}
+
+    def _linear(self, x: np.ndarray, name: str, captured: dict | None) -> np.ndarray:
+        mx, device = self.mx, self.device
+        w_hat = self.linear_weights[name]
+        y_lab = x @ w_hat.T
+        x_mx = mx.array(x)
+        if name in self.arrays:
+            parameters, layout, magnitude, global_scale = self.arrays[name]
+            extra = {} if global_scale is None else {"global_scale": mx.array(global_scale, dtype=mx.float32)}
+            path = "mx.quantized_matmul"
+            y = self.steps.attempt(
+                f"{name}: {path}",
+                lambda: mx.quantized_matmul(x_mx, *layout, transpose=True, **parameters, **extra, stream=device),
+            )
+        else:
+            magnitude, path = np.abs(w_hat).astype(np.float64), "mx.matmul (kept float32)"
+            weight = self.float_weights[name]
+            y = self.steps.attempt(f"{name}: {path}", lambda: mx.matmul(x_mx, weight.T, stream=device))
+        refused = y is None
+        y = y_lab if refused else y.astype(np.float32)
+        diff = np.abs(y.astype(np.float64) - y_lab)
+        bound = accumulation_bound(x, magnitude)
+        worst = np.unravel_index(np.argmax(diff), diff.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            used = float(np.max(np.where(diff > 0, diff / bound, 0.0)))
+        # a Linear runs once per batch: keep its largest difference, and the largest share of bound
+        seen = self.seen.setdefault(name, {"max": 0.0, "bound": 0.0, "used": 0.0, "refused": False, "path": path})
+        if diff[worst] >= seen["max"]:
+            seen["max"], seen["bound"] = float(diff[worst]), float(bound[worst])
+        seen["used"] = max(seen["used"], used)
+        seen["refused"] |= refused
+        if captured is not None:
+            captured[name] = x
+        return y + self._weights[f"{name}.bias"]
+
+
+def run_model(fmt: str, sentences: list[str] | None = None) -> ModelDeviceReport:
+    """all-MiniLM-L6-v2 quantized with `fmt`, its Linears on every MLX device, against the lab's numpy.
+
+    sentences: what to embed (default: lab.teach.behaviour.SIMILARITY_SENTENCES).
+    """
+    spec = get(fmt)
+    sentences = list(behaviour.SIMILARITY_SENTENCES if sentences is None else sentences)
+    try:
+        mx = mlx_layout.mlx_core()
+    except mlx_layout.MLXUnavailableError as error:
+        return ModelDeviceReport(
+            available=False,
+            format=spec.name,
+            title=spec.title,
+            message=str(error),
+            install_hint=mlx_layout.install_hint(),
+        )
+    if mlx_parameters(spec) is None:
+        return ModelDeviceReport(
+            available=True,
+            format=spec.name,
+            title=spec.title,
+            mlx_version=mlx_version(mx),
+            message=f"MLX has no {spec.title} mode and the lab has no rewrite of it into one, so nothing runs on a device.",
+        )
+    original = sentence_model.load().linear_weights
+    base = sentence_model.load(spec.name)
+    arrays = _device_arrays(spec.name, original, base)
+    lab_embeddings = base.embed(sentences)
+    runs = []
+    for label, device in mlx_devices(mx):
+        device_model = _DeviceLinears(base, mx, device, arrays)
+        device_embeddings = device_model.embed(sentences)
+        layers = tuple(
+            LayerDifference(
+                layer=name,
+                path=seen["path"],
+                max_abs_diff=seen["max"],
+                bound_at_max=seen["bound"],
+                bound_used=seen["used"],
+                refused=seen["refused"],
+            )
+            for name, seen in ((name, device_model.seen[name]) for name in base.config.linear_names)
+        )
+        runs.append(
+            ModelDeviceRun(
+                device=label,
+                device_name=device_name(mx, device),
+                layers=layers,
+                embedding_max_abs_diff=float(np.max(np.abs(device_embeddings - lab_embeddings))),
+                embedding_min_cosine=float(np.min(behaviour.row_cosines(device_embeddings, lab_embeddings))),
+                refusals=tuple(device_model.steps.refusals),
+            )
+        )
+    return ModelDeviceReport(
+        available=True,
+        format=spec.name,
+        title=spec.title,
+        message=" ".join(f"{run.device}: {run.verdict}." for run in runs),
+        mlx_version=mlx_version(mx),
+        sentences=len(sentences),
+        runs=tuple(runs),
+    )
