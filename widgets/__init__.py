@@ -23,7 +23,7 @@ from lab.teach import scale, sizes
 
 from ._bundle import bundle, stylesheet
 
-__all__ = ["NibbleDecoder", "ScaleLab", "OwnershipView", "Q4KExplorer"]
+__all__ = ["NibbleDecoder", "ScaleLab", "OwnershipView", "Q4KExplorer", "Exercises"]
 
 
 def _plain(values) -> list:
@@ -259,3 +259,32 @@ class Q4KExplorer(_LabWidget):
         self.set_trait("subblock_scales", scales.tolist())
         self.set_trait("subblock_mins", mins.tolist())
         self.set_trait("weights", _plain(weights))
+
+
+class Exercises(_LabWidget):
+    """Exercises that check themselves, for one notebook (`topic` 1..8) or all of them (0).
+
+    The browser draws each instance from `seed` and the kind's round (`rounds`, New instance
+    presses) and checks answers with the JS codec; `answers` keeps the text last checked per kind
+    and `progress` "correct" or "wrong" per kind. `correct` counts the right ones.
+    """
+
+    _esm = bundle("exercises.js")
+    _inputs = ("topic", "seed", "rounds", "answers", "progress", "presenter")
+
+    topic = t.Int(0).tag(sync=True)
+    seed = t.Int(1).tag(sync=True)
+    rounds = t.Dict().tag(sync=True)
+    answers = t.Dict().tag(sync=True)
+    progress = t.Dict().tag(sync=True)
+    correct = t.Int(0).tag(sync=True)
+
+    def _derive(self) -> None:
+        if not 0 <= self.topic <= 8:
+            self._refuse(LabError(f"topic must be a notebook number 1..8, or 0 for all, got {self.topic}"))
+            return
+        if not 0 <= self.seed < 2**32:
+            self._refuse(LabError(f"seed must be a whole number 0..4294967295, got {self.seed}"))
+            return
+        self.set_trait("message", "")
+        self.set_trait("correct", sum(1 for result in self.progress.values() if result == "correct"))
