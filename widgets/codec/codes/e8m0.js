@@ -59,7 +59,8 @@ export function e8m0Encode(amax, rule = "ocp", elementMax = 6) {
   } else if (rule === "mlx") {
     const ratio = Math.fround(amax / elementMax);
     // ceil(log2(ratio)), exact: a power of two sits one below its frexp exponent.
-    exponent = frexpExponent(ratio) - (isPowerOfTwo(ratio) ? 1 : 0);
+    // A ratio past float32 is infinite; numpy's frexp gives it exponent 0, and so does Python.
+    exponent = Number.isFinite(ratio) ? frexpExponent(ratio) - (isPowerOfTwo(ratio) ? 1 : 0) : 0;
   } else {
     throw labError("RuleError", `unknown E8M0 scale rule ${describe(rule)}; expected one of ${E8M0_SCALE_RULES.join(", ")}`);
   }
