@@ -118,6 +118,15 @@ def _(device, explorer, mo, np):
 
 @app.cell(hide_code=True)
 def _(mo):
+    from widgets import Exercises
+
+    exercises = mo.ui.anywidget(Exercises(topic=5))
+    mo.vstack([mo.md("## Check yourself"), exercises])
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
     mo.md(r"""
     ## Try this
 

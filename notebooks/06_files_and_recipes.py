@@ -143,6 +143,15 @@ def _(LabError, gguf_tools, mo, np):
 
 @app.cell(hide_code=True)
 def _(mo):
+    from widgets import Exercises
+
+    exercises = mo.ui.anywidget(Exercises(topic=6))
+    mo.vstack([mo.md("## Check yourself"), exercises])
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
     mo.md(r"""
     ## Try this
 

@@ -16,14 +16,14 @@ import numpy as np
 import traitlets as t
 
 from lab import numbers as text
-from lab.codes import e2m1, e8m0, nibble
+from lab.codes import e2m1, e4m3, e8m0, nibble
 from lab.errors import LabError
 from lab.formats import mxfp4, nvfp4, q4k
 from lab.teach import scale, sizes
 
 from ._bundle import bundle, stylesheet
 
-__all__ = ["NibbleDecoder", "ScaleLab", "OwnershipView", "Q4KExplorer", "Exercises"]
+__all__ = ["NibbleDecoder", "ScaleLab", "OwnershipView", "Q4KExplorer", "Exercises", "CodeExplorer"]
 
 
 def _plain(values) -> list:
@@ -288,3 +288,37 @@ class Exercises(_LabWidget):
             return
         self.set_trait("message", "")
         self.set_trait("correct", sum(1 for result in self.progress.values() if result == "correct"))
+
+
+class CodeExplorer(_LabWidget):
+    """One E2M1, E8M0 or E4M3 code as clickable bits, and the codes a typed number rounds to.
+
+    Input traits: `format` ("E2M1", "E8M0" or "E4M3"), `code`, `value_text` (a number to encode).
+    Derived: `value` and `formula` of the code, from lab.codes.
+    """
+
+    _esm = bundle("code_explorer.js")
+    _inputs = ("format", "code", "value_text", "presenter")
+    _codes = {"E2M1": (e2m1, 16), "E8M0": (e8m0, 256), "E4M3": (e4m3, 256)}
+
+    format = t.Unicode("E4M3").tag(sync=True)
+    code = t.Int(0x2A).tag(sync=True)
+    value_text = t.Unicode("0.3").tag(sync=True)
+    value = t.Float(allow_none=True).tag(sync=True)
+    formula = t.Unicode().tag(sync=True)
+
+    def _derive(self) -> None:
+        try:
+            if self.format not in self._codes:
+                raise LabError(f"format must be E2M1, E8M0 or E4M3, got {self.format!r}")
+            module, limit = self._codes[self.format]
+            if not 0 <= self.code < limit:
+                raise LabError(f"a {self.format} code is a whole number 0..{limit - 1}, got {self.code}")
+            text.parse_number(self.value_text)
+            parts = module.explain(self.code)
+        except LabError as error:
+            self._refuse(error)
+            return
+        self.set_trait("message", "")
+        self.set_trait("value", _finite_or_none(float(parts["value"])))
+        self.set_trait("formula", parts["formula"])
