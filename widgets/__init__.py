@@ -97,11 +97,13 @@ class ScaleLab(_LabWidget):
     """The article's scale lab. Input traits: `w_text`, `x_text` (comma-separated) and `scale`."""
 
     _esm = bundle("scale_lab.js")
-    _inputs = ("w_text", "x_text", "scale", "presenter")
+    _inputs = ("w_text", "x_text", "scale", "fine", "presenter")
 
     w_text = t.Unicode("-1, 0.3, 0.9, 1.7").tag(sync=True)
     x_text = t.Unicode("2, 1, -1, 0.5").tag(sync=True)
     scale = t.Float(0.5).tag(sync=True)
+    #: the slider moves in fine steps of 2^(1/20) instead of powers of two
+    fine = t.Bool(False).tag(sync=True)
     w_hat = t.List(t.Float()).tag(sync=True)
     weight_error = t.List(t.Float()).tag(sync=True)
     clipped = t.List(t.Bool()).tag(sync=True)

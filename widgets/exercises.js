@@ -66,7 +66,16 @@ function exercise(model, ui, view, kind, number) {
     h("h4", {}, `${number}. ${instance.title}`),
     h("p", { class: "lab-exercise-prompt", "data-testid": `prompt-${kind}` }, instance.prompt),
     instance.options.length ? h("ol", { class: "lab-exercise-options" }, instance.options.map((option) => h("li", {}, option.replace(/^\d+\. /, "")))) : null,
-    ui.field({ key: fieldKey, label: `answer to exercise ${number}`, value: typed ?? "", commit }),
+    ui.field({
+      key: fieldKey,
+      label: `answer to exercise ${number}`,
+      value: typed ?? "",
+      commit,
+      // Enter always checks, even an empty or unchanged answer, which fires no change event.
+      onkeydown: (event) => {
+        if (event.key === "Enter") event.target.dispatchEvent(new Event("change"));
+      },
+    }),
     h(
       "div",
       { class: "lab-row" },
