@@ -117,6 +117,10 @@ def test_q4k_explorer_follows_bytes(pages):
         editor.press("Enter")
         assert _text(page, "low-weight") == "\u22120.25"
         d_field = page.get_by_role("textbox", name="d (fp16)")
+        d_field.fill("0.1")
+        d_field.press("Enter")  # the nearest float16 to 0.1 is 0x2E66 = 0.0999755859375
+        assert "d = 0x2E66 = 0 01011 1001100110 \u2192 0.09997558594" in _text(page, "fp16-stored")
+        assert d_field.input_value() == "0.09997558594"
         d_field.fill("1e38")
         d_field.press("Enter")
         assert page.get_by_role("alert").count() == 1
