@@ -119,6 +119,24 @@ def _(e2m1, format_number, mo, nibble):
 
 @app.cell(hide_code=True)
 def _(mo):
+    from widgets import CodeExplorer
+
+    code_explorer = mo.ui.anywidget(CodeExplorer(format="E2M1", code=5, value_text="2.5"))
+    mo.vstack([mo.md("## Every E2M1 code, clickable"), code_explorer])
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    from widgets import Exercises
+
+    exercises = mo.ui.anywidget(Exercises(topic=1))
+    mo.vstack([mo.md("## Check yourself"), exercises])
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
     mo.md(r"""
     ## Try this
 

@@ -180,6 +180,24 @@ def _(block, course, device, difference_chart, mo):
 
 @app.cell(hide_code=True)
 def _(mo):
+    from widgets import CodeExplorer
+
+    code_explorer = mo.ui.anywidget(CodeExplorer(format="E8M0", code=126, value_text="0.3"))
+    mo.vstack([mo.md("## Every E8M0 code, clickable"), code_explorer])
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    from widgets import Exercises
+
+    exercises = mo.ui.anywidget(Exercises(topic=3))
+    mo.vstack([mo.md("## Check yourself"), exercises])
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
     mo.md(r"""
     ## Try this
 

@@ -159,6 +159,24 @@ def _(format_number, mo, sizes):
 
 
 @app.cell(hide_code=True)
+def _(mo):
+    from widgets import CodeExplorer
+
+    code_explorer = mo.ui.anywidget(CodeExplorer(format="E4M3", code=42, value_text="0.3"))
+    mo.vstack([mo.md("## Every E4M3 code, clickable"), code_explorer])
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    from widgets import Exercises
+
+    exercises = mo.ui.anywidget(Exercises(topic=4))
+    mo.vstack([mo.md("## Check yourself"), exercises])
+    return
+
+
+@app.cell(hide_code=True)
 def _(course, device, difference_chart, global_scale, mo, weights):
     _device_report = device.run_block("nvfp4", w=weights, global_scale=global_scale)
     _chart = difference_chart(_device_report)

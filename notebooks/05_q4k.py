@@ -140,6 +140,15 @@ def _(course, device, difference_chart, explorer, mo, np):
 
 @app.cell(hide_code=True)
 def _(mo):
+    from widgets import Exercises
+
+    exercises = mo.ui.anywidget(Exercises(topic=5))
+    mo.vstack([mo.md("## Check yourself"), exercises])
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
     mo.md(r"""
     ## Try this
 

@@ -286,6 +286,15 @@ def _(OwnershipView, Q4KExplorer, course, gguf_browser, mo, pick, pick_error):
 
 @app.cell(hide_code=True)
 def _(mo):
+    from widgets import Exercises
+
+    exercises = mo.ui.anywidget(Exercises(topic=6))
+    mo.vstack([mo.md("## Check yourself"), exercises])
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
     mo.md(r"""
     ## Try this
 

@@ -96,6 +96,15 @@ def _(mo):
 
 @app.cell(hide_code=True)
 def _(mo):
+    from widgets import Exercises
+
+    exercises = mo.ui.anywidget(Exercises(topic=7))
+    mo.vstack([mo.md("## Check yourself"), exercises])
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
     mo.md(r"""
     ## Try this
 

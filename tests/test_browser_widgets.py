@@ -117,6 +117,10 @@ def test_q4k_explorer_follows_bytes(pages):
         editor.press("Enter")
         assert _text(page, "low-weight") == "\u22120.25"
         d_field = page.get_by_role("textbox", name="d (fp16)")
+        d_field.fill("0.1")
+        d_field.press("Enter")  # the nearest float16 to 0.1 is 0x2E66 = 0.0999755859375
+        assert "d = 0x2E66 = 0 01011 1001100110 \u2192 0.09997558594" in _text(page, "fp16-stored")
+        assert d_field.input_value() == "0.09997558594"
         d_field.fill("1e38")
         d_field.press("Enter")
         assert page.get_by_role("alert").count() == 1
@@ -151,4 +155,37 @@ def test_a_broken_or_out_of_range_link_says_so(pages):
         assert "0..31, got 99" in page.get_by_role("alert").inner_text()
         _open(page, pages, "ownership", {"tensor_scale": 1e306})
         assert "global_scale" in page.get_by_role("alert").inner_text()
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_scale_lab_slider_chart_and_draggable_numbers(pages):
+    with browser_page() as (page, log):
+        _open(page, pages, "scale-lab")
+        chart = page.locator("svg.lab-error-chart")
+        assert chart.locator("[data-mark='current']").get_attribute("data-scale") == "0.5"
+        clips = chart.locator("[data-mark='clip']").evaluate_all("(marks) => marks.map((m) => Number(m.dataset.scale))")
+        assert clips == pytest.approx([1 / 6, 0.3 / 6, 0.9 / 6, 1.7 / 6])
+        assert float(chart.locator("[data-mark='best']").get_attribute("data-scale")) == 1.0
+        assert "smallest |\u0394y| 0 at scale 1" in _text(page, "chart-caption")
+        slider = page.get_by_role("slider", name="scale (log\u2082 steps)")
+        slider.fill("-3")  # the power-of-two slider: 2^-3
+        assert _text(page, "delta-y") == "+0.125"
+        assert chart.locator("[data-mark='current']").get_attribute("data-scale") == "0.125"
+        page.get_by_role("button", name="fine steps").click()
+        slider.fill("-1.5")
+        assert chart.locator("[data-mark='current']").get_attribute("data-scale") == str(2**-1.5)
+        # drag w1 = −1 fifty pixels right: 0.01 per pixel
+        handle = page.get_by_test_id("drag-w_text-0")
+        box = handle.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] / 2 + 50, box["y"] + box["height"] / 2, steps=5)
+        page.mouse.up()
+        assert page.get_by_test_id("drag-w_text-0").get_attribute("aria-valuenow") == "-0.5"
+        assert page.get_by_role("textbox", name="weights w").input_value() == "-0.5, 0.3, 0.9, 1.7"
+        assert _text(page, "y") == "\u22120.75"
+        page.get_by_test_id("drag-x_text-0").focus()
+        page.keyboard.press("ArrowUp")
+        assert page.get_by_test_id("drag-x_text-0").get_attribute("aria-valuenow") == "2.1"
+        assert page.get_by_role("textbox", name="inputs x").input_value() == "2.1, 1, -1, 0.5"
         assert log.blocked == [] and log.console_errors == []

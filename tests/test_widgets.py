@@ -108,7 +108,9 @@ def test_q4k_explorer_bad_index_gives_a_message():
     assert "0..127" in widget.message
 
 
-@pytest.mark.parametrize("module_file", ["nibble.js", "scale_lab.js", "ownership.js", "q4k_explorer.js"])
+@pytest.mark.parametrize(
+    "module_file", ["nibble.js", "scale_lab.js", "ownership.js", "q4k_explorer.js", "exercises.js", "code_explorer.js"]
+)
 def test_each_bundle_and_standalone_script_parses(module_file, tmp_path):
     """The bundler joins a widget, ui.js and the codec modules it imports into one module (and a
     standalone page adds its host), so a name declared twice would break the widget; node's parser
@@ -159,7 +161,10 @@ def test_scale_lab_reads_the_same_grammar_as_the_browser():
     assert "overflows float64" in widget.message and widget.delta_y is None
 
 
-@pytest.mark.parametrize("module_file", ["ui.js", "nibble.js", "scale_lab.js", "ownership.js", "q4k_explorer.js"])
+@pytest.mark.parametrize(
+    "module_file",
+    ["ui.js", "nibble.js", "scale_lab.js", "ownership.js", "q4k_explorer.js", "exercises.js", "code_explorer.js"],
+)
 def test_widgets_spell_no_codes_of_their_own(module_file):
     """Hex bytes and binary fields come from the codec (codec/codes/bits.js), as number text does,
     so a figure cannot spell a code differently from the explain() text next to it."""
@@ -167,3 +172,21 @@ def test_widgets_spell_no_codes_of_their_own(module_file):
 
     source = (HERE / module_file).read_text(encoding="utf-8")
     assert ".toString(16)" not in source and ".toString(2)" not in source
+
+
+def test_exercises_count_the_right_answers_and_refuse_a_bad_topic():
+    from widgets import Exercises
+
+    widget = Exercises(topic=2, progress={"scale-nearest": "correct", "scale-delta-y": "wrong"})
+    assert widget.message == "" and widget.correct == 1
+    widget.topic = 9
+    assert "1..8" in widget.message
+
+
+def test_code_explorer_decodes_with_the_python_codec():
+    from widgets import CodeExplorer
+
+    widget = CodeExplorer(format="E8M0", code=126)
+    assert widget.value == 0.5 and widget.formula.startswith("2^(126")
+    widget.code = 300
+    assert "0..255" in widget.message and widget.value is None

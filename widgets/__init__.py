@@ -16,14 +16,14 @@ import numpy as np
 import traitlets as t
 
 from lab import numbers as text
-from lab.codes import e2m1, e8m0, nibble
+from lab.codes import e2m1, e4m3, e8m0, nibble
 from lab.errors import LabError
 from lab.formats import mxfp4, nvfp4, q4k
 from lab.teach import scale, sizes
 
 from ._bundle import bundle, stylesheet
 
-__all__ = ["NibbleDecoder", "ScaleLab", "OwnershipView", "Q4KExplorer"]
+__all__ = ["NibbleDecoder", "ScaleLab", "OwnershipView", "Q4KExplorer", "Exercises", "CodeExplorer"]
 
 
 def _plain(values) -> list:
@@ -97,11 +97,13 @@ class ScaleLab(_LabWidget):
     """The article's scale lab. Input traits: `w_text`, `x_text` (comma-separated) and `scale`."""
 
     _esm = bundle("scale_lab.js")
-    _inputs = ("w_text", "x_text", "scale", "presenter")
+    _inputs = ("w_text", "x_text", "scale", "fine", "presenter")
 
     w_text = t.Unicode("-1, 0.3, 0.9, 1.7").tag(sync=True)
     x_text = t.Unicode("2, 1, -1, 0.5").tag(sync=True)
     scale = t.Float(0.5).tag(sync=True)
+    #: the slider moves in fine steps of 2^(1/20) instead of powers of two
+    fine = t.Bool(False).tag(sync=True)
     w_hat = t.List(t.Float()).tag(sync=True)
     weight_error = t.List(t.Float()).tag(sync=True)
     clipped = t.List(t.Bool()).tag(sync=True)
@@ -259,3 +261,66 @@ class Q4KExplorer(_LabWidget):
         self.set_trait("subblock_scales", scales.tolist())
         self.set_trait("subblock_mins", mins.tolist())
         self.set_trait("weights", _plain(weights))
+
+
+class Exercises(_LabWidget):
+    """Exercises that check themselves, for one notebook (`topic` 1..8) or all of them (0).
+
+    The browser draws each instance from `seed` and the kind's round (`rounds`, New instance
+    presses) and checks answers with the JS codec; `answers` keeps the text last checked per kind
+    and `progress` "correct" or "wrong" per kind. `correct` counts the right ones.
+    """
+
+    _esm = bundle("exercises.js")
+    _inputs = ("topic", "seed", "rounds", "answers", "progress", "presenter")
+
+    topic = t.Int(0).tag(sync=True)
+    seed = t.Int(1).tag(sync=True)
+    rounds = t.Dict().tag(sync=True)
+    answers = t.Dict().tag(sync=True)
+    progress = t.Dict().tag(sync=True)
+    correct = t.Int(0).tag(sync=True)
+
+    def _derive(self) -> None:
+        if not 0 <= self.topic <= 8:
+            self._refuse(LabError(f"topic must be a notebook number 1..8, or 0 for all, got {self.topic}"))
+            return
+        if not 0 <= self.seed < 2**32:
+            self._refuse(LabError(f"seed must be a whole number 0..4294967295, got {self.seed}"))
+            return
+        self.set_trait("message", "")
+        self.set_trait("correct", sum(1 for result in self.progress.values() if result == "correct"))
+
+
+class CodeExplorer(_LabWidget):
+    """One E2M1, E8M0 or E4M3 code as clickable bits, and the codes a typed number rounds to.
+
+    Input traits: `format` ("E2M1", "E8M0" or "E4M3"), `code`, `value_text` (a number to encode).
+    Derived: `value` and `formula` of the code, from lab.codes.
+    """
+
+    _esm = bundle("code_explorer.js")
+    _inputs = ("format", "code", "value_text", "presenter")
+    _codes = {"E2M1": (e2m1, 16), "E8M0": (e8m0, 256), "E4M3": (e4m3, 256)}
+
+    format = t.Unicode("E4M3").tag(sync=True)
+    code = t.Int(0x2A).tag(sync=True)
+    value_text = t.Unicode("0.3").tag(sync=True)
+    value = t.Float(allow_none=True).tag(sync=True)
+    formula = t.Unicode().tag(sync=True)
+
+    def _derive(self) -> None:
+        try:
+            if self.format not in self._codes:
+                raise LabError(f"format must be E2M1, E8M0 or E4M3, got {self.format!r}")
+            module, limit = self._codes[self.format]
+            if not 0 <= self.code < limit:
+                raise LabError(f"a {self.format} code is a whole number 0..{limit - 1}, got {self.code}")
+            text.parse_number(self.value_text)
+            parts = module.explain(self.code)
+        except LabError as error:
+            self._refuse(error)
+            return
+        self.set_trait("message", "")
+        self.set_trait("value", _finite_or_none(float(parts["value"])))
+        self.set_trait("formula", parts["formula"])

@@ -127,6 +127,21 @@ function editors(model, ui, view) {
     }),
     ui.field({ key: "edit-d", label: "d (fp16)", value: fp16At(0), commit: setFp16(0, "d") }),
     ui.field({ key: "edit-dmin", label: "dmin (fp16)", value: fp16At(2), commit: setFp16(2, "dmin") }),
+    valid ? storedAs(view.block) : null,
+  );
+}
+
+// What d and dmin hold after a typed value is rounded to the nearest float16 (ties to even):
+// the bit pattern, little-endian in the block, and the value it decodes to.
+function storedAs(block) {
+  const stored = (offset, name) => {
+    const bits = block[offset] | (block[offset + 1] << 8);
+    return `${name} = ${hexByte(block[offset + 1])}${hexByte(block[offset]).slice(2)} = ${binary(bits >> 15, 1)} ${binary((bits >> 10) & 31, 5)} ${binary(bits & 1023, 10)} → ${formatNumber(fp16Decode(bits))}`;
+  };
+  return h(
+    "p",
+    { class: "lab-caption lab-formula", "data-testid": "fp16-stored" },
+    `stored as the nearest float16 (sign exponent fraction): ${stored(0, "d")}; ${stored(2, "dmin")}`,
   );
 }
 

@@ -1,13 +1,20 @@
 // Scale lab: a weight row, an input row and one scale. Shows each reconstructed weight (lab
 // convention: nearest scaled E2M1 value, lowest code on a tie, clipping at ±6·scale), the
 // per-weight error, y, ŷ and the signed output error, and the grid at the current scale.
-// State: the synced traits w_text, x_text and scale. Arithmetic: the codec (codec/).
+// A slider moves the scale (powers of two, or fine steps of 2^(1/20) on request), a chart draws the
+// output error Δy against the scale, computed here from the typed w and x, and the numbers in the
+// readout can be dragged (or stepped with the arrow keys) to change w and x.
+// State: the synced traits w_text, x_text, scale and fine. Arithmetic: the codec (codec/).
 import { E2M1_MAX } from "./codec/codes/e2m1.js";
 import { parseNumber, parseNumberRow } from "./codec/numbers.js";
 import { scaleAnalyse, scaleRepresentable } from "./codec/teach/scale.js";
 import { h, svg, formatNumber, mount, setTraits, checker, scrollBox } from "./ui.js";
 
 const POWERS = [-6, -5, -4, -3, -2, -1, 0, 1, 2]; // the power-of-two scales offered as buttons
+// The slider and the chart span 2^-6 .. 2^2 in log2 steps of 1 (the article's lab) or 1/20.
+const LOG2_LOW = POWERS[0];
+const LOG2_HIGH = POWERS[POWERS.length - 1];
+const FINE_STEP = 1 / 20;
 
 // The largest scale whose codes still reach a finite ±6·scale.
 const LARGEST_SCALE = Number.MAX_VALUE / E2M1_MAX;
@@ -44,9 +51,42 @@ function controls(model, ui) {
       `2^${power}`.replace("-", "−"),
     ),
   );
+  const fine = model.get("fine") === true;
+  const log2 = Math.log2(scale);
+  const onSlider = (event) => {
+    const value = Number(event.target.value);
+    setTraits(model, { scale: 2 ** (fine ? Math.round(value / FINE_STEP) * FINE_STEP : Math.round(value)) });
+  };
+  const slider = h(
+    "div",
+    { class: "lab-row lab-slider-row" },
+    h(
+      "label",
+      { class: "lab-slider-label" },
+      "scale (log₂ steps)",
+      h("input", {
+      type: "range",
+      class: "lab-slider",
+      min: LOG2_LOW,
+      max: LOG2_HIGH,
+      step: fine ? FINE_STEP : 1,
+      value: Number.isFinite(log2) ? String(Math.min(Math.max(log2, LOG2_LOW), LOG2_HIGH)) : "0",
+      "aria-valuetext": `scale ${formatNumber(scale)}`,
+      "data-focus": "scale-slider",
+      oninput: onSlider,
+      onchange: onSlider,
+    }),
+    ),
+    h(
+      "button",
+      { type: "button", class: "lab-chip", "aria-pressed": fine ? "true" : "false", "data-focus": "fine", onclick: () => setTraits(model, { fine: !fine }) },
+      "fine steps",
+    ),
+  );
   return h(
     "div",
     { class: "lab-controls" },
+    slider,
     ui.field({ key: "w", label: "weights w", value: String(model.get("w_text")), commit: commitRow("w_text", "weights") }),
     ui.field({ key: "x", label: "inputs x", value: String(model.get("x_text")), commit: commitRow("x_text", "inputs") }),
     h("div", { class: "lab-row", role: "group", "aria-label": "power-of-two scales" }, h("span", {}, "scale"), powerButtons),
@@ -126,6 +166,131 @@ function gridPlot(result) {
   );
 }
 
+// Δy at every slider position, from the typed w and x: the curve, each weight's clipping
+// threshold (the scale where |w| = 6·scale) and the best of these scales (smallest |Δy|, the
+// smallest scale on a tie).
+function errorCurve(result) {
+  const points = [];
+  for (let i = 0; i <= (LOG2_HIGH - LOG2_LOW) / FINE_STEP; i += 1) {
+    const log2 = LOG2_LOW + i * FINE_STEP;
+    points.push({ log2, deltaY: scaleAnalyse(result.w, result.x, 2 ** log2).deltaY });
+  }
+  const best = points.reduce((so, point) => (Math.abs(point.deltaY) < Math.abs(so.deltaY) ? point : so));
+  return { points, best };
+}
+
+function errorChart(result) {
+  const { points, best } = errorCurve(result);
+  const width = 640;
+  const height = 274;
+  const left = 56;
+  const right = 20;
+  const top = 44;
+  const bottom = 214;
+  const extent = Math.max(...points.map((point) => Math.abs(point.deltaY)), Math.abs(result.deltaY)) || 1;
+  const x = (log2) => left + ((log2 - LOG2_LOW) / (LOG2_HIGH - LOG2_LOW)) * (width - left - right);
+  const y = (deltaY) => (top + bottom) / 2 - (deltaY / extent) * ((bottom - top) / 2);
+  const line = points.map((point) => `${x(point.log2).toFixed(1)},${y(point.deltaY).toFixed(1)}`).join(" ");
+  const ticks = POWERS.map((power) => [
+    svg("line", { x1: x(power), x2: x(power), y1: bottom, y2: bottom + 6, class: "lab-axis" }),
+    svg("text", { x: x(power), y: bottom + 22, "text-anchor": "middle", class: "lab-tick" }, `2^${power}`.replace("-", "−")),
+  ]);
+  // Labels alternate between two heights, so thresholds close together stay readable.
+  const mark = (kind, scale, label, className, row = 0) => {
+    const at = x(Math.min(Math.max(Math.log2(scale), LOG2_LOW), LOG2_HIGH));
+    return svg(
+      "g",
+      { "data-mark": kind, "data-scale": String(scale) },
+      svg("line", { x1: at, x2: at, y1: top - 4, y2: bottom, class: className }),
+      svg("text", { x: at, y: top - 8 - 16 * row, "text-anchor": "middle", class: "lab-tick lab-mark-label" }, label),
+      svg("title", {}, `${label}: scale ${formatNumber(scale)}`),
+    );
+  };
+  // Neighbouring thresholds (in order of scale) take alternate label heights.
+  const order = result.w.map((w, i) => i).sort((a, b) => Math.abs(result.w[a]) - Math.abs(result.w[b]));
+  const clips = result.w.map((w, i) => (w === 0 ? null : mark("clip", Math.abs(w) / E2M1_MAX, `w${i + 1}`, "lab-mark lab-clip-mark", order.indexOf(i) % 2)));
+  return h(
+    "figure",
+    { class: "lab-figure" },
+    svg(
+      "svg",
+      { viewBox: `0 0 ${width} ${height}`, class: "lab-error-chart", role: "img", "aria-label": `output error Δy against the scale; the best scale here is ${formatNumber(2 ** best.log2)}` },
+      svg("line", { x1: left, x2: width - right, y1: y(0), y2: y(0), class: "lab-axis" }),
+      svg("line", { x1: left, x2: width - right, y1: bottom, y2: bottom, class: "lab-axis lab-axis-faint" }),
+      svg("text", { x: left - 6, y: y(extent) + 5, "text-anchor": "end", class: "lab-tick" }, formatNumber(extent)),
+      svg("text", { x: left - 6, y: y(0) + 5, "text-anchor": "end", class: "lab-tick" }, "0"),
+      svg("text", { x: left - 6, y: y(-extent) + 5, "text-anchor": "end", class: "lab-tick" }, formatNumber(-extent)),
+      ticks,
+      svg("polyline", { points: line, class: "lab-curve" }),
+      clips,
+      mark("best", 2 ** best.log2, "best", "lab-mark lab-best-mark"),
+      mark("current", result.scale, "", "lab-mark lab-mark-current"),
+      svg("circle", { cx: x(Math.min(Math.max(Math.log2(result.scale), LOG2_LOW), LOG2_HIGH)), cy: y(result.deltaY), r: 6, class: "lab-recon" }),
+    ),
+    h(
+      "figcaption",
+      { class: "lab-caption", "data-testid": "chart-caption" },
+      `Δy against the scale (log₂ axis): now ${formatNumber(result.deltaY)} at ${formatNumber(result.scale)}; smallest |Δy| ${formatNumber(best.deltaY)} at scale ${formatNumber(2 ** best.log2)}. Lines marked w1… are where each weight starts to clip (|w| = 6·scale): to their left it clips.`,
+    ),
+  );
+}
+
+// A number in the readout that can be dragged sideways (0.01 per pixel) or stepped with the arrow
+// keys (0.1, or 1 with Shift), distill-style; it rewrites the row's text trait.
+// The drag in progress lives outside the render: each re-render hands the span fresh handlers.
+let dragging = null;
+
+function draggable(model, name, values, i, label) {
+  const commit = (value) => {
+    const next = [...values];
+    next[i] = Math.round(value * 100) / 100;
+    setTraits(model, { [name]: next.map((each) => formatNumber(each).replace("\u2212", "-")).join(", ") });
+  };
+  const key = `drag-${name}-${i}`;
+  return h(
+    "span",
+    {
+      class: "lab-draggable",
+      role: "slider",
+      tabindex: "0",
+      "aria-label": label,
+      "aria-valuenow": String(values[i]),
+      "aria-valuetext": formatNumber(values[i]),
+      "data-focus": key,
+      "data-testid": key,
+      onkeydown: (event) => {
+        const step = { ArrowUp: 0.1, ArrowRight: 0.1, ArrowDown: -0.1, ArrowLeft: -0.1 }[event.key];
+        if (step === undefined) return;
+        event.preventDefault();
+        commit(values[i] + step * (event.shiftKey ? 10 : 1));
+      },
+      onpointerdown: (event) => {
+        event.target.setPointerCapture(event.pointerId);
+        dragging = { key, x: event.clientX, value: values[i] };
+      },
+      onpointermove: (event) => {
+        if (dragging?.key === key) commit(dragging.value + (event.clientX - dragging.x) * 0.01);
+      },
+      onpointerup: () => {
+        dragging = null;
+      },
+    },
+    formatNumber(values[i]),
+  );
+}
+
+function dragRow(model, result) {
+  const row = (name, values, symbol) =>
+    h("p", { class: "lab-drag-row" }, `${symbol} = (`, values.map((_, i) => [i ? ", " : "", draggable(model, name, values, i, `${symbol}${i + 1}`)]), ")");
+  return h(
+    "div",
+    { class: "lab-drag-rows" },
+    h("p", { class: "lab-caption" }, "Drag a number sideways, or focus it and use the arrow keys, to change it."),
+    row("w_text", result.w, "w"),
+    row("x_text", result.x, "x"),
+  );
+}
+
 function validRow(model) {
   const w = parseNumberRow(String(model.get("w_text")), "weights");
   const x = parseNumberRow(String(model.get("x_text")), "inputs");
@@ -149,12 +314,14 @@ function render({ model, el }) {
     model,
     el,
     className: "lab-scale",
-    traits: ["w_text", "x_text", "scale"],
+    traits: ["w_text", "x_text", "scale", "fine"],
     validate: validRow,
     controls: (ui) => controls(model, ui),
     build: (result) => [
       h("p", { class: "lab-caption" }, `scale ${formatNumber(result.scale)}: the codes reach ±${formatNumber(E2M1_MAX * result.scale)}`),
+      dragRow(model, result),
       outputs(result),
+      errorChart(result),
       gridPlot(result),
       resultTable(result),
     ],

@@ -13,7 +13,7 @@ import json
 import re
 from pathlib import Path
 
-from . import NibbleDecoder, OwnershipView, Q4KExplorer, ScaleLab
+from . import CodeExplorer, Exercises, NibbleDecoder, OwnershipView, Q4KExplorer, ScaleLab
 from ._bundle import HERE, bundle, stylesheet
 
 PAGES = {
@@ -21,6 +21,8 @@ PAGES = {
     "scale-lab": (ScaleLab, "scale_lab.js", "The scale is a ruler"),
     "ownership": (OwnershipView, "ownership.js", "Who owns which scale: MXFP4 and NVFP4"),
     "q4k-explorer": (Q4KExplorer, "q4k_explorer.js", "Inside a Q4_K block"),
+    "code-explorer": (CodeExplorer, "code_explorer.js", "Every code clickable: E2M1, E8M0, E4M3"),
+    "exercises": (Exercises, "exercises.js", "Exercises that check themselves"),
 }
 
 _CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"

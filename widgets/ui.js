@@ -4,7 +4,7 @@ import { formatLabNumber } from "./codec/numbers.js";
 
 // Event handlers are stored as properties (not addEventListener) so that a re-render can move
 // them onto the nodes it keeps; see morph below.
-const HANDLERS = ["onclick", "onchange", "onkeydown"];
+const HANDLERS = ["onclick", "onchange", "onkeydown", "oninput", "onpointerdown", "onpointermove", "onpointerup"];
 
 export function h(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
@@ -263,7 +263,8 @@ export function replaceKeepingFocus(el, children) {
   const root = el.getRootNode();
   const active = root.activeElement && el.contains(root.activeElement) ? root.activeElement : null;
   const key = active?.getAttribute("data-focus") ?? null;
-  const caret = active instanceof HTMLInputElement ? [active.selectionStart, active.selectionEnd, active.value] : null;
+  // Only text fields have a caret; a range input (the scale lab's slider) refuses selection calls.
+  const caret = active instanceof HTMLInputElement && active.type === "text" ? [active.selectionStart, active.selectionEnd, active.value] : null;
   morphChildren(
     el,
     children.filter((child) => child !== null && child !== undefined),

@@ -27,14 +27,17 @@ import struct
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 from lab.codes import e2m1, e4m3, e8m0, nibble
 from lab.errors import InputError
-from lab.formats import FORMATS, mxfp4, nvfp4, q4k
+from lab.formats import FORMATS, mxfp4, nvfp4, q4k, q8_0
 from lab.numbers import format_float32, parse_number, parse_number_row
 from lab.numbers import format_number as format_lab_number
 from lab.teach import scale, sizes
+from lab.teach.zoo import checks as zoo_checks
+from lab.teach.zoo import specimens as zoo_specimens
 
 GOLDEN_PATH = Path(__file__).with_name("golden.json")
 REGENERATE = ".venv/bin/python tests/js/make_golden.py"
@@ -547,6 +550,195 @@ def bits_per_weight_cases() -> list:
 
 
 # ---------------------------------------------------------------------------------------------
+# Scale bytes from a value, against ml_dtypes
+# ---------------------------------------------------------------------------------------------
+
+
+def e8m0_encode_cases() -> list:
+    """lab.codes.e8m0.encode under both rules, for E2M1's 6, E4M3's 448 and a bare scale (1)."""
+    rng = np.random.default_rng(8801)
+    amaxes = [0.0, 5e-324, 1e-45, 2.0**-140, 1.0, 1.5, 3.0, 6.0, 6.000001, 7.0, 12.0, 448.0, 1e30, 2.0**130, 1.7e38]
+    amaxes += np.exp2(rng.uniform(-20, 20, 60)).tolist()
+    return [
+        {"amax": float(a), "rule": rule, "element_max": m, "byte": e8m0.encode(float(a), rule, m)}
+        for a in amaxes
+        for rule in e8m0.SCALE_RULES
+        for m in (6.0, 448.0, 1.0)
+    ]
+
+
+def e8m0_nearest_cases() -> list:
+    """ml_dtypes' float8_e8m0fnu cast of normal float32 values: the nearest power of two, ties
+    (1.5 * 2^e) up; zero, negatives and values past 2^127 give NaN (0xFF). Below 2^-126 (float32
+    subnormals) ml_dtypes rounds by another rule, so those are not part of the contract."""
+    rng = np.random.default_rng(8802)
+    values = [2.0**-126, 1.0, 1.4, 1.5, 1.6, 3.0, 0.75, 0.7499, 2.0**127, 1.49 * 2.0**127, 1.5 * 2.0**127, 0.0, -1.0]
+    values += [1.5 * 2.0**e for e in range(-120, 127, 7)]
+    values += np.exp2(rng.uniform(-125, 126, 80)).tolist()
+    as32 = np.array(values, dtype=np.float32)
+    cast = as32.astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)
+    return [{"x": float(x), "byte": int(b)} for x, b in zip(as32, cast, strict=True)]
+
+
+def e4m3_encode_ml_dtypes_cases() -> list:
+    """ml_dtypes' float8_e4m3fn cast of float32 values within +-464 (beyond, it gives NaN where
+    the lab saturates at 448): round half to even, the byte e4m3Encode must give."""
+    rng = np.random.default_rng(4302)
+    finite = np.array([e4m3.decode(b) for b in range(0x7F)], dtype=np.float64)
+    values = ((finite[:-1] + finite[1:]) / 2).tolist() + finite.tolist() + [463.0, -463.0, -0.0]
+    values += (np.exp2(rng.uniform(-12, 8.8, 200)) * rng.choice([-1.0, 1.0], 200)).tolist()
+    as32 = np.array(values, dtype=np.float32)
+    cast = as32.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    return [{"x": float(x), "byte": int(b)} for x, b in zip(as32, cast, strict=True)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercises: the PRNG, the zoo's data and answers computed by lab/
+# ---------------------------------------------------------------------------------------------
+
+
+def mulberry32(seed: int):
+    """The exercises' PRNG (codec/teach/exercises.js), in 32-bit arithmetic."""
+    state = seed & 0xFFFFFFFF
+
+    def imul(a: int, b: int) -> int:
+        return (a * b) & 0xFFFFFFFF
+
+    def draw() -> float:
+        nonlocal state
+        state = (state + 0x6D2B79F5) & 0xFFFFFFFF
+        t = state
+        t = imul(t ^ (t >> 15), t | 1)
+        t ^= (t + imul(t ^ (t >> 7), t | 61)) & 0xFFFFFFFF
+        return ((t ^ (t >> 14)) & 0xFFFFFFFF) / 4294967296
+
+    return draw
+
+
+def exercise_seed(seed: int, kind: str, round_: int) -> int:
+    value = 0x811C9DC5
+    for char in kind:
+        value = ((value ^ ord(char)) * 0x01000193) & 0xFFFFFFFF
+    return (value ^ (seed & 0xFFFFFFFF) ^ ((round_ * 0x9E3779B9) & 0xFFFFFFFF)) & 0xFFFFFFFF
+
+
+def prng_cases() -> list:
+    cases = []
+    for seed, kind, round_ in [
+        (0, "nibble-decode", 0),
+        (1, "e8m0-rule", 0),
+        (1, "e8m0-rule", 5),
+        (2**32 - 1, "zoo-check", 3),
+    ]:
+        mixed = exercise_seed(seed, kind, round_)
+        draw = mulberry32(mixed)
+        cases.append({"seed": seed, "kind": kind, "round": round_, "mixed": mixed, "draws": [draw() for _ in range(6)]})
+    return cases
+
+
+def zoo_cases() -> dict:
+    wrong = [s for s in zoo_specimens.SPECIMENS if s.deliberately_wrong]
+    return {
+        "check_titles": {str(number): title for number, title in zoo_checks.CHECK_TITLES.items()},
+        "wrong_specimens": [
+            {"name": s.name, "kind": s.kind, "what_is_wrong": s.what_is_wrong, "caught_by": list(s.caught_by)}
+            for s in wrong
+        ],
+    }
+
+
+def _padded(code: int, length: int) -> np.ndarray:
+    return np.array([code] + [0] * (length - 1))
+
+
+def exercise_cases() -> list:
+    """Instance parameters chosen here and the answer lab/ computes; the node test feeds the
+    parameters to exerciseSolve and exerciseCheck and compares bit for bit."""
+    rng = np.random.default_rng(5150)
+    cases = []
+
+    def add(kind, params, answer, accepted=None):
+        case = {"kind": kind, "params": params, "answer": answer}
+        if accepted is not None:
+            case["accepted"] = accepted
+        cases.append(case)
+
+    readings = {"E2M1": e2m1.decode, "UINT4": nibble.as_uint4, "INT4": nibble.as_int4}
+    for code in range(16):
+        for reading, decode in readings.items():
+            add("nibble-decode", {"code": code, "reading": reading}, decode(code))
+    values = [float(e2m1.decode(c)) for c in range(16)]
+    for value in values:
+        if value != 0:
+            add("e2m1-code", {"value": value}, values.index(value))
+    for _ in range(12):
+        w, s = int(rng.integers(-400, 401)) / 100, 2.0 ** int(rng.integers(-3, 1))
+        add("scale-nearest", {"w": w, "scale": s}, scale.analyse([w], [1.0], s).w_hat[0])
+        w2 = [int(v) / 10 for v in rng.integers(-30, 31, 2)]
+        x2 = [float(v) for v in rng.choice([-3, -2, -1, 1, 2, 3], 2)]
+        s2 = 2.0 ** int(rng.integers(-2, 1))
+        add("scale-delta-y", {"w": w2, "x": x2, "scale": s2}, scale.analyse(w2, x2, s2).delta_y)
+    for amax in [0.75, 1.5, 3.0, 5.99, 6.0, 6.01, 9.99, 12.0, 0.0625, 24.5]:
+        for rule in e8m0.SCALE_RULES:
+            add("e8m0-rule", {"amax": amax, "rule": rule}, e8m0.encode(amax, rule))
+    for _ in range(12):
+        code, byte = int(rng.integers(0, 16)), int(rng.integers(122, 132))
+        add(
+            "mxfp4-decode",
+            {"code": code, "scale_byte": byte},
+            mxfp4.from_parts(_padded(code, 32), [byte]).dequantize()[0],
+        )
+        byte4, g = int(rng.integers(0x28, 0x49)), float(rng.choice([672, 1344, 2688, 5376, 10752]))
+        weight = nvfp4.from_parts(_padded(code, 16), [byte4], global_scale=g).dequantize()[0]
+        add("nvfp4-decode", {"code": code, "scale_byte": byte4, "global_scale": g}, weight)
+        trap = int(rng.integers(3, 11)) << 3
+        add(
+            "nvfp4-reciprocal",
+            {"code": max(code, 1), "scale_byte": trap},
+            nvfp4.from_parts(_padded(max(code, 1), 16), [trap]).dequantize()[0],
+        )
+    for p in (0, 1, 31, 32, 63, 64, 100, 127):
+        low, high = q4k.lanes(p)
+        add("q4k-lane", {"payload_index": p, "nibble": "low"}, low)
+        add("q4k-lane", {"payload_index": p, "nibble": "high"}, high)
+    for _ in range(6):
+        b12 = [int(v) for v in rng.integers(0, 256, 12)]
+        scales, mins = q4k.unpack_scale_min(np.array(b12))
+        for j in range(8):
+            add("q4k-metadata", {"metadata": b12, "subblock": j, "field": "s"}, scales[j])
+            add("q4k-metadata", {"metadata": b12, "subblock": j, "field": "m"}, mins[j])
+    gguf = {"Q4_K": q4k, "Q8_0": q8_0}
+    for name, module in gguf.items():
+        add("gguf-bpw", {"type": name}, module.BITS_PER_WEIGHT)
+        for rows, columns in [(1, 256), (2, 2816), (4096, 4096), (32, 512)]:
+            blocks = rows * columns // module.BLOCK_WEIGHTS
+            add("gguf-bytes", {"type": name, "rows": rows, "columns": columns}, blocks * module.BLOCK_BYTES)
+    for billions in (1, 3, 7, 8, 13, 70, 405):
+        for name in ("BF16", "ideal 4-bit", "MXFP4", "NVFP4", "Q4_K", "Q8_0"):
+            bits = sizes.FORMAT_BITS_PER_WEIGHT[name]
+            add("capacity-gb", {"billions": billions, "format": name}, sizes.payload_gigabytes(billions * 10**9, bits))
+    for bits in (2, 3, 4, 8):
+        for group in (32, 64, 128):
+            add("capacity-affine", {"bits": bits, "group_size": group}, sizes.affine_bits_per_weight(bits, group))
+    for specimen in zoo_specimens.SPECIMENS:
+        if specimen.deliberately_wrong:
+            add("zoo-check", {"specimen": specimen.name}, specimen.caught_by[0], list(specimen.caught_by))
+    wrong_decoders = {
+        "raw E8M0 byte as the scale": zoo_specimens.decode_mxfp4_raw_scale_byte,
+        "INT4 instead of E2M1": zoo_specimens.decode_mxfp4_int4_elements,
+    }
+    for name, decoder in wrong_decoders.items():
+        for code in (1, 5, 7, 8, 10, 15):
+            for byte in (124, 127, 129):
+                add(
+                    "zoo-wrong-value",
+                    {"specimen": name, "code": code, "scale_byte": byte},
+                    decoder(_padded(code, 32), [byte])[0],
+                )
+    return cases
+
+
+# ---------------------------------------------------------------------------------------------
 # Assembly
 # ---------------------------------------------------------------------------------------------
 
@@ -569,6 +761,12 @@ def _sections() -> dict:
         "e4m3": e4m3_cases(),
         "e4m3_encode": e4m3_encode_cases(),
         "e8m0": e8m0_cases(),
+        "e8m0_encode": e8m0_encode_cases(),
+        "e8m0_nearest_ml_dtypes": e8m0_nearest_cases(),
+        "e4m3_encode_ml_dtypes": e4m3_encode_ml_dtypes_cases(),
+        "exercise_prng": prng_cases(),
+        "exercises": exercise_cases(),
+        "zoo": zoo_cases(),
         "format_float32": format_float32_cases(),
         "format_lab_number": format_lab_number_cases(),
         "fp16": fp16_cases(),

@@ -28,3 +28,5 @@ export * from "./formats/q4k.js";
 export * from "./formats/registry.js";
 export * from "./formats/sizes.js";
 export * from "./teach/scale.js";
+export * from "./teach/zoo.js";
+export * from "./teach/exercises.js";

@@ -1,0 +1,103 @@
+// The exercises' checker (widgets/codec/teach/exercises.js), the E8M0/E4M3 encoders and the zoo's
+// data against golden vectors written by Python (tests/js/make_golden.py): lab/ chooses instance
+// parameters and computes each answer; the JS checker must compute the same bits and accept them.
+// Run: node --test tests/js/
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { describe, test } from "node:test";
+
+import * as codec from "../../widgets/codec/index.js";
+
+const view = new DataView(new ArrayBuffer(8));
+function decodeFloat(text) {
+  const [width, hex] = text.split(":");
+  if (hex === "NaN") return NaN;
+  if (width === "f64") {
+    view.setBigUint64(0, BigInt(`0x${hex}`));
+    return view.getFloat64(0);
+  }
+  view.setUint32(0, Number.parseInt(hex, 16));
+  return view.getFloat32(0);
+}
+const camelCase = (key) => key.replace(/_([a-z0-9])/g, (_, letter) => letter.toUpperCase());
+function revive(key, value) {
+  if (typeof value === "string" && /^f(32|64):([0-9a-f]+|NaN)$/.test(value)) return decodeFloat(value);
+  if (value && typeof value === "object" && !Array.isArray(value)) {
+    return Object.fromEntries(Object.entries(value).map(([name, item]) => [camelCase(name), item]));
+  }
+  return value;
+}
+const golden = JSON.parse(readFileSync(new URL("./golden.json", import.meta.url), "utf8"), revive);
+
+function sameBits(actual, expected, where) {
+  assert.ok(Object.is(actual, expected) || (actual === expected && actual !== 0), `${where}: expected ${Object.is(expected, -0) ? "-0" : expected}, got ${Object.is(actual, -0) ? "-0" : actual}`);
+}
+
+describe("exercises against lab/", () => {
+  test("every kind has golden cases, and every notebook 1..8 at least two kinds", () => {
+    const kinds = new Set(golden.exercises.map((each) => each.kind));
+    assert.deepEqual([...kinds].sort(), codec.EXERCISE_KINDS.map((each) => each.kind).sort());
+    for (let topic = 1; topic <= 8; topic += 1) assert.ok(codec.exerciseKinds(topic).length >= 2, `topic ${topic}`);
+    assert.equal(codec.exerciseKinds(0).length, codec.EXERCISE_KINDS.length);
+  });
+
+  test("the checker computes Python's answer and accepts it", () => {
+    for (const { kind, params, answer, accepted } of golden.exercises) {
+      const where = `${kind} ${JSON.stringify(params)}`;
+      const solved = codec.exerciseSolve(kind, params);
+      sameBits(solved.answer, answer, where);
+      assert.ok(solved.worked.length > 0 && solved.worked.every((line) => typeof line === "string" && line.length > 0), where);
+      const typed = codec.formatLabNumber(answer).replace("\u2212", "-");
+      const checked = codec.exerciseCheck(kind, params, typed);
+      assert.ok(checked.ok && checked.correct, `${where}: ${typed} should be correct`);
+      for (const other of accepted ?? []) assert.ok(codec.exerciseCheck(kind, params, String(other)).correct, `${where}: ${other}`);
+      // A wrong number is wrong, and text that is no number is refused with a message.
+      const answerType = codec.exercisePresent(kind, params).answerType;
+      const other = { number: Math.abs(answer) + 17, byte: (answer + 1) % 256, choice: 7 }[answerType];
+      const wrong = codec.exerciseCheck(kind, params, String(other));
+      assert.ok(wrong.ok && !wrong.correct, `${where}: ${other} should be wrong`);
+      const refused = codec.exerciseCheck(kind, params, "abc");
+      assert.ok(!refused.ok && refused.message.length > 0, where);
+      assert.ok(codec.exercisePresent(kind, params).prompt.length > 0, where);
+    }
+  });
+
+  test("the PRNG and the instance seed match Python's", () => {
+    for (const { seed, kind, round, mixed, draws } of golden.exercisePrng) {
+      assert.equal(codec.exerciseSeed(seed, kind, round), mixed);
+      const draw = codec.mulberry32(mixed);
+      for (const expected of draws) sameBits(draw(), expected, `${seed} ${kind} ${round}`);
+    }
+  });
+
+  test("an instance is reproducible from its seed, and the next round differs", () => {
+    for (const { kind } of codec.EXERCISE_KINDS) {
+      const first = codec.exerciseInstance(kind, 7, 0);
+      assert.deepEqual(codec.exerciseInstance(kind, 7, 0), first);
+      const rounds = new Set(Array.from({ length: 8 }, (_, round) => JSON.stringify(codec.exerciseInstance(kind, 7, round).params)));
+      if (kind !== "gguf-bpw") assert.ok(rounds.size > 1, `${kind}: eight rounds gave one instance`);
+      for (let round = 0; round < 20; round += 1) {
+        const { params } = codec.exerciseInstance(kind, 12345, round);
+        const { answer } = codec.exerciseSolve(kind, params);
+        assert.ok(Number.isFinite(answer), `${kind} round ${round}: ${answer}`);
+      }
+    }
+  });
+
+  test("the zoo's data is the Python zoo's", () => {
+    assert.deepEqual({ ...codec.ZOO_CHECK_TITLES }, golden.zoo.checkTitles);
+    assert.deepEqual(JSON.parse(JSON.stringify(codec.ZOO_WRONG_SPECIMENS)), golden.zoo.wrongSpecimens);
+  });
+});
+
+describe("encoders against lab/ and ml_dtypes", () => {
+  test("e8m0Encode is lab.codes.e8m0.encode under both rules", () => {
+    for (const { amax, rule, elementMax, byte } of golden.e8m0Encode) assert.equal(codec.e8m0Encode(amax, rule, elementMax), byte, `${amax} ${rule} ${elementMax}`);
+  });
+  test("e8m0Nearest is ml_dtypes' float8_e8m0fnu cast for normal float32 values", () => {
+    for (const { x, byte } of golden.e8m0NearestMlDtypes) assert.equal(codec.e8m0Nearest(x), byte, `${x}`);
+  });
+  test("e4m3Encode is ml_dtypes' float8_e4m3fn cast within ±464", () => {
+    for (const { x, byte } of golden.e4m3EncodeMlDtypes) assert.equal(codec.e4m3Encode(x), byte, `${x}`);
+  });
+});

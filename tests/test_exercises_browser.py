@@ -1,0 +1,148 @@
+"""The exercises and the code explorer in headless Chromium, from their standalone pages (file://,
+no kernel): every exercise kind answered wrong and then right, with the worked arithmetic the
+page reveals, the progress count, New instance, and the seed kept in the link."""
+
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import quote, unquote
+
+import pytest
+from browser import browser_page
+
+from widgets import standalone
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("standalone-exercises")
+    standalone.write_all(directory)
+    return directory
+
+
+def _open(page, pages, slug, fragment=None):
+    url = (pages / f"{slug}.html").as_uri()
+    if fragment is not None:
+        url += "#" + quote(json.dumps(fragment))
+    page.goto(url)
+    page.wait_for_selector("body[data-ready='true']")
+
+
+def _answer(page, kind, text, press_enter=True):
+    section = page.locator(f"[data-exercise='{kind}']")
+    field = section.locator("input")
+    field.fill(text)
+    if press_enter:
+        field.press("Enter")
+    else:
+        section.get_by_role("button", name="Check").click()
+    return section
+
+
+def _fragment(page):
+    return json.loads(unquote(page.evaluate("location.hash")[1:]))
+
+
+def test_every_exercise_kind_wrong_then_right(pages):
+    with browser_page() as (page, log):
+        _open(page, pages, "exercises")
+        kinds = page.locator("[data-exercise]").evaluate_all("(nodes) => nodes.map((n) => n.dataset.exercise)")
+        assert len(kinds) == 16
+        assert page.get_by_test_id("exercise-progress").inner_text() == "0 of 16 correct"
+        correct = 0
+        for kind in kinds:
+            section = _answer(page, kind, "abc")
+            assert section.get_by_role("alert").inner_text().strip(), kind  # refused beside the field
+            assert section.locator("input").get_attribute("aria-invalid") == "true"
+            section = _answer(page, kind, "200", press_enter=False)
+            feedback = section.locator("[data-exercise-result]")
+            result = feedback.get_attribute("data-exercise-result")
+            assert result in ("correct", "wrong"), kind
+            assert section.locator(".lab-exercise-worked").count() >= 1
+            if result == "wrong":
+                assert page.get_by_test_id("exercise-progress").inner_text() == f"{correct} of 16 correct"
+                revealed = re.search(
+                    r"the codec computes (\S+)\.$", feedback.locator(".lab-exercise-verdict").inner_text()
+                )
+                section = _answer(page, kind, revealed.group(1).replace("\u2212", "-"))
+                assert section.locator("[data-exercise-result]").get_attribute("data-exercise-result") == "correct", (
+                    kind
+                )
+            correct += 1
+            assert page.get_by_test_id("exercise-progress").inner_text() == f"{correct} of 16 correct"
+        worked = page.locator("[data-exercise='nibble-decode'] .lab-exercise-worked").inner_text()
+        assert re.search(r"[01]{4}", worked)
+        assert "2^(" in page.locator("[data-exercise='e8m0-rule'] .lab-exercise-worked").all_inner_texts()[-1]
+        assert "blocks of" in page.locator("[data-exercise='gguf-bytes'] .lab-exercise-worked").inner_text()
+        # a wrong answer after a right one takes the count back down
+        _answer(page, "capacity-affine", "1e39")
+        assert (
+            page.locator("[data-exercise='capacity-affine'] [data-exercise-result]").get_attribute(
+                "data-exercise-result"
+            )
+            == "wrong"
+        )
+        assert page.get_by_test_id("exercise-progress").inner_text() == "15 of 16 correct"
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_new_instance_and_the_seed_in_the_link(pages):
+    with browser_page() as (page, log):
+        _open(page, pages, "exercises", {"seed": 5, "topic": 3})
+        prompts = page.locator(".lab-exercise-prompt").all_inner_texts()
+        assert len(prompts) == 2 and page.get_by_test_id("exercise-progress").inner_text() == "0 of 2 correct"
+        _open(page, pages, "exercises", {"seed": 6, "topic": 3})
+        assert page.locator(".lab-exercise-prompt").all_inner_texts() != prompts
+        _open(page, pages, "exercises", {"seed": 5, "topic": 3})
+        assert page.locator(".lab-exercise-prompt").all_inner_texts() == prompts
+        section = _answer(page, "mxfp4-decode", "7")
+        assert section.locator("[data-exercise-result]").count() == 1
+        section.get_by_role("button", name="New instance").click()
+        assert page.locator("[data-exercise='mxfp4-decode'] [data-exercise-result='none']").count() == 1
+        assert page.locator("[data-exercise='mxfp4-decode'] input").input_value() == ""
+        state = _fragment(page)
+        assert state["seed"] == 5 and state["rounds"] == {"mxfp4-decode": 1} and "mxfp4-decode" not in state["answers"]
+        fresh = page.locator(".lab-exercise-prompt").all_inner_texts()
+        page.reload()
+        page.wait_for_selector("body[data-ready='true']")
+        assert page.locator(".lab-exercise-prompt").all_inner_texts() == fresh
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_code_explorer_bits_and_value_box(pages):
+    with browser_page() as (page, log):
+        _open(page, pages, "code-explorer")
+        assert page.get_by_test_id("code-value").inner_text() == "0.3125"
+        assert (
+            page.get_by_test_id("code-formula").inner_text() == "(+1) \u00d7 2^(5 \u2212 7) \u00d7 (1 + 2/8) = 0.3125"
+        )
+        assert page.get_by_test_id("encoded-value").all_inner_texts() == ["0.3125"]
+        assert "between 0.28125 and 0.3125" in page.get_by_test_id("bracket").inner_text()
+        page.get_by_role("button", name="bit 7, sign, is 0").click()
+        assert page.get_by_test_id("code-value").inner_text() == "\u22120.3125"
+        page.get_by_role("button", name="E8M0").click()
+        value = page.get_by_role("textbox", name="a real number to encode")
+        value.fill("3")
+        value.press("Enter")
+        assert page.get_by_test_id("encoded-value").all_inner_texts() == ["2", "4", "4"]
+        page.get_by_role("button", name="show code 0x80").click()
+        assert page.get_by_test_id("code-value").inner_text() == "2"
+        assert page.get_by_test_id("code-formula").inner_text().startswith("2^(128 \u2212 127)")
+        value.fill("-1")
+        value.press("Enter")
+        assert "no sign and no zero" in page.get_by_test_id("encode-note").inner_text()
+        page.get_by_role("button", name="E2M1").click()
+        value.fill("2.5")
+        value.press("Enter")
+        assert page.get_by_test_id("encoded-value").all_inner_texts() == ["2"]  # a tie goes to the lower code
+        code = page.get_by_role("textbox", name="code (decimal, 0x\u2026 or 0b\u2026)")
+        code.fill("0b0111")
+        code.press("Enter")
+        assert page.get_by_test_id("code-value").inner_text() == "6"
+        code.fill("16")
+        code.press("Enter")
+        assert "0..15" in page.get_by_role("alert").inner_text()
+        assert log.blocked == [] and log.console_errors == []
