@@ -34,10 +34,11 @@ Q5_0 in place of Q4_K).
 from __future__ import annotations
 
 import importlib.util
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,7 @@ from lab.formats._blocks import float_input, grouped
 from lab.formats._mx import MXTensor
 from lab.formats.nvfp4 import NVFP4Tensor
 from lab.formats.rounding import preset as rounding_preset
+from lab.teach import cache as result_cache
 from lab.teach.metrics import OriginalFigures, error_metrics
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -221,6 +223,7 @@ class StudyRow:
     name: str
     format: Format
     quantize: Callable[[np.ndarray], QuantizedTensor]
+    preset: str | None = None
 
     def skip_reason(self, row_length: int) -> str | None:
         return self.format.skip_reason(row_length)
@@ -244,10 +247,10 @@ def study_rows() -> dict[str, StudyRow]:
     for fmt in FORMATS.values():
         for preset in fmt.presets or (None,):
             name = fmt.title if preset is None else f"{fmt.title} ({preset})"
-            rows[name] = StudyRow(name, fmt, partial(fmt.quantize, rule=preset) if preset else fmt.quantize)
+            rows[name] = StudyRow(name, fmt, partial(fmt.quantize, rule=preset) if preset else fmt.quantize, preset)
         for suffix, preset, quantize in TECHNIQUES.get(fmt.name, ()):
             name = fmt.title + (f" ({preset})" if preset else "") + suffix
-            rows[name] = StudyRow(name, fmt, quantize)
+            rows[name] = StudyRow(name, fmt, quantize, preset)
     return rows
 
 
@@ -365,17 +368,78 @@ def _not_evaluated(array: np.ndarray) -> str | None:
     return None
 
 
+#: the study's own code, beside each format's module: a change to any of it changes the numbers
+_STUDY_SOURCES = ("codes", "formats", "_arrays.py", "errors.py", "teach/metrics.py", "teach/real_weights.py")
+
+
+@lru_cache(maxsize=1)
+def _study_source_digest() -> str:
+    root = Path(__file__).resolve().parent.parent
+    paths = []
+    for name in _STUDY_SOURCES:
+        path = root / name
+        paths += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return result_cache.source_digest(paths)
+
+
+def _entry_key(tensor_digest: str, spec: StudyRow) -> str | None:
+    """The cache key of one (tensor, study row) step, or None when the row's code cannot be named
+    (a quantizer whose module has no source file): such a step is always computed."""
+    quantize = spec.quantize.func if isinstance(spec.quantize, partial) else spec.quantize
+    module = sys.modules.get(getattr(quantize, "__module__", None) or "")
+    files = result_cache.source_files(module) if module is not None else []
+    if not files:
+        return None
+    return result_cache.digest(
+        result_cache.lab_version(),
+        _study_source_digest(),
+        result_cache.source_digest(files),
+        spec.format.name,
+        spec.preset or "",
+        spec.name,
+        getattr(quantize, "__qualname__", ""),
+        tensor_digest,
+    )
+
+
+def _measure(spec: StudyRow, name: str, w: np.ndarray, original: OriginalFigures) -> tuple[TensorResult, float, float]:
+    reason = spec.skip_reason(w.shape[-1])
+    if reason:
+        unmeasured = dict.fromkeys(UNMEASURED, float("nan"))
+        return TensorResult(name, spec.name, w.shape, w.size, **unmeasured, skipped=reason), 0.0, 0.0
+    quantized = spec.quantize(w)
+    metrics = error_metrics(w, quantized.dequantize(), original)
+    squared_error, squared_norm = metrics.pop("squared_error"), metrics.pop("squared_norm")
+    bits_per_weight = float(quantized.bits_per_weight)
+    result = TensorResult(name, spec.name, w.shape, w.size, bits_per_weight=bits_per_weight, **metrics)
+    return result, squared_error, squared_norm
+
+
+#: the TensorResult fields a cache entry keeps; the names and shape come from the call itself
+_CACHED_FIELDS = (*UNMEASURED, "skipped")
+
+
 def evaluate_model(
     tensors: Mapping[str, np.ndarray],
     formats: Iterable[str] | None = None,
     progress: Callable[[int, int, str], object] | None = None,
+    cache: bool | str | Path = False,
 ) -> ModelReport:
     """Quantize every 2-D float tensor in every study row (default: all of study_rows()) and measure the error.
 
     `progress(done, total, label)` is called after each (tensor, format) step, e.g. to advance
     a marimo progress bar. Tensors that are not 2-D float matrices are listed in `not_evaluated`.
+
+    `cache=True` keeps each step's numbers on disk (lab.teach.cache: $LAB_CACHE_DIR, else the
+    user's cache folder), a path keeps them there; a step seen before, with the same tensor
+    bytes, format, preset, lab version and source code, is read back rather than computed. The
+    report is then identical to the one computed, `seconds` included: those are the seconds the
+    step took when it was computed.
     """
     chosen = _pick_rows(formats)
+    store = None
+    if cache:
+        store = result_cache.ResultCache("real_weights", None if cache is True else Path(cache))
     not_evaluated = {}
     matrices = {}
     for name, array in tensors.items():
@@ -389,21 +453,25 @@ def evaluate_model(
     total = len(matrices) * len(chosen)
     done = 0
     for name, w in matrices.items():
-        original = OriginalFigures.of(w)
+        original = None  # worked out on the first step that is not cached
+        tensor_digest = result_cache.array_digest(w) if store else ""
         for spec in chosen:
-            started = time.perf_counter()
-            reason = spec.skip_reason(w.shape[-1])
-            if reason:
-                unmeasured = dict.fromkeys(UNMEASURED, float("nan"))
-                result = TensorResult(name, spec.name, w.shape, w.size, **unmeasured, skipped=reason)
-                squared_error = squared_norm = 0.0
+            key = _entry_key(tensor_digest, spec) if store else None
+            entry = store.load(key) if key else None
+            if entry is None:
+                started = time.perf_counter()
+                if original is None:
+                    original = OriginalFigures.of(w)
+                result, squared_error, squared_norm = _measure(spec, name, w, original)
+                seconds = time.perf_counter() - started
+                if key:
+                    fields = {field_name: getattr(result, field_name) for field_name in _CACHED_FIELDS}
+                    store.store(key, {**fields, "squared": [squared_error, squared_norm], "seconds": seconds})
             else:
-                quantized = spec.quantize(w)
-                metrics = error_metrics(w, quantized.dequantize(), original)
-                squared_error, squared_norm = metrics.pop("squared_error"), metrics.pop("squared_norm")
-                bits_per_weight = float(quantized.bits_per_weight)
-                result = TensorResult(name, spec.name, w.shape, w.size, bits_per_weight=bits_per_weight, **metrics)
-            summaries[spec.name].add(result, squared_error, squared_norm, time.perf_counter() - started)
+                fields = {field_name: entry[field_name] for field_name in _CACHED_FIELDS}
+                result = TensorResult(name, spec.name, w.shape, w.size, **fields)
+                (squared_error, squared_norm), seconds = entry["squared"], entry["seconds"]
+            summaries[spec.name].add(result, squared_error, squared_norm, seconds)
             results.append(result)
             done += 1
             if progress is not None:
