@@ -72,14 +72,24 @@ def test_changed_weights_miss_and_equal_weights_under_another_name_hit(cache_fol
     assert len(set(cache_folder.rglob("*.json"))) == len(entries) + 1
 
 
+def test_formats_added_later_join_the_same_tensor_file(cache_folder, monkeypatch):
+    first = real_weights.evaluate_model(WEIGHTS, formats=["NVFP4"], cache=True)
+    both = real_weights.evaluate_model(WEIGHTS, formats=["NVFP4", "Q4_K"], cache=True)
+    monkeypatch.setattr(real_weights, "_measure", lambda *a: pytest.fail("computed again"))
+    again = real_weights.evaluate_model(WEIGHTS, formats=["NVFP4", "Q4_K"], cache=True)
+    assert as_json(again) == as_json(both)
+    nvfp4_rows = [row for row in both.records() if row["format"] == "NVFP4"]
+    assert json.dumps(first.records()) == json.dumps(nvfp4_rows)
+
+
 def test_the_key_names_format_preset_version_and_source(cache_folder, monkeypatch):
     rows = real_weights.study_rows()
+    keys = {real_weights._row_key(rows[name]) for name in ("MXFP4 (mlx)", "MXFP4 (ocp)", "Q4_K", "NVFP4")}
+    assert len(keys) == 4
     tensor = cache.array_digest(WEIGHTS["a.weight"])
-    keys = {real_weights._entry_key(tensor, rows[name]) for name in ("MXFP4 (mlx)", "MXFP4 (ocp)", "Q4_K")}
-    assert len(keys) == 3
-    before = real_weights._entry_key(tensor, rows["Q4_K"])
+    before = real_weights._tensor_key(tensor)
     monkeypatch.setattr(cache, "lab_version", lambda: "0.0.0-other")
-    assert real_weights._entry_key(tensor, rows["Q4_K"]) != before
+    assert real_weights._tensor_key(tensor) != before
 
 
 def test_a_format_module_edit_changes_its_source_digest(tmp_path):

@@ -33,12 +33,13 @@ Q5_0 in place of Q4_K).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache, partial
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -372,7 +373,7 @@ def _not_evaluated(array: np.ndarray) -> str | None:
 _STUDY_SOURCES = ("codes", "formats", "_arrays.py", "errors.py", "teach/metrics.py", "teach/real_weights.py")
 
 
-@lru_cache(maxsize=1)
+@functools.cache
 def _study_source_digest() -> str:
     root = Path(__file__).resolve().parent.parent
     paths = []
@@ -382,24 +383,27 @@ def _study_source_digest() -> str:
     return result_cache.source_digest(paths)
 
 
-def _entry_key(tensor_digest: str, spec: StudyRow) -> str | None:
-    """The cache key of one (tensor, study row) step, or None when the row's code cannot be named
+@functools.cache
+def _module_source_digest(module_name: str) -> str | None:
+    module = sys.modules.get(module_name)
+    files = result_cache.source_files(module) if module is not None else []
+    return result_cache.source_digest(files) if files else None
+
+
+def _tensor_key(tensor_digest: str) -> str:
+    """The cache file of one tensor: its bytes, the lab's version and the study's shared code."""
+    return result_cache.digest(result_cache.lab_version(), _study_source_digest(), tensor_digest)
+
+
+def _row_key(spec: StudyRow) -> str | None:
+    """A study row's entry in a tensor's cache file, or None when the row's code cannot be named
     (a quantizer whose module has no source file): such a step is always computed."""
     quantize = spec.quantize.func if isinstance(spec.quantize, partial) else spec.quantize
-    module = sys.modules.get(getattr(quantize, "__module__", None) or "")
-    files = result_cache.source_files(module) if module is not None else []
-    if not files:
+    module_digest = _module_source_digest(getattr(quantize, "__module__", None) or "")
+    if module_digest is None:
         return None
-    return result_cache.digest(
-        result_cache.lab_version(),
-        _study_source_digest(),
-        result_cache.source_digest(files),
-        spec.format.name,
-        spec.preset or "",
-        spec.name,
-        getattr(quantize, "__qualname__", ""),
-        tensor_digest,
-    )
+    qualname = getattr(quantize, "__qualname__", "")
+    return result_cache.digest(module_digest, spec.format.name, spec.preset or "", spec.name, qualname)
 
 
 def _measure(spec: StudyRow, name: str, w: np.ndarray, original: OriginalFigures) -> tuple[TensorResult, float, float]:
@@ -454,19 +458,24 @@ def evaluate_model(
     done = 0
     for name, w in matrices.items():
         original = None  # worked out on the first step that is not cached
-        tensor_digest = result_cache.array_digest(w) if store else ""
+        # One cache file per tensor (a few dozen files, not one per step: opening files is slow
+        # on a busy disk), holding an entry per study row.
+        tensor_key = _tensor_key(result_cache.array_digest(w)) if store else None
+        entries = (store.load(tensor_key) or {}) if store else {}
+        new_entries = False
         for spec in chosen:
-            key = _entry_key(tensor_digest, spec) if store else None
-            entry = store.load(key) if key else None
+            row_key = _row_key(spec) if store else None
+            entry = entries.get(row_key) if row_key else None
             if entry is None:
                 started = time.perf_counter()
                 if original is None:
                     original = OriginalFigures.of(w)
                 result, squared_error, squared_norm = _measure(spec, name, w, original)
                 seconds = time.perf_counter() - started
-                if key:
+                if row_key:
                     fields = {field_name: getattr(result, field_name) for field_name in _CACHED_FIELDS}
-                    store.store(key, {**fields, "squared": [squared_error, squared_norm], "seconds": seconds})
+                    entries[row_key] = {**fields, "squared": [squared_error, squared_norm], "seconds": seconds}
+                    new_entries = True
             else:
                 fields = {field_name: entry[field_name] for field_name in _CACHED_FIELDS}
                 result = TensorResult(name, spec.name, w.shape, w.size, **fields)
@@ -476,4 +485,6 @@ def evaluate_model(
             done += 1
             if progress is not None:
                 progress(done, total, f"{name} · {spec.name}")
+        if new_entries:
+            store.store(tensor_key, entries)
     return ModelReport(results, summaries, not_evaluated)
