@@ -40,14 +40,18 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / CACHE_FOLDER_NAME
 
 
-def digest(*parts: str | bytes) -> str:
-    """A short hex digest of the parts, each length-prefixed so that ("ab", "c") and ("a", "bc") differ."""
-    hasher = hashlib.blake2b(digest_size=16)
+def digest(*parts: str | bytes | memoryview) -> str:
+    """A hex digest of the parts, each length-prefixed so that ("ab", "c") and ("a", "bc") differ.
+
+    SHA-256 rather than BLAKE2: CPUs with SHA instructions hash the model's 90 MB about half as
+    fast again, and the parts are hashed in place (a memoryview is not copied).
+    """
+    hasher = hashlib.sha256()
     for part in parts:
-        data = part.encode() if isinstance(part, str) else bytes(part)
-        hasher.update(len(data).to_bytes(8, "little"))
+        data = memoryview(part.encode() if isinstance(part, str) else part)
+        hasher.update(data.nbytes.to_bytes(8, "little"))
         hasher.update(data)
-    return hasher.hexdigest()
+    return hasher.hexdigest()[:32]
 
 
 def array_digest(array: np.ndarray) -> str:
