@@ -141,6 +141,39 @@ def _squared_block_error(reconstructed: np.ndarray, blocks: np.ndarray) -> np.nd
     return np.square(error, out=error).sum(axis=-1)
 
 
+#: blocks searched per pass: 2048 blocks of 32 weights keep a chunk's candidate codes, decoded
+#: weights and float64 errors (~1.5 MiB) in the CPU's cache across every offset, where a whole
+#: 11.7 M-weight embedding's would go out to memory once per offset
+_SEARCH_CHUNK_BLOCKS = 2048
+
+
+def _search_blocks(blocks, base_bytes, base_codes, offsets, encode, decode):
+    """Per block of `blocks` (float32 [n, group]), the scale byte base_bytes + offset whose codes
+    decode with the least squared error, and those codes; the first offset wins a tie.
+
+    encode(magnitude, negative, candidate bytes) -> codes and decode(codes, candidate bytes) ->
+    float32 weights work on a chunk of blocks. Every block's error is its own, so going chunk by
+    chunk picks exactly what one pass over the whole tensor would.
+    """
+    best_bytes = base_bytes.copy()
+    best_codes = base_codes.copy()
+    for start in range(0, blocks.shape[0], _SEARCH_CHUNK_BLOCKS):
+        chunk = slice(start, start + _SEARCH_CHUNK_BLOCKS)
+        chunk_blocks = blocks[chunk]
+        magnitude, negative = np.abs(chunk_blocks), np.signbit(chunk_blocks)
+        chunk_bytes, chunk_codes = best_bytes[chunk], best_codes[chunk]  # views: written in place
+        best_error = np.full(chunk_bytes.shape, np.inf)
+        for offset in offsets:
+            candidate = offset(base_bytes[chunk])
+            codes = encode(magnitude, negative, candidate)
+            error = _squared_block_error(decode(codes, candidate), chunk_blocks)
+            better = error < best_error
+            best_error = np.where(better, error, best_error)
+            np.copyto(chunk_bytes, candidate, where=better, casting="unsafe")
+            np.copyto(chunk_codes, codes, where=better[..., None])
+    return best_bytes, best_codes
+
+
 def mxfp4_scale_search(w, rule: str = "mlx", offsets: Iterable[int] = SEARCH_OFFSETS) -> MXTensor:
     """MXFP4 where each block keeps, of the E8M0 bytes rule_byte + offset, the one with least squared error.
 
@@ -151,27 +184,32 @@ def mxfp4_scale_search(w, rule: str = "mlx", offsets: Iterable[int] = SEARCH_OFF
     rules = rounding_preset(rule)
     base = mxfp4.quantize(w, rule=rule)
     weights, dtype = float_input(w, mxfp4.GROUP_SIZE)
-    blocks = grouped(weights, mxfp4.GROUP_SIZE)
-    magnitude, negative = np.abs(blocks), np.signbit(blocks)
-    best_bytes = base.scale_bytes.copy()
-    best_codes = grouped(base.codes, mxfp4.GROUP_SIZE).copy()
-    best_error = np.full(base.scale_bytes.shape, np.inf)
-    for offset in offsets:
+    group = mxfp4.GROUP_SIZE
+
+    def candidate_bytes(offset):
         # Byte 255 is the NaN scale; 0..254 are all real powers of two.
-        candidate = np.clip(base.scale_bytes.astype(np.int64) + offset, 0, 254)
+        return lambda scale_bytes: np.clip(scale_bytes.astype(np.int64) + offset, 0, 254)
+
+    def encode(magnitude, negative, candidate):
         # The same arithmetic as mxfp4.quantize, with the candidate scale in place of the rule's.
-        codes = _mx.element_codes(magnitude, negative, candidate, base.element, rules, dtype)
+        return _mx.element_codes(magnitude, negative, candidate, base.element, rules, dtype)
+
+    def decode(codes, candidate):
         with np.errstate(over="ignore"):  # a scale that overflows float32 loses the comparison
-            reconstructed = mxfp4.from_parts(codes.reshape(base.shape), candidate).dequantize()
-        error = _squared_block_error(reconstructed.reshape(blocks.shape), blocks)
-        better = error < best_error
-        best_error = np.where(better, error, best_error)
-        best_bytes = np.where(better, candidate, best_bytes).astype(np.uint8)
-        np.copyto(best_codes, codes, where=better[..., None])
+            return mxfp4.from_parts(codes.reshape(-1), candidate).dequantize().reshape(codes.shape)
+
+    best_bytes, best_codes = _search_blocks(
+        grouped(weights, group).reshape(-1, group),
+        base.scale_bytes.reshape(-1),
+        base.codes.reshape(-1, group),
+        [candidate_bytes(offset) for offset in offsets],
+        encode,
+        decode,
+    )
     return MXTensor(
         element=base.element,
         codes=best_codes.reshape(base.shape),
-        scale_bytes=best_bytes,
+        scale_bytes=best_bytes.reshape(base.scale_bytes.shape),
         rule=f"{rule} + scale search",
         source_dtype=dtype,
     )
@@ -186,27 +224,32 @@ def nvfp4_scale_search(w, global_scale=None, offsets: Iterable[int] = SEARCH_OFF
     """
     base = nvfp4.quantize(w, global_scale=global_scale)
     weights, dtype = float_input(w, nvfp4.GROUP_SIZE)
-    blocks = grouped(weights, nvfp4.GROUP_SIZE)
-    magnitude, negative = np.abs(blocks), np.signbit(blocks)
+    group = nvfp4.GROUP_SIZE
     scale_encode = None
     if base.global_scale is not None:
         scale_encode = float(np.float32(nvfp4.TENSOR_SCALE_RANGE) / np.float32(base.global_scale))
-    best_bytes = base.scale_bytes.copy()
-    best_codes = grouped(base.codes, nvfp4.GROUP_SIZE).copy()
-    best_error = np.full(base.scale_bytes.shape, np.inf)
-    for offset in offsets:
-        candidate = np.clip(base.scale_bytes.astype(np.int64) + offset, 0, e4m3.MAX_BYTE).astype(np.uint8)
+
+    def candidate_bytes(offset):
+        return lambda scale_bytes: np.clip(scale_bytes.astype(np.int64) + offset, 0, e4m3.MAX_BYTE).astype(np.uint8)
+
+    def encode(magnitude, negative, candidate):
         # The same arithmetic as nvfp4.quantize, with the candidate scale in place of the rule's.
-        codes = nvfp4.element_codes(magnitude, negative, e4m3.decode(candidate), dtype, scale_encode)
-        reconstructed = nvfp4.from_parts(codes.reshape(base.shape), candidate, base.global_scale).dequantize()
-        error = _squared_block_error(reconstructed.reshape(blocks.shape), blocks)
-        better = error < best_error
-        best_error = np.where(better, error, best_error)
-        best_bytes = np.where(better, candidate, best_bytes).astype(np.uint8)
-        np.copyto(best_codes, codes, where=better[..., None])
+        return nvfp4.element_codes(magnitude, negative, e4m3.decode(candidate), dtype, scale_encode)
+
+    def decode(codes, candidate):
+        return nvfp4.from_parts(codes.reshape(-1), candidate, base.global_scale).dequantize().reshape(codes.shape)
+
+    best_bytes, best_codes = _search_blocks(
+        grouped(weights, group).reshape(-1, group),
+        base.scale_bytes.reshape(-1),
+        base.codes.reshape(-1, group),
+        [candidate_bytes(offset) for offset in offsets],
+        encode,
+        decode,
+    )
     return NVFP4Tensor(
         codes=best_codes.reshape(base.shape),
-        scale_bytes=best_bytes,
+        scale_bytes=best_bytes.reshape(base.scale_bytes.shape),
         global_scale=base.global_scale,
         source_dtype=dtype,
     )
