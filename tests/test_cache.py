@@ -90,6 +90,9 @@ def test_the_key_names_format_preset_version_and_source(cache_folder, monkeypatc
     before = real_weights._tensor_key(tensor)
     monkeypatch.setattr(cache, "lab_version", lambda: "0.0.0-other")
     assert real_weights._tensor_key(tensor) != before
+    other_version = real_weights._tensor_key(tensor)
+    monkeypatch.setattr(np, "__version__", "0.0.0-other")
+    assert real_weights._tensor_key(tensor) != other_version
 
 
 def test_a_format_module_edit_changes_its_source_digest(tmp_path):

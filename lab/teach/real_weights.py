@@ -434,8 +434,9 @@ def _module_source_digest(module_name: str) -> str | None:
 
 
 def _tensor_key(tensor_digest: str) -> str:
-    """The cache file of one tensor: its bytes, the lab's version and the study's shared code."""
-    return result_cache.digest(result_cache.lab_version(), _study_source_digest(), tensor_digest)
+    """The cache file of one tensor: its bytes, the lab's version, the study's shared code and
+    numpy's version (a numpy release may round or sum differently)."""
+    return result_cache.digest(result_cache.lab_version(), np.__version__, _study_source_digest(), tensor_digest)
 
 
 def _row_key(spec: StudyRow) -> str | None:
