@@ -52,10 +52,12 @@ def _(mo, real_weights, weights):
     _steps = sum(1 for w in weights.values() if w.ndim == 2) * len(real_weights.study_rows())
     # The bar goes when the work is done: the tables below are the result, and a finished bar
     # (with its timing) would only make every export of this page different.
-    with mo.status.progress_bar(
-        total=_steps, title="Quantizing every tensor in every format", remove_on_exit=True
-    ) as _bar:
-        report = real_weights.evaluate_model(weights, progress=lambda done, total, label: _bar.update(subtitle=label))
+    # cache=True: each (tensor, format) result is kept on disk (lab.teach.cache), so opening
+    # this page again reads the numbers back in well under a second instead of recomputing them.
+    with mo.status.progress_bar(total=_steps, title="Quantizing every tensor in every format", remove_on_exit=True) as _bar:
+        report = real_weights.evaluate_model(
+            weights, progress=lambda done, total, label: _bar.update(subtitle=label), cache=True
+        )
     return (report,)
 
 

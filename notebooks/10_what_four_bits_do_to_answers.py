@@ -252,5 +252,13 @@ def _(mo):
     return
 
 
+@app.cell(hide_code=True)
+def _(mo):
+    from lab.teach import course as _course
+
+    mo.md(_course.navigation("10_what_four_bits_do_to_answers.py"))
+    return
+
+
 if __name__ == "__main__":
     app.run()

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
+import tempfile
 
 import numpy as np
 import pytest
 
 from lab.codes import e2m1
+
+
+def pytest_configure(config):
+    """Cached study results go to a folder of this run's own, never the user's ~/.cache."""
+    if "LAB_CACHE_DIR" not in os.environ:
+        os.environ["LAB_CACHE_DIR"] = tempfile.mkdtemp(prefix="four-bit-lab-cache-")
 
 
 def require_mlx():

@@ -33,7 +33,9 @@ Q5_0 in place of Q4_K).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -49,6 +51,7 @@ from lab.formats._blocks import float_input, grouped
 from lab.formats._mx import MXTensor
 from lab.formats.nvfp4 import NVFP4Tensor
 from lab.formats.rounding import preset as rounding_preset
+from lab.teach import cache as result_cache
 from lab.teach.metrics import OriginalFigures, error_metrics
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -138,6 +141,39 @@ def _squared_block_error(reconstructed: np.ndarray, blocks: np.ndarray) -> np.nd
     return np.square(error, out=error).sum(axis=-1)
 
 
+#: blocks searched per pass: 2048 blocks of 32 weights keep a chunk's candidate codes, decoded
+#: weights and float64 errors (~1.5 MiB) in the CPU's cache across every offset, where a whole
+#: 11.7 M-weight embedding's would go out to memory once per offset
+_SEARCH_CHUNK_BLOCKS = 2048
+
+
+def _search_blocks(blocks, base_bytes, base_codes, offsets, encode, decode):
+    """Per block of `blocks` (float32 [n, group]), the scale byte base_bytes + offset whose codes
+    decode with the least squared error, and those codes; the first offset wins a tie.
+
+    encode(magnitude, negative, candidate bytes) -> codes and decode(codes, candidate bytes) ->
+    float32 weights work on a chunk of blocks. Every block's error is its own, so going chunk by
+    chunk picks exactly what one pass over the whole tensor would.
+    """
+    best_bytes = base_bytes.copy()
+    best_codes = base_codes.copy()
+    for start in range(0, blocks.shape[0], _SEARCH_CHUNK_BLOCKS):
+        chunk = slice(start, start + _SEARCH_CHUNK_BLOCKS)
+        chunk_blocks = blocks[chunk]
+        magnitude, negative = np.abs(chunk_blocks), np.signbit(chunk_blocks)
+        chunk_bytes, chunk_codes = best_bytes[chunk], best_codes[chunk]  # views: written in place
+        best_error = np.full(chunk_bytes.shape, np.inf)
+        for offset in offsets:
+            candidate = offset(base_bytes[chunk])
+            codes = encode(magnitude, negative, candidate)
+            error = _squared_block_error(decode(codes, candidate), chunk_blocks)
+            better = error < best_error
+            best_error = np.where(better, error, best_error)
+            np.copyto(chunk_bytes, candidate, where=better, casting="unsafe")
+            np.copyto(chunk_codes, codes, where=better[..., None])
+    return best_bytes, best_codes
+
+
 def mxfp4_scale_search(w, rule: str = "mlx", offsets: Iterable[int] = SEARCH_OFFSETS) -> MXTensor:
     """MXFP4 where each block keeps, of the E8M0 bytes rule_byte + offset, the one with least squared error.
 
@@ -148,27 +184,32 @@ def mxfp4_scale_search(w, rule: str = "mlx", offsets: Iterable[int] = SEARCH_OFF
     rules = rounding_preset(rule)
     base = mxfp4.quantize(w, rule=rule)
     weights, dtype = float_input(w, mxfp4.GROUP_SIZE)
-    blocks = grouped(weights, mxfp4.GROUP_SIZE)
-    magnitude, negative = np.abs(blocks), np.signbit(blocks)
-    best_bytes = base.scale_bytes.copy()
-    best_codes = grouped(base.codes, mxfp4.GROUP_SIZE).copy()
-    best_error = np.full(base.scale_bytes.shape, np.inf)
-    for offset in offsets:
+    group = mxfp4.GROUP_SIZE
+
+    def candidate_bytes(offset):
         # Byte 255 is the NaN scale; 0..254 are all real powers of two.
-        candidate = np.clip(base.scale_bytes.astype(np.int64) + offset, 0, 254)
+        return lambda scale_bytes: np.clip(scale_bytes.astype(np.int64) + offset, 0, 254)
+
+    def encode(magnitude, negative, candidate):
         # The same arithmetic as mxfp4.quantize, with the candidate scale in place of the rule's.
-        codes = _mx.element_codes(magnitude, negative, candidate, base.element, rules, dtype)
+        return _mx.element_codes(magnitude, negative, candidate, base.element, rules, dtype)
+
+    def decode(codes, candidate):
         with np.errstate(over="ignore"):  # a scale that overflows float32 loses the comparison
-            reconstructed = mxfp4.from_parts(codes.reshape(base.shape), candidate).dequantize()
-        error = _squared_block_error(reconstructed.reshape(blocks.shape), blocks)
-        better = error < best_error
-        best_error = np.where(better, error, best_error)
-        best_bytes = np.where(better, candidate, best_bytes).astype(np.uint8)
-        np.copyto(best_codes, codes, where=better[..., None])
+            return mxfp4.from_parts(codes.reshape(-1), candidate).dequantize().reshape(codes.shape)
+
+    best_bytes, best_codes = _search_blocks(
+        grouped(weights, group).reshape(-1, group),
+        base.scale_bytes.reshape(-1),
+        base.codes.reshape(-1, group),
+        [candidate_bytes(offset) for offset in offsets],
+        encode,
+        decode,
+    )
     return MXTensor(
         element=base.element,
         codes=best_codes.reshape(base.shape),
-        scale_bytes=best_bytes,
+        scale_bytes=best_bytes.reshape(base.scale_bytes.shape),
         rule=f"{rule} + scale search",
         source_dtype=dtype,
     )
@@ -183,27 +224,32 @@ def nvfp4_scale_search(w, global_scale=None, offsets: Iterable[int] = SEARCH_OFF
     """
     base = nvfp4.quantize(w, global_scale=global_scale)
     weights, dtype = float_input(w, nvfp4.GROUP_SIZE)
-    blocks = grouped(weights, nvfp4.GROUP_SIZE)
-    magnitude, negative = np.abs(blocks), np.signbit(blocks)
+    group = nvfp4.GROUP_SIZE
     scale_encode = None
     if base.global_scale is not None:
         scale_encode = float(np.float32(nvfp4.TENSOR_SCALE_RANGE) / np.float32(base.global_scale))
-    best_bytes = base.scale_bytes.copy()
-    best_codes = grouped(base.codes, nvfp4.GROUP_SIZE).copy()
-    best_error = np.full(base.scale_bytes.shape, np.inf)
-    for offset in offsets:
-        candidate = np.clip(base.scale_bytes.astype(np.int64) + offset, 0, e4m3.MAX_BYTE).astype(np.uint8)
+
+    def candidate_bytes(offset):
+        return lambda scale_bytes: np.clip(scale_bytes.astype(np.int64) + offset, 0, e4m3.MAX_BYTE).astype(np.uint8)
+
+    def encode(magnitude, negative, candidate):
         # The same arithmetic as nvfp4.quantize, with the candidate scale in place of the rule's.
-        codes = nvfp4.element_codes(magnitude, negative, e4m3.decode(candidate), dtype, scale_encode)
-        reconstructed = nvfp4.from_parts(codes.reshape(base.shape), candidate, base.global_scale).dequantize()
-        error = _squared_block_error(reconstructed.reshape(blocks.shape), blocks)
-        better = error < best_error
-        best_error = np.where(better, error, best_error)
-        best_bytes = np.where(better, candidate, best_bytes).astype(np.uint8)
-        np.copyto(best_codes, codes, where=better[..., None])
+        return nvfp4.element_codes(magnitude, negative, e4m3.decode(candidate), dtype, scale_encode)
+
+    def decode(codes, candidate):
+        return nvfp4.from_parts(codes.reshape(-1), candidate, base.global_scale).dequantize().reshape(codes.shape)
+
+    best_bytes, best_codes = _search_blocks(
+        grouped(weights, group).reshape(-1, group),
+        base.scale_bytes.reshape(-1),
+        base.codes.reshape(-1, group),
+        [candidate_bytes(offset) for offset in offsets],
+        encode,
+        decode,
+    )
     return NVFP4Tensor(
         codes=best_codes.reshape(base.shape),
-        scale_bytes=best_bytes,
+        scale_bytes=best_bytes.reshape(base.scale_bytes.shape),
         global_scale=base.global_scale,
         source_dtype=dtype,
     )
@@ -221,6 +267,7 @@ class StudyRow:
     name: str
     format: Format
     quantize: Callable[[np.ndarray], QuantizedTensor]
+    preset: str | None = None
 
     def skip_reason(self, row_length: int) -> str | None:
         return self.format.skip_reason(row_length)
@@ -244,10 +291,10 @@ def study_rows() -> dict[str, StudyRow]:
     for fmt in FORMATS.values():
         for preset in fmt.presets or (None,):
             name = fmt.title if preset is None else f"{fmt.title} ({preset})"
-            rows[name] = StudyRow(name, fmt, partial(fmt.quantize, rule=preset) if preset else fmt.quantize)
+            rows[name] = StudyRow(name, fmt, partial(fmt.quantize, rule=preset) if preset else fmt.quantize, preset)
         for suffix, preset, quantize in TECHNIQUES.get(fmt.name, ()):
             name = fmt.title + (f" ({preset})" if preset else "") + suffix
-            rows[name] = StudyRow(name, fmt, quantize)
+            rows[name] = StudyRow(name, fmt, quantize, preset)
     return rows
 
 
@@ -365,17 +412,82 @@ def _not_evaluated(array: np.ndarray) -> str | None:
     return None
 
 
+#: the study's own code, beside each format's module: a change to any of it changes the numbers
+_STUDY_SOURCES = ("codes", "formats", "_arrays.py", "errors.py", "teach/metrics.py", "teach/real_weights.py")
+
+
+@functools.cache
+def _study_source_digest() -> str:
+    root = Path(__file__).resolve().parent.parent
+    paths = []
+    for name in _STUDY_SOURCES:
+        path = root / name
+        paths += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return result_cache.source_digest(paths)
+
+
+@functools.cache
+def _module_source_digest(module_name: str) -> str | None:
+    module = sys.modules.get(module_name)
+    files = result_cache.source_files(module) if module is not None else []
+    return result_cache.source_digest(files) if files else None
+
+
+def _tensor_key(tensor_digest: str) -> str:
+    """The cache file of one tensor: its bytes, the lab's version, the study's shared code and
+    numpy's version (a numpy release may round or sum differently)."""
+    return result_cache.digest(result_cache.lab_version(), np.__version__, _study_source_digest(), tensor_digest)
+
+
+def _row_key(spec: StudyRow) -> str | None:
+    """A study row's entry in a tensor's cache file, or None when the row's code cannot be named
+    (a quantizer whose module has no source file): such a step is always computed."""
+    quantize = spec.quantize.func if isinstance(spec.quantize, partial) else spec.quantize
+    module_digest = _module_source_digest(getattr(quantize, "__module__", None) or "")
+    if module_digest is None:
+        return None
+    qualname = getattr(quantize, "__qualname__", "")
+    return result_cache.digest(module_digest, spec.format.name, spec.preset or "", spec.name, qualname)
+
+
+def _measure(spec: StudyRow, name: str, w: np.ndarray, original: OriginalFigures) -> tuple[TensorResult, float, float]:
+    reason = spec.skip_reason(w.shape[-1])
+    if reason:
+        unmeasured = dict.fromkeys(UNMEASURED, float("nan"))
+        return TensorResult(name, spec.name, w.shape, w.size, **unmeasured, skipped=reason), 0.0, 0.0
+    quantized = spec.quantize(w)
+    metrics = error_metrics(w, quantized.dequantize(), original)
+    squared_error, squared_norm = metrics.pop("squared_error"), metrics.pop("squared_norm")
+    bits_per_weight = float(quantized.bits_per_weight)
+    result = TensorResult(name, spec.name, w.shape, w.size, bits_per_weight=bits_per_weight, **metrics)
+    return result, squared_error, squared_norm
+
+
+#: the TensorResult fields a cache entry keeps; the names and shape come from the call itself
+_CACHED_FIELDS = (*UNMEASURED, "skipped")
+
+
 def evaluate_model(
     tensors: Mapping[str, np.ndarray],
     formats: Iterable[str] | None = None,
     progress: Callable[[int, int, str], object] | None = None,
+    cache: bool | str | Path = False,
 ) -> ModelReport:
     """Quantize every 2-D float tensor in every study row (default: all of study_rows()) and measure the error.
 
     `progress(done, total, label)` is called after each (tensor, format) step, e.g. to advance
     a marimo progress bar. Tensors that are not 2-D float matrices are listed in `not_evaluated`.
+
+    `cache=True` keeps each step's numbers on disk (lab.teach.cache: $LAB_CACHE_DIR, else the
+    user's cache folder), a path keeps them there; a step seen before, with the same tensor
+    bytes, format, preset, lab version and source code, is read back rather than computed. The
+    report is then identical to the one computed, `seconds` included: those are the seconds the
+    step took when it was computed.
     """
     chosen = _pick_rows(formats)
+    store = None
+    if cache:
+        store = result_cache.ResultCache("real_weights", None if cache is True else Path(cache))
     not_evaluated = {}
     matrices = {}
     for name, array in tensors.items():
@@ -389,23 +501,34 @@ def evaluate_model(
     total = len(matrices) * len(chosen)
     done = 0
     for name, w in matrices.items():
-        original = OriginalFigures.of(w)
+        original = None  # worked out on the first step that is not cached
+        # One cache file per tensor (a few dozen files, not one per step: opening files is slow
+        # on a busy disk), holding an entry per study row.
+        tensor_key = _tensor_key(result_cache.array_digest(w)) if store else None
+        entries = (store.load(tensor_key) or {}) if store else {}
+        new_entries = False
         for spec in chosen:
-            started = time.perf_counter()
-            reason = spec.skip_reason(w.shape[-1])
-            if reason:
-                unmeasured = dict.fromkeys(UNMEASURED, float("nan"))
-                result = TensorResult(name, spec.name, w.shape, w.size, **unmeasured, skipped=reason)
-                squared_error = squared_norm = 0.0
+            row_key = _row_key(spec) if store else None
+            entry = entries.get(row_key) if row_key else None
+            if entry is None:
+                started = time.perf_counter()
+                if original is None:
+                    original = OriginalFigures.of(w)
+                result, squared_error, squared_norm = _measure(spec, name, w, original)
+                seconds = time.perf_counter() - started
+                if row_key:
+                    fields = {field_name: getattr(result, field_name) for field_name in _CACHED_FIELDS}
+                    entries[row_key] = {**fields, "squared": [squared_error, squared_norm], "seconds": seconds}
+                    new_entries = True
             else:
-                quantized = spec.quantize(w)
-                metrics = error_metrics(w, quantized.dequantize(), original)
-                squared_error, squared_norm = metrics.pop("squared_error"), metrics.pop("squared_norm")
-                bits_per_weight = float(quantized.bits_per_weight)
-                result = TensorResult(name, spec.name, w.shape, w.size, bits_per_weight=bits_per_weight, **metrics)
-            summaries[spec.name].add(result, squared_error, squared_norm, time.perf_counter() - started)
+                fields = {field_name: entry[field_name] for field_name in _CACHED_FIELDS}
+                result = TensorResult(name, spec.name, w.shape, w.size, **fields)
+                (squared_error, squared_norm), seconds = entry["squared"], entry["seconds"]
+            summaries[spec.name].add(result, squared_error, squared_norm, seconds)
             results.append(result)
             done += 1
             if progress is not None:
                 progress(done, total, f"{name} · {spec.name}")
+        if new_entries:
+            store.store(tensor_key, entries)
     return ModelReport(results, summaries, not_evaluated)

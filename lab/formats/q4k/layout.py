@@ -37,17 +37,28 @@ def unpack_scale_min(b12: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     metadata = as_byte_array(b12, what="Q4_K metadata bytes")
     if metadata.ndim == 0 or metadata.shape[-1] != METADATA_BYTES:
         raise ShapeError(f"Q4_K metadata is {METADATA_BYTES} bytes per block, got shape {metadata.shape}")
-    scale_bytes = metadata[..., 0:4]  # s_0..s_3, plus the top bits of s_4..s_7
-    min_bytes = metadata[..., 4:8]  # m_0..m_3, plus the top bits of m_4..m_7
-    split_bytes = metadata[..., 8:12]  # low four bits of s_4..s_7 and m_4..m_7
-    low_scales = scale_bytes & 63
-    low_mins = min_bytes & 63
-    # j = 4..7: four bits from B[j+4], the other two from bits 6..7 of an earlier byte.
-    high_scales = (split_bytes & 15) | ((scale_bytes >> 6) << 4)
-    high_mins = (split_bytes >> 4) | ((min_bytes >> 6) << 4)
-    scales = np.concatenate([low_scales, high_scales], axis=-1).astype(np.uint8)
-    mins = np.concatenate([low_mins, high_mins], axis=-1).astype(np.uint8)
-    return scales, mins
+    return _scale_min_from_words(np.ascontiguousarray(metadata).view("<u4"))
+
+
+def _scale_min_from_words(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """unpack_scale_min on the metadata read as three little-endian uint32 words [..., 3].
+
+    Word 0 holds B[0..3], word 1 B[4..7], word 2 B[8..11], byte i of a word in bits 8i..8i+7, so
+    one integer operation works on four metadata bytes at once; the masks keep each byte's bits
+    from spilling into its neighbour, and no loop over the 12 bytes is needed.
+    """
+    scale_word, min_word, split_word = words[..., 0], words[..., 1], words[..., 2]
+    fields = np.empty((*words.shape[:-1], 4), dtype="<u4")
+    # j = 0..3: the low six bits of B[j] (scales) and B[j+4] (minimums).
+    fields[..., 0] = scale_word & 0x3F3F3F3F
+    fields[..., 2] = min_word & 0x3F3F3F3F
+    # j = 4..7: four bits from B[j+4], and bits 6..7 of B[j-4] (scales) or B[j] (minimums) moved
+    # to bits 4..5 of the same byte: (b >> 6) << 4 is (b >> 2) & 0x30.
+    fields[..., 1] = (split_word & 0x0F0F0F0F) | ((scale_word >> 2) & 0x30303030)
+    fields[..., 3] = ((split_word >> 4) & 0x0F0F0F0F) | ((min_word >> 2) & 0x30303030)
+    # Read back as bytes (little-endian words): s_0..s_7, then m_0..m_7.
+    by_field = fields.view(np.uint8)
+    return by_field[..., :SUBBLOCKS], by_field[..., SUBBLOCKS:]
 
 
 def pack_scale_min(scales: ArrayLike, mins: ArrayLike) -> np.ndarray:

@@ -20,8 +20,9 @@ from lab.formats.q4k.tensor import Q4KTensor, _assemble
 SEARCH_START = -1.0
 SEARCH_STEP = 0.1
 SEARCH_STEPS = 21
-#: subblocks fitted per pass; keeps the temporaries a few MiB so they stay in cache
-_FIT_CHUNK = 1 << 13
+#: super-blocks quantized per pass: 1024 blocks are 1 MiB of float32 weights, so the search's
+#: working set and the final codes' temporaries stay in the CPU's cache
+_CHUNK_BLOCKS = 1 << 10
 
 
 def quantize(w) -> Q4KTensor:
@@ -36,15 +37,33 @@ def quantize(w) -> Q4KTensor:
     n_blocks_per_row = values.shape[-1] // BLOCK_WEIGHTS
     x = np.ascontiguousarray(values).reshape(-1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
 
-    flat_x = x.reshape(-1, SUBBLOCK_WEIGHTS)
-    subblock_step = np.empty(flat_x.shape[0], dtype=np.float32)
-    subblock_floor = np.empty(flat_x.shape[0], dtype=np.float32)
-    search_codes = np.empty(flat_x.shape, dtype=np.uint8)
-    for start in range(0, flat_x.shape[0], _FIT_CHUNK):
-        stop = start + _FIT_CHUNK
-        subblock_step[start:stop], subblock_floor[start:stop], search_codes[start:stop] = _fit_subblocks(
-            flat_x[start:stop]
+    # Every super-block is quantized on its own, so quantizing a chunk at a time gives the same
+    # bytes as one pass over the whole tensor, with temporaries that fit in cache.
+    n_blocks = x.shape[0]
+    d16 = np.empty(n_blocks, dtype=np.float16)
+    dmin16 = np.empty(n_blocks, dtype=np.float16)
+    subblock_scale = np.empty((n_blocks, SUBBLOCKS), dtype=np.uint8)
+    subblock_min = np.empty((n_blocks, SUBBLOCKS), dtype=np.uint8)
+    codes = np.empty((n_blocks, SUBBLOCKS, SUBBLOCK_WEIGHTS), dtype=np.uint8)
+    for start in range(0, n_blocks, _CHUNK_BLOCKS):
+        blocks = slice(start, start + _CHUNK_BLOCKS)
+        d16[blocks], dmin16[blocks], subblock_scale[blocks], subblock_min[blocks], codes[blocks] = _quantize_blocks(
+            x[blocks]
         )
+
+    raw = _assemble(
+        d16.reshape(*lead, n_blocks_per_row),
+        dmin16.reshape(*lead, n_blocks_per_row),
+        subblock_scale.reshape(*lead, n_blocks_per_row, SUBBLOCKS),
+        subblock_min.reshape(*lead, n_blocks_per_row, SUBBLOCKS),
+        codes.reshape(*lead, n_blocks_per_row, BLOCK_WEIGHTS),
+    )
+    return Q4KTensor(raw)
+
+
+def _quantize_blocks(x: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(d16, dmin16, scales, mins, codes) for super-blocks x float32 [b, 8, 32]."""
+    subblock_step, subblock_floor, search_codes = _fit_subblocks(x.reshape(-1, SUBBLOCK_WEIGHTS))
     subblock_step = subblock_step.reshape(-1, SUBBLOCKS)
     subblock_depth = -subblock_floor.reshape(-1, SUBBLOCKS)  # how far below zero: >= 0
 
@@ -65,20 +84,14 @@ def quantize(w) -> Q4KTensor:
     offset = dmin16.astype(np.float32)[:, None] * subblock_min.astype(np.float32)
     has_gain = gain > 0
     safe_gain = np.where(has_gain, gain, _F32(1))
-    codes = np.rint((x + offset[..., None]) / safe_gain[..., None])
+    codes = np.add(x, offset[..., None])
+    codes /= safe_gain[..., None]
+    np.rint(codes, out=codes)
     np.clip(codes, 0, CODE_MAX, out=codes)
     # Where the gain is zero the codes cannot change the weights; like the reference, keep the
     # codes the search picked there.
     codes = np.where(has_gain[..., None], codes, search_codes.reshape(x.shape)).astype(np.uint8)
-
-    raw = _assemble(
-        d16.reshape(*lead, n_blocks_per_row),
-        dmin16.reshape(*lead, n_blocks_per_row),
-        subblock_scale.reshape(*lead, n_blocks_per_row, SUBBLOCKS),
-        subblock_min.reshape(*lead, n_blocks_per_row, SUBBLOCKS),
-        codes.reshape(*lead, n_blocks_per_row, BLOCK_WEIGHTS),
-    )
-    return Q4KTensor(raw)
+    return d16, dmin16, subblock_scale, subblock_min, codes
 
 
 def _six_bit_fields(values: np.ndarray, largest: np.ndarray) -> np.ndarray:
@@ -108,6 +121,11 @@ def _fit_subblocks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     where two candidates are nearly tied (a constant subblock, for example, has a determinant
     that is zero up to rounding), and it makes the result byte-identical to the C reference
     built without fused multiply-add.
+
+    Every full-size intermediate of the candidate loop is written in place into one of three
+    buffers (out=). The winning codes are not copied out of each candidate (a masked copy cost a
+    third of the loop); the winner's grid, its inverse step and anchor, is kept instead and its
+    codes worked out once at the end, by the same arithmetic, so they are the same codes.
     """
     by_position = np.ascontiguousarray(x.T)  # (32, n)
     # The grid always includes zero: a subblock of positive weights still starts at 0.
@@ -124,24 +142,29 @@ def _fit_subblocks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         importance = rms + np.abs(by_position)
         sum_w = importance.sum(axis=0)
         sum_x = (importance * by_position).sum(axis=0)
+        codes, weighted_codes, product = (np.empty_like(by_position) for _ in range(3))
+        sum_l, sum_l2, sum_xl = (np.empty_like(sum_w) for _ in range(3))
 
         # Starting point: the plain min/max grid.
         inverse_step = _F32(CODE_MAX) / (top - floor)
         best_step = _F32(1) / inverse_step
         best_floor = floor.copy()
-        best_codes = _grid_codes(inverse_step, by_position - floor)
-        best_error = _weighted_error(best_step, best_floor, best_codes, by_position, importance)
+        best_inverse_step, best_anchor = inverse_step, floor
+        _grid_codes(inverse_step, by_position, floor, codes)
+        best_error = _weighted_error(best_step, best_floor, codes, by_position, importance, product)
 
         for step_number in range(SEARCH_STEPS):
             # Stretch the grid from 14/(max-min) to 16/(max-min): 21 candidate code assignments.
             # The reference anchors each new grid at the best floor found so far, not at the
             # original minimum, so the candidates depend on the earlier winners.
             stretch = _F32(SEARCH_START) + _F32(SEARCH_STEP) * _F32(step_number) + _F32(CODE_MAX)
-            codes = _grid_codes(stretch / (top - best_floor), by_position - best_floor)
-            weighted_codes = importance * codes
-            sum_l = weighted_codes.sum(axis=0)
-            sum_l2 = (weighted_codes * codes).sum(axis=0)
-            sum_xl = (weighted_codes * by_position).sum(axis=0)
+            candidate_inverse_step = stretch / (top - best_floor)
+            anchor = best_floor
+            _grid_codes(candidate_inverse_step, by_position, anchor, codes)
+            np.multiply(importance, codes, out=weighted_codes)
+            np.add.reduce(weighted_codes, axis=0, out=sum_l)
+            np.add.reduce(np.multiply(weighted_codes, codes, out=product), axis=0, out=sum_l2)
+            np.add.reduce(np.multiply(weighted_codes, by_position, out=product), axis=0, out=sum_xl)
             # For fixed codes, the weighted least-squares line x ~ step*q + floor in closed form.
             determinant = sum_w * sum_l2 - sum_l * sum_l
             step = (sum_w * sum_xl - sum_x * sum_l) / determinant
@@ -151,14 +174,17 @@ def _fit_subblocks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             positive = line_floor > 0
             step = np.where(positive, sum_xl / sum_l2, step)
             line_floor = np.where(positive, _F32(0), line_floor)
-            error = _weighted_error(step, line_floor, codes, by_position, importance)
+            error = _weighted_error(step, line_floor, codes, by_position, importance, product)
             better = (determinant > 0) & (error < best_error)
             best_error = np.where(better, error, best_error)
             best_step = np.where(better, step, best_step)
             best_floor = np.where(better, line_floor, best_floor)
-            # The codes only survive where the final gain is zero (see quantize), but the
-            # reference stores them there, so keep them for byte-identical output.
-            np.copyto(best_codes, codes, where=better)
+            best_inverse_step = np.where(better, candidate_inverse_step, best_inverse_step)
+            best_anchor = np.where(better, anchor, best_anchor)
+
+        # The codes only survive where the final gain is zero (see quantize), but the reference
+        # stores the winner's codes there, so rebuild them for byte-identical output.
+        best_codes = _grid_codes(best_inverse_step, by_position, best_anchor, codes)
 
     # A constant subblock has no step; its value (if negative) is carried entirely by the floor.
     best_step = np.where(flat, _F32(0), best_step)
@@ -167,18 +193,26 @@ def _fit_subblocks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return best_step.astype(np.float32), best_floor.astype(np.float32), best_codes.T.astype(np.uint8)
 
 
-def _grid_codes(inverse_step: np.ndarray, shifted: np.ndarray) -> np.ndarray:
-    """Codes rint(inverse_step * shifted) clamped to 0..15, as float32 (position-major arrays)."""
-    codes = inverse_step * shifted
-    np.rint(codes, out=codes)
-    # NaN (a degenerate grid) compares false everywhere and so contributes nothing; make it 0.
-    codes[np.isnan(codes)] = 0
-    return np.clip(codes, 0, CODE_MAX, out=codes)
+def _grid_codes(inverse_step: np.ndarray, x: np.ndarray, floor: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Codes rint(inverse_step * (x - floor)) clamped to 0..15, as float32 in `out` (position-major)."""
+    np.subtract(x, floor, out=out)
+    np.multiply(inverse_step, out, out=out)
+    np.rint(out, out=out)
+    # NaN needs a finite, nonzero inverse step to be ruled out (0 * inf, inf * 0); where a
+    # subblock's grid is degenerate, its NaN codes become 0. Checking the n steps first spares
+    # the isnan pass over all 32n codes when, as usual, no grid is degenerate.
+    degenerate = ~(np.isfinite(inverse_step) & (inverse_step > 0))
+    if degenerate.any():
+        columns = out[:, degenerate]
+        columns[np.isnan(columns)] = 0
+        out[:, degenerate] = columns
+    return np.clip(out, 0, CODE_MAX, out=out)
 
 
-def _weighted_error(step, floor, codes, x, importance) -> np.ndarray:
-    """Sum over the 32 positions of importance * (step*q + floor - x)^2, left to right."""
-    residual = step * codes
+def _weighted_error(step, floor, codes, x, importance, residual) -> np.ndarray:
+    """Sum over the 32 positions of importance * (step*q + floor - x)^2, left to right;
+    `residual` is scratch space shaped like x."""
+    np.multiply(step, codes, out=residual)
     residual += floor
     residual -= x
     residual *= residual
