@@ -9,6 +9,7 @@ def _():
     import marimo as mo
 
     from lab import e2m1, format_number, nibble
+    from lab.formats import iq4_nl, nf4, q4_0
     from lab.teach import course
     from lab.teach.charts import e2m1_ruler_chart
     from widgets import NibbleDecoder
@@ -19,8 +20,11 @@ def _():
         e2m1,
         e2m1_ruler_chart,
         format_number,
+        iq4_nl,
         mo,
+        nf4,
         nibble,
+        q4_0,
     )
 
 
@@ -35,7 +39,11 @@ def _(mo):
 
     Click the bits below (or focus them and use the arrow keys). Watch the same pattern read
     as an **E2M1** float (the element of MXFP4 and NVFP4), as an unsigned **UINT4** (the code
-    Q4_K stores before its gain and offset) and as a two's-complement **INT4**.
+    Q4_K and Q4_1 store before their gain and offset) and as a two's-complement **INT4**, and
+    then by three more 4-bit decoders met in the wild: GGUF's **Q4_0** (the code minus 8),
+    QLoRA's **NF4** (sixteen quantiles of the normal distribution) and GGUF's **IQ4_NL** (a
+    fixed sixteen-entry codebook). Each reading is what the code stands for before its block's
+    scale.
     """)
     return
 
@@ -48,7 +56,7 @@ def _(NibbleDecoder, mo):
 
 
 @app.cell(hide_code=True)
-def _(course, decoder, e2m1, mo, nibble):
+def _(course, decoder, e2m1, format_number, iq4_nl, mo, nf4, nibble, q4_0):
     code = decoder.widget.code
     parts = e2m1.explain(code)
     readings = nibble.three_decoders(code)
@@ -65,7 +73,10 @@ def _(course, decoder, e2m1, mo, nibble):
         This code is **{parts['kind']}**, so the rule is
         `{parts['formula']}`.
 
-        Read as UINT4 it is **{readings['uint4']}**; as INT4 it is **{readings['int4']}**.
+        Read as UINT4 it is **{readings['uint4']}**; as INT4 it is **{readings['int4']}**;
+        as Q4_0 it is {code} − {q4_0.CODE_OFFSET} = **{code - q4_0.CODE_OFFSET}**; as NF4 it is
+        level {code}, **{format_number(float(nf4.LEVELS[code]))}**; as IQ4_NL it is codebook
+        entry {code}, **{int(iq4_nl.KVALUES[code])}**.
         """
     )
     mo.Html(course.readout(_text.text))
@@ -104,16 +115,37 @@ def _(e2m1_ruler_chart, mo):
 
 
 @app.cell(hide_code=True)
-def _(e2m1, format_number, mo, nibble):
+def _(mo):
+    mo.md(r"""
+    ## Three kinds of spacing
+
+    The widget's middle figure puts each decoder's sixteen levels on one line, divided by the
+    row's largest magnitude so that every row reaches 1 and zero sits in one place. UINT4, INT4
+    and Q4_0 are **uniform**: equal gaps, a ruler with integer marks (INT4 and Q4_0 hold the
+    same sixteen values, −8 to 7, but give them to different codes). E2M1 is **floating
+    point**: gaps that double with each power of two. NF4 and IQ4_NL are **quantile-like**:
+    marks crowd near zero, where most weights of a block sit, and spread towards the ends,
+    where few do. NF4 is symmetric apart from the one extra positive level that buys an exact
+    zero; IQ4_NL is lopsided, −127 against 113, and has no zero at all.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(e2m1, format_number, iq4_nl, mo, nf4, nibble, q4_0):
     import numpy as _np
 
     _codes = _np.arange(16)
     _rows = "\n".join(
         f"| `{code:04b}` | {code} | {format_number(float(e2m1.decode(code)))} | {int(nibble.as_uint4(code))} "
-        f"| {format_number(int(nibble.as_int4(code)))} |"
+        f"| {format_number(int(nibble.as_int4(code)))} | {format_number(int(code) - q4_0.CODE_OFFSET)} "
+        f"| {format_number(float(nf4.LEVELS[code]))} | {format_number(int(iq4_nl.KVALUES[code]))} |"
         for code in _codes
     )
-    mo.md("## All sixteen codes\n\n| bits | code | E2M1 | UINT4 | INT4 |\n|---|---|---|---|---|\n" + _rows)
+    mo.md(
+        "## All sixteen codes\n\n| bits | code | E2M1 | UINT4 | INT4 | Q4_0 | NF4 | IQ4_NL |\n"
+        "|---|---|---|---|---|---|---|---|\n" + _rows
+    )
     return
 
 
@@ -148,6 +180,8 @@ def _(mo):
        far apart are the codes for 0 and 0.5? *(Check on the ruler: 2 and 0.5.)*
     4. Which E2M1 code is subnormal and positive? *(Check: `0001`, the readout says
        "subnormal".)*
+    5. Which code is zero under NF4, and which under Q4_0? Is any code zero under IQ4_NL?
+       *(Check in the table: `0111` and `1000`; no, its two nearest entries are −10 and 1.)*
     """)
     return
 

@@ -189,3 +189,38 @@ def test_scale_lab_slider_chart_and_draggable_numbers(pages):
         assert page.get_by_test_id("drag-x_text-0").get_attribute("aria-valuenow") == "2.1"
         assert page.get_by_role("textbox", name="inputs x").input_value() == "2.1, 1, -1, 0.5"
         assert log.blocked == [] and log.console_errors == []
+
+
+def test_nibble_decoder_levels_of_every_decoder(pages):
+    """The levels figure has one row per 4-bit decoder; each row's highlighted level follows the code."""
+    with browser_page() as (page, log):
+        _open(page, pages, "nibble-decoder")
+
+        def row(key):
+            return page.get_by_test_id(f"levels-{key}")
+
+        # 0101: the article's values, NF4's sixth level and IQ4_NL's sixth codebook entry
+        expected = {
+            "e2m1": "3",
+            "uint4": "5",
+            "int4": "5",
+            "q4_0": "-3",
+            "nf4": "-0.18477343022823334",
+            "iq4_nl": "-35",
+        }
+        assert {key: row(key).get_attribute("data-value") for key in expected} == expected
+        assert row("nf4").get_attribute("data-spacing") == "normal quantiles"
+        assert row("iq4_nl").locator("line.lab-mark").count() == 15 + 1  # 15 levels and the highlighted one
+        assert _text(page, "q4_0-value") == "\u22123" and _text(page, "iq4_nl-value") == "\u221235"
+        page.get_by_role("button", name="pick code 1111").click()
+        ends = {key: float(row(key).get_attribute("data-normalised")) for key in expected}
+        # every row is scaled to its largest magnitude: code 1111 is -1 for INT4, +1 for NF4
+        assert ends == pytest.approx(
+            {"e2m1": -1.0, "uint4": 1.0, "int4": -1 / 8, "q4_0": 7 / 8, "nf4": 1.0, "iq4_nl": 113 / 127}
+        )
+        field = page.get_by_role("textbox", name="code (0..15, 0x… or 0b…); ↑ ↓ step it")
+        field.fill("0x10")
+        field.press("Enter")
+        assert page.get_by_role("alert").count() >= 1
+        assert row("iq4_nl").get_attribute("data-value") == "113"  # the bad input changed nothing
+        assert log.blocked == [] and log.console_errors == []

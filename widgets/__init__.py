@@ -18,7 +18,7 @@ import traitlets as t
 from lab import numbers as text
 from lab.codes import e2m1, e4m3, e8m0, nibble
 from lab.errors import LabError
-from lab.formats import mxfp4, nvfp4, q4k
+from lab.formats import iq4_nl, mxfp4, nf4, nvfp4, q4_0, q4k
 from lab.teach import scale, sizes
 
 from ._bundle import bundle, stylesheet
@@ -64,7 +64,11 @@ class _LabWidget(anywidget.AnyWidget):
 
 
 class NibbleDecoder(_LabWidget):
-    """One nibble read three ways. Input trait: `code` (0..15)."""
+    """One nibble under every 4-bit decoder: E2M1, UINT4, INT4, Q4_0, NF4, IQ4_NL. Input trait: `code` (0..15).
+
+    The Q4_0, NF4 and IQ4_NL readings are what the code stands for before the block's scale,
+    taken from the format modules' own tables.
+    """
 
     _esm = bundle("nibble.js")
     _inputs = ("code", "presenter")
@@ -76,6 +80,9 @@ class NibbleDecoder(_LabWidget):
     e2m1_kind = t.Unicode().tag(sync=True)
     uint4 = t.Int().tag(sync=True)
     int4 = t.Int().tag(sync=True)
+    q4_0 = t.Int().tag(sync=True)
+    nf4 = t.Float().tag(sync=True)
+    iq4_nl = t.Int().tag(sync=True)
 
     @t.validate("code")
     def _check_code(self, proposal):
@@ -91,6 +98,9 @@ class NibbleDecoder(_LabWidget):
         self.set_trait("e2m1_kind", parts["kind"])
         self.set_trait("uint4", readings["uint4"])
         self.set_trait("int4", readings["int4"])
+        self.set_trait("q4_0", self.code - q4_0.CODE_OFFSET)
+        self.set_trait("nf4", float(nf4.LEVELS[self.code]))
+        self.set_trait("iq4_nl", int(iq4_nl.KVALUES[self.code]))
 
 
 class ScaleLab(_LabWidget):

@@ -1,13 +1,27 @@
-// Nibble decoder: four bit buttons, the same nibble as E2M1, UINT4 and INT4, the 16-code table and
-// the E2M1 ruler. All state is the synced trait `code`; everything shown is computed here from it,
-// so the widget works in a static page with no kernel.
+// Nibble decoder: four bit buttons, the same nibble under every 4-bit decoder (E2M1, UINT4, INT4,
+// Q4_0, NF4, IQ4_NL), their sixteen levels side by side, the 16-code table and the E2M1 ruler. All
+// state is the synced trait `code`; everything shown is computed here from it, so the widget works
+// in a static page with no kernel.
 import { binary } from "./codec/codes/bits.js";
 import { E2M1_VALUES, e2m1Explain } from "./codec/codes/e2m1.js";
 import { uint4, int4 } from "./codec/codes/nibble.js";
+import { iq4NlValue } from "./codec/formats/iq4_nl.js";
+import { nf4Level } from "./codec/formats/nf4.js";
+import { q4_0Value } from "./codec/formats/q4_0.js";
 import { parseByte } from "./codec/numbers.js";
 import { h, svg, formatNumber, mount, setTraits, checker, scrollBox } from "./ui.js";
 
 const BIT_NAMES = ["sign", "exponent bit 1", "exponent bit 0", "fraction bit"];
+
+// Every 4-bit decoder the course meets: what one code means before its block's scale.
+const DECODERS = [
+  { key: "e2m1", title: "E2M1", where: "MXFP4, NVFP4", decode: (code) => E2M1_VALUES[code], spacing: "floating point" },
+  { key: "uint4", title: "UINT4", where: "Q4_K, Q4_1", decode: uint4, spacing: "uniform" },
+  { key: "int4", title: "INT4", where: "two's complement", decode: int4, spacing: "uniform" },
+  { key: "q4_0", title: "Q4_0", where: "code − 8", decode: q4_0Value, spacing: "uniform" },
+  { key: "nf4", title: "NF4", where: "QLoRA", decode: nf4Level, spacing: "normal quantiles" },
+  { key: "iq4_nl", title: "IQ4_NL", where: "16-entry codebook", decode: iq4NlValue, spacing: "non-linear codebook" },
+];
 
 function validCode(model) {
   const code = model.get("code");
@@ -106,6 +120,69 @@ function readouts(code) {
       h("p", { class: "lab-big", "data-testid": "int4-value" }, formatNumber(int4(code))),
       h("p", {}, "bit 3 weighs −8"),
     ),
+    h(
+      "div",
+      { class: "lab-card" },
+      h("h4", {}, "Q4_0 (GGUF)"),
+      h("p", { class: "lab-big", "data-testid": "q4_0-value" }, formatNumber(q4_0Value(code))),
+      h("p", {}, "code − 8, before the block's scale d"),
+    ),
+    h(
+      "div",
+      { class: "lab-card" },
+      h("h4", {}, "NF4 (QLoRA)"),
+      h("p", { class: "lab-big", "data-testid": "nf4-value" }, formatNumber(nf4Level(code))),
+      h("p", {}, "a normal quantile, before the block's absmax"),
+    ),
+    h(
+      "div",
+      { class: "lab-card" },
+      h("h4", {}, "IQ4_NL (GGUF)"),
+      h("p", { class: "lab-big", "data-testid": "iq4_nl-value" }, formatNumber(iq4NlValue(code))),
+      h("p", {}, "a codebook entry, before the block's scale d"),
+    ),
+  );
+}
+
+// Each decoder's sixteen levels on one line, divided by the row's largest magnitude so every row
+// spans at most −1..1 with zero in one place: uniform, floating-point and quantile spacing side by
+// side. The current code's level is the thick mark in every row.
+function levelRows(code) {
+  const width = 640;
+  const left = 150;
+  const right = width - 20;
+  const rowHeight = 34;
+  const x = (unit) => left + ((unit + 1) / 2) * (right - left);
+  const rows = DECODERS.map((decoder, row) => {
+    const levels = Array.from({ length: 16 }, (_, each) => decoder.decode(each));
+    const reach = Math.max(...levels.map(Math.abs));
+    const y = 24 + row * rowHeight;
+    const value = decoder.decode(code);
+    const marks = levels.map((level, each) =>
+      each === code ? null : svg("line", { x1: x(level / reach), x2: x(level / reach), y1: y - 7, y2: y + 7, class: "lab-mark" }),
+    );
+    return svg(
+      "g",
+      { "data-testid": `levels-${decoder.key}`, "data-value": String(value), "data-normalised": String(value / reach), "data-spacing": decoder.spacing },
+      svg("text", { x: 4, y: y + 5, class: "lab-tick" }, decoder.title),
+      svg("line", { x1: x(-1), x2: x(1), y1: y, y2: y, class: "lab-axis lab-axis-faint" }),
+      marks,
+      svg("line", { x1: x(value / reach), x2: x(value / reach), y1: y - 12, y2: y + 12, class: "lab-mark lab-mark-current" }),
+      svg("title", {}, `${decoder.title} (${decoder.where}): code ${code} is ${formatNumber(value)}, ${formatNumber(value / reach)} of the row's reach ${formatNumber(reach)}; ${decoder.spacing} spacing`),
+    );
+  });
+  const bottom = 24 + DECODERS.length * rowHeight;
+  return svg(
+    "svg",
+    {
+      viewBox: `0 0 ${width} ${bottom + 16}`,
+      class: "lab-ruler lab-levels",
+      role: "img",
+      "data-testid": "levels",
+      "aria-label": `the sixteen levels of each decoder on one line, scaled to its largest magnitude; code ${code} is ${DECODERS.map((d) => `${formatNumber(d.decode(code))} as ${d.title}`).join(", ")}`,
+    },
+    rows,
+    [-1, 0, 1].map((tick) => svg("text", { x: x(tick), y: bottom + 10, "text-anchor": "middle", class: "lab-tick" }, formatNumber(tick))),
   );
 }
 
@@ -119,6 +196,9 @@ function codeTable(model, code) {
       h("td", {}, formatNumber(value)),
       h("td", {}, String(uint4(each))),
       h("td", {}, formatNumber(int4(each))),
+      h("td", {}, formatNumber(q4_0Value(each))),
+      h("td", {}, formatNumber(nf4Level(each))),
+      h("td", {}, formatNumber(iq4NlValue(each))),
       h(
         "td",
         {},
@@ -131,7 +211,7 @@ function codeTable(model, code) {
     h(
       "table",
       { class: "lab-table", "aria-label": "all sixteen codes" },
-      h("thead", {}, h("tr", {}, ["bits", "code", "E2M1", "UINT4", "INT4", ""].map((t) => h("th", { scope: "col" }, t)))),
+      h("thead", {}, h("tr", {}, ["bits", "code", "E2M1", "UINT4", "INT4", "Q4_0", "NF4", "IQ4_NL", ""].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, rows),
     ),
   );
@@ -172,6 +252,7 @@ function render({ model, el }) {
     build: ({ code }) => [
       h("div", { class: "lab-row" }, bitButtons(model, code), h("span", { class: "lab-caption" }, `code ${code} = ${binary(code, 4)}`)),
       readouts(code),
+      levelRows(code),
       ruler(code),
       codeTable(model, code),
     ],

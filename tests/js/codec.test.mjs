@@ -109,6 +109,24 @@ describe("golden vectors from the Python codec", () => {
     }
   });
 
+  test("nibbles under Q4_0, NF4 and IQ4_NL: the lab's decoders at unit scale, and their level tables", () => {
+    const decoders = golden.nibbleDecoders;
+    assert.equal(decoders.codes.length, 16);
+    for (const { code, q40, nf4, iq4Nl } of decoders.codes) {
+      assertSameBits(codec.q4_0Value(code), q40, `q4_0Value(${code})`);
+      assertSameBits(codec.nf4Level(code), nf4, `nf4Level(${code})`);
+      assertSameBits(codec.iq4NlValue(code), iq4Nl, `iq4NlValue(${code})`);
+    }
+    assertSameBits([...codec.NF4_LEVELS], decoders.nf4Levels, "NF4_LEVELS");
+    assertSameBits([...codec.IQ4_NL_KVALUES], decoders.iq4NlKvalues, "IQ4_NL_KVALUES");
+    assert.equal(codec.Q4_0_CODE_OFFSET, decoders.q40CodeOffset);
+    for (const { code, error } of decoders.badCodes) {
+      for (const decode of [codec.q4_0Value, codec.nf4Level, codec.iq4NlValue]) {
+        assert.throws(() => decode(code), { name: error }, `${decode.name}(${code})`);
+      }
+    }
+  });
+
   test("E8M0: all 256 bytes, value and explain", () => {
     assert.equal(golden.e8m0.length, 256);
     for (const { byte, value, explain } of golden.e8m0) {

@@ -32,7 +32,7 @@ import numpy as np
 
 from lab.codes import e2m1, e4m3, e8m0, nibble
 from lab.errors import InputError
-from lab.formats import FORMATS, mxfp4, nvfp4, q4k, q8_0
+from lab.formats import FORMATS, iq4_nl, mxfp4, nf4, nvfp4, q4_0, q4k, q8_0
 from lab.numbers import format_float32, parse_number, parse_number_row
 from lab.numbers import format_number as format_lab_number
 from lab.teach import scale, sizes
@@ -102,6 +102,24 @@ def e2m1_cases() -> list:
 
 def nibble_cases() -> list:
     return [{"code": c, "uint4": nibble.as_uint4(c), "int4": nibble.as_int4(c)} for c in range(16)]
+
+
+def nibble_decoder_cases() -> dict:
+    """Every code through the lab's own Q4_0, NF4 and IQ4_NL decoders, with a unit scale, so each
+    value is the level the code stands for; and the level tables the modules keep."""
+    codes = np.arange(16, dtype=np.uint8)
+    q4_0_values = q4_0.Q4_0Tensor(codes=np.tile(codes, 2), d=np.ones(1, np.float16)).dequantize()[:16]
+    nf4_values = nf4.NF4Tensor(codes=np.tile(codes, 4), absmax=np.ones(1, np.float32)).dequantize()[:16]
+    iq4_nl_values = iq4_nl.IQ4NLTensor(codes=np.tile(codes, 2), d=np.ones(1, np.float16)).dequantize()[:16]
+    return {
+        "nf4_levels": nf4.LEVELS,
+        "iq4_nl_kvalues": iq4_nl.KVALUES,
+        "q4_0_code_offset": q4_0.CODE_OFFSET,
+        "codes": [
+            {"code": c, "q4_0": q4_0_values[c], "nf4": nf4_values[c], "iq4_nl": iq4_nl_values[c]} for c in range(16)
+        ],
+        "bad_codes": [{"code": c, **outcome(nibble.as_uint4, c)} for c in (-1, 16, 255)],
+    }
 
 
 def e8m0_cases() -> list:
@@ -774,6 +792,7 @@ def _sections() -> dict:
         "fsum": fsum_cases(),
         "mxfp4": mxfp4_cases(),
         "nibble": nibble_cases(),
+        "nibble_decoders": nibble_decoder_cases(),
         "nvfp4": nvfp4_cases(),
         "nvfp4_tensor_factor": nvfp4_tensor_factor_cases(),
         "parse": parse_cases(),
