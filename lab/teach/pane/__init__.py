@@ -15,6 +15,7 @@ not an exception. The modules, one job each:
     decoding    what MLX's decoder does with the lab's bytes beyond the plain comparison
     round_trip  MLX's own quantize-then-dequantize beside the lab's
     q4k         run_q4k, mx.load of a GGUF file, and the diagnosis of what MLX got wrong
+    support     mlx_support: which registry formats MLX runs, and what mx.load makes of each GGUF type
 """
 
 from lab.teach.pane.blocks import resolve_format, run_block
@@ -34,6 +35,7 @@ from lab.teach.pane.report import (
     RoundTrip,
 )
 from lab.teach.pane.steps import mlx_devices
+from lab.teach.pane.support import mlx_support
 
 __all__ = [
     "FLOAT32_UNIT_ROUNDOFF",
@@ -52,6 +54,7 @@ __all__ = [
     "compare_matmul",
     "compare_values",
     "mlx_devices",
+    "mlx_support",
     "resolve_format",
     "run_block",
     "run_model",
