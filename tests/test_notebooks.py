@@ -144,3 +144,15 @@ def test_10_what_four_bits_do_to_answers():
     assert defs["chosen"] == "mxfp4" and defs["similarity"].fp32.shape == (10, 10)
     assert len(defs["layers"].layers) == 36 and defs["outliers"].layer == defs["layers"].disagreeing[0]
     assert defs["device"].format == "mxfp4"
+
+
+def test_11_formats_side_by_side():
+    defs = run_notebook("11_formats_side_by_side.py")
+    from lab.formats import FORMATS
+
+    sources = {row["source"] for row in defs["error_rows"]}
+    assert {"N(0, 1)", "Student t, 3 d.o.f."} <= sources
+    assert len(defs["error_rows"]) == len(sources) * len(FORMATS)
+    assert {row["format"] for row in defs["outliers"]} == set(FORMATS)
+    assert {row["title"] for row in defs["trace"]} == {"Q4_0", "Q4_1", "IQ4_NL", "IQ4_XS", "Q4_K", "Q6_K", "MXFP4"}
+    assert [row["format"] for row in defs["support"]] == list(FORMATS)

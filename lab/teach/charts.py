@@ -444,3 +444,45 @@ def channel_outliers_chart(rms, top_channels, layer: str) -> alt.Chart:
         )
     )
     return _styled(bars.properties(width=660, height=240, title=f"Inputs of {layer.removeprefix('encoder.')}"))
+
+
+def pareto_chart(rows: list[dict], source: str) -> alt.Chart:
+    """Relative error against bits per weight for every format on one source; the Pareto front joined and filled."""
+    measured = [row for row in rows if row["source"] == source and row["relative_error"] is not None]
+    frame = alt.Data(values=[dict(row, front="on the front" if row["on_front"] else "dominated") for row in measured])
+    base = alt.Chart(frame).encode(
+        x=alt.X("bits_per_weight:Q", scale=alt.Scale(zero=False), title="bits per weight"),
+        y=alt.Y("relative_error:Q", scale=alt.Scale(type="log"), title="relative error ‖ŵ − w‖ / ‖w‖ (log axis)"),
+        tooltip=["title:N", "bits_per_weight:Q", alt.Tooltip("relative_error:Q", format=".4f"), "front:N"],
+    )
+    points = base.mark_point(size=110, filled=True).encode(
+        color=alt.Color(
+            "front:N", scale=alt.Scale(domain=["on the front", "dominated"], range=[PALETTE[3], "#9aa5b1"]), title=None
+        )
+    )
+    front = base.transform_filter("datum.on_front").mark_line(color=PALETTE[3]).encode(order="bits_per_weight:Q")
+    labels = base.mark_text(align="left", dx=8, fontSize=11).encode(text="title:N")
+    return _styled((front + points + labels).properties(width=620, height=360, title=f"Error against cost: {source}"))
+
+
+def block_outlier_chart(rows: list[dict]) -> alt.Chart:
+    """RMS error of the other weights in the block holding one outlier, per format, with and without it."""
+    frame = alt.Data(
+        values=[
+            {"format": row["title"], "case": case, "RMS error of the others": row[key]}
+            for row in rows
+            for case, key in (("with the outlier", "others_rms_error"), ("without", "others_rms_error_without_outlier"))
+        ]
+    )
+    bars = (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            y=alt.Y("format:N", sort=None, title=None),
+            x=alt.X("RMS error of the others:Q"),
+            yOffset=alt.YOffset("case:N"),
+            color=alt.Color("case:N", scale=alt.Scale(range=[PALETTE[3], PALETTE[0]]), title=None),
+            tooltip=["format:N", "case:N", alt.Tooltip("RMS error of the others:Q", format=".4f")],
+        )
+    )
+    return _styled(bars.properties(width=560, height=36 * len(rows), title="One weight of 20 in a block of N(0, 1)"))

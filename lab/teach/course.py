@@ -38,6 +38,11 @@ NOTEBOOKS: tuple[tuple[str, str, str], ...] = (
         "What four bits do to answers",
         "Similarity, retrieval and per-layer output error on real activations, format by format.",
     ),
+    (
+        "11_formats_side_by_side.py",
+        "Formats side by side",
+        "Every format on the same weights: error against bits, one outlier, one byte traced, what MLX runs.",
+    ),
 )
 
 

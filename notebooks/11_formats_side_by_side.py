@@ -1,0 +1,166 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="11 · Formats side by side")
+
+
+@app.cell(hide_code=True)
+def _():
+    import marimo as mo
+
+    from lab.teach import compare
+    from lab.teach.charts import block_outlier_chart, pareto_chart
+    from lab.teach.pane import mlx_support
+
+    return block_outlier_chart, compare, mlx_support, mo, pareto_chart
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    # 11 · Formats side by side
+
+    Every format in the lab on the same weights. Three questions: what does each one cost in
+    bits and give back in accuracy; what does one outlier do to the weights that share its
+    block; and where does one byte of each GGUF layout land. Last, which of these formats the
+    installed MLX can actually run.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(compare):
+    weights = compare.sources()
+    error_rows = compare.pareto_front(compare.error_rows(weights))
+    return error_rows, weights
+
+
+@app.cell(hide_code=True)
+def _(mo, weights):
+    source_pick = mo.ui.dropdown(options=list(weights), value=list(weights)[0], label="weights")
+    return (source_pick,)
+
+
+@app.cell(hide_code=True)
+def _(error_rows, mo, pareto_chart, source_pick):
+    _front = [row["title"] for row in error_rows if row["source"] == source_pick.value and row["on_front"]]
+    _skipped = sorted({row["title"] for row in error_rows if row["source"] == source_pick.value and row["skipped"]})
+    mo.vstack(
+        [
+            mo.md(
+                "## Error against cost\n\nRelative error ‖ŵ − w‖ / ‖w‖ against the bits each format "
+                "stores per weight. A format is on the **Pareto front** (joined in red) when no other "
+                "format is both as cheap and as accurate. The real tensors are the first 64 rows of "
+                "three all-MiniLM-L6-v2 weights; the synthetic ones are N(0, 1) and a heavy-tailed "
+                "Student t with 3 degrees of freedom."
+            ),
+            source_pick,
+            pareto_chart(error_rows, source_pick.value),
+            mo.md(
+                f"On the front here: {', '.join(_front)}."
+                + (f" Rows too short for the blocks of: {', '.join(_skipped)}." if _skipped else "")
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(block_outlier_chart, compare, mo):
+    outliers = compare.outlier_rows()
+    mo.vstack(
+        [
+            mo.md(
+                f"## One outlier in a block\n\nA row of N(0, 1) with weight {compare.OUTLIER_POSITION} "
+                f"set to {compare.OUTLIER_VALUE:g}. The bars are the RMS error of the *other* weights "
+                "of the block that holds it, with and without the outlier. A format with one scale "
+                "per block stretches that scale to reach 20 and the others lose their resolution; "
+                "Q4_K, Q6_K and IQ4_XS give each 16- or 32-weight subblock its own scale, so the "
+                "damage stays local, and the 8-bit formats have steps to spare."
+            ),
+            block_outlier_chart(outliers),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    payload_pick = mo.ui.slider(0, 15, value=0, label="payload byte", show_value=True)
+    return (payload_pick,)
+
+
+@app.cell(hide_code=True)
+def _(compare, mo, payload_pick):
+    trace = compare.byte_trace(0xA5, payload_pick.value)
+    _rows = "\n".join(
+        f"| {row['title']} | {row['block_byte']} | {row['nibble']} ({row['nibble_value']}) | {row['weight']} "
+        f"| {row['code']} | {row['owner']} | {row['value']:.6g} |"
+        for row in trace
+    )
+    mo.vstack(
+        [
+            mo.md(
+                "## One byte, seven layouts\n\nPayload byte 0xA5 (low nibble 5, high nibble 10) "
+                "written at the same payload position of one block of each GGUF layout. Where its "
+                "nibbles land is read from the lab's decoder, by setting one nibble at a time; the "
+                "tests check every lane against gguf-py's. Q4_0, Q4_1, IQ4_NL and MXFP4 pair weight "
+                "j with j + 16; Q4_K pairs j with j + 32, in neighbouring subblocks with different "
+                "scales; Q6_K's byte holds only the low four bits of two 6-bit codes, 64 apart."
+            ),
+            payload_pick,
+            mo.md(
+                "| format | block byte | nibble | weight | code | owned by | value |\n"
+                "|---|---|---|---|---|---|---|\n" + _rows
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mlx_support, mo):
+    support = mlx_support()
+    _rows = "\n".join(
+        f"| {row['title']} | {row['mlx_mode']} | {row['gguf_type']} | {row['mx_load']} | {row['returned'] or '—'} "
+        f"| {'—' if row['max_abs_diff'] is None else format(row['max_abs_diff'], '.3g')} | {row['error'] or '—'} |"
+        for row in support
+    )
+    mo.md(
+        f"## What MLX runs\n\nMeasured now with MLX {support[0]['mlx_version']}: each format's MLX "
+        "mode, and for each GGUF type what `mx.load` returns for a small GGUF file holding it, "
+        "set against gguf-py's decode of the same bytes (largest absolute difference).\n\n"
+        "| format | MLX mode | GGUF type | mx.load gives | arrays | max abs diff | error |\n"
+        "|---|---|---|---|---|---|---|\n" + _rows + "\n\n"
+        "\"no arrays\" means the tensor vanished from what `mx.load` returned, without an error. "
+        "A quantized triple is MLX's affine layout: its float16 scales and biases round the "
+        "GGUF block's scale, which is where the small differences come from. Notebook 5's "
+        "on-device pane explains the Q4_K difference."
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    ## Try this
+
+    1. On N(0, 1), which 4-bit formats are on the front, and which 4.5-bit format is not?
+       *(Check the chart's red line.)*
+    2. Switch to the Student t weights. Does the front change? *(Compare the lists under the
+       chart.)*
+    3. Move the payload byte to 15. Which layout's weights move furthest from weight 0?
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    from lab.teach import course as _course
+
+    mo.md(_course.navigation("11_formats_side_by_side.py"))
+    return
+
+
+if __name__ == "__main__":
+    app.run()
