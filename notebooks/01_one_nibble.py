@@ -1,7 +1,7 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="1 · One nibble, three decoders")
+app = marimo.App(width="medium", app_title="1 · One nibble, six decoders")
 
 
 @app.cell(hide_code=True)
@@ -31,11 +31,11 @@ def _():
 @app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""
-    # 1 · One nibble, three decoders
+    # 1 · One nibble, six decoders
 
     Four bits say how much room a code takes up. They say nothing about which number it
-    stands for: that is the decoder's job. Hand the bits `0101` to three decoders and you get
-    three answers, and two of them happen to agree only by luck.
+    stands for: that is the decoder's job. Hand the bits `0101` to six decoders and you get
+    six answers, and the ones that agree do so only by luck.
 
     Click the bits below (or focus them and use the arrow keys). Watch the same pattern read
     as an **E2M1** float (the element of MXFP4 and NVFP4), as an unsigned **UINT4** (the code

@@ -17,7 +17,7 @@ from . import CodeExplorer, Exercises, NibbleDecoder, OwnershipView, Q4KExplorer
 from ._bundle import HERE, bundle, stylesheet
 
 PAGES = {
-    "nibble-decoder": (NibbleDecoder, "nibble.js", "One nibble, three decoders"),
+    "nibble-decoder": (NibbleDecoder, "nibble.js", "One nibble, six decoders"),
     "scale-lab": (ScaleLab, "scale_lab.js", "The scale is a ruler"),
     "ownership": (OwnershipView, "ownership.js", "Who owns which scale: MXFP4 and NVFP4"),
     "q4k-explorer": (Q4KExplorer, "q4k_explorer.js", "Inside a Q4_K block"),

@@ -1,4 +1,4 @@
-"""One nibble, three decoders: the same four bits read as E2M1, as UINT4 and as INT4.
+"""Three of the nibble lesson's decoders: the same four bits read as E2M1, as UINT4 and as INT4.
 
 UINT4 - the Q4_K element code: 0..15, before the block's gain and offset.
 INT4  - two's complement: bit 3 weighs -8, so 1000 is -8 and 1111 is -1.

@@ -6,8 +6,8 @@ from __future__ import annotations
 NOTEBOOKS: tuple[tuple[str, str, str], ...] = (
     (
         "01_one_nibble.py",
-        "One nibble, three decoders",
-        "E2M1, UINT4 and INT4 read the same bits; signed zero; uneven gaps.",
+        "One nibble, six decoders",
+        "E2M1, UINT4, INT4, Q4_0, NF4 and IQ4_NL read the same bits; signed zero; three kinds of spacing.",
     ),
     (
         "02_scale_is_a_ruler.py",
