@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import re
 import threading
 from urllib.parse import quote
 
@@ -189,3 +190,39 @@ def test_every_course_page_links_its_neighbours(server):
 def test_index_says_how_course_pages_open(site):
     index = (site / "index.html").read_text()
     assert "python3 labctl.py serve" in index and "open straight from disk" in index
+
+
+def test_exported_scale_slider_and_chart_move_without_a_kernel(server):
+    """Notebook 2's scale lab on the static page: the slider, the readout and the live chart all move."""
+    with browser_page() as (page, log):
+        page.goto(f"{server}/02_scale_is_a_ruler.html")
+        # the article's row at scale 0.5: ŷ = −2, Δy = −0.25
+        assert _widget_text(page, "y-hat").endswith("\u22122")
+        assert _widget_text(page, "delta-y").endswith("\u22120.25")
+        slider = page.get_by_role("slider", name="scale (log₂ steps)")
+        slider.focus()
+        slider.press("ArrowRight")  # one power of two up: scale 1, where Δy is 0 for this row
+        page.wait_for_function("document.activeElement !== document.body")
+        assert _widget_text(page, "delta-y").endswith("0")
+        assert "now 0 at 1" in _widget_text(page, "chart-caption")
+        assert log.blocked == []
+
+
+def test_exported_exercise_checks_an_answer_without_a_kernel(server):
+    """Notebook 1's exercises on the static page: a wrong answer, the worked arithmetic, then the right one."""
+    with browser_page() as (page, log):
+        page.goto(f"{server}/01_one_nibble.html")
+        section = page.locator("[data-exercise]").first
+        section.wait_for(timeout=20000)
+        field = section.locator("input")
+        field.fill("200")
+        field.press("Enter")
+        feedback = section.locator("[data-exercise-result]")
+        assert feedback.get_attribute("data-exercise-result") == "wrong"
+        assert section.locator(".lab-exercise-worked").count() >= 1
+        revealed = re.search(r"the codec computes (\S+)\.$", feedback.locator(".lab-exercise-verdict").inner_text())
+        field.fill(revealed.group(1).replace("\u2212", "-"))
+        field.press("Enter")
+        assert section.locator("[data-exercise-result]").get_attribute("data-exercise-result") == "correct"
+        assert re.match(r"1 of \d+ correct", page.get_by_test_id("exercise-progress").inner_text())
+        assert log.blocked == []
