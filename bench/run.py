@@ -3,6 +3,7 @@
     .venv/bin/python bench/run.py                 # 16 M weights (4096 x 4096), table + bench/results/
     .venv/bin/python bench/run.py --rows 512      # a quick run
     .venv/bin/python bench/run.py --no-real       # without the real-model rows
+    .venv/bin/python bench/run.py --browser       # page speed and site weight instead (bench/browser.py)
 
 Each line times the lab and the peer doing the same work on the same data, best of --repeat runs,
 and reports lab throughput / peer throughput. The targets (issue 6) are ratios measured here, never
@@ -377,7 +378,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument("--no-real", action="store_true", help="leave out the real-model rows")
+    parser.add_argument("--browser", action="store_true", help="only the browser and site rows (bench/browser.py)")
     args = parser.parse_args(argv)
+    if args.browser:
+        from bench import browser
+
+        return browser.run(args.out)
     if args.cols % 256:
         parser.error("--cols must be a multiple of 256 so every format can take the rows")
     results, info = run(args.rows, args.cols, args.repeat)

@@ -11,6 +11,12 @@ and rewrites the CDN prefix to that relative path. The prefix is detected from e
 names the marimo version) and checked against the installed copy, so a marimo upgrade either
 keeps working or fails here, loudly, instead of producing a blank page.
 
+Only the part of the front-end a built page can load is copied (about a third of it): the files
+the pages name, and everything those reach through module imports, dynamic imports, worker URLs,
+CSS url()s and named stylesheets, fonts and images, to a fixed point. Dynamic imports that start
+features an exported course page never shows (the editor, SQL, mermaid, slides: UNUSED_FEATURES)
+are not followed; the browser tests load every page and fail on any request that 404s.
+
 Output is deterministic: the ids marimo draws at random for each export (widget model ids and
 UI-element random ids) are replaced by ids derived from the page name and their order, so two
 builds of one commit are byte-identical and site/ diffs stay reviewable.
@@ -45,6 +51,39 @@ VEGA_SCHEMA = re.compile(r"https://vega\.github\.io/schema/")
 # XML namespace names are identifiers, not addresses; nothing fetches them.
 NAMESPACES = ("http://www.w3.org/2000/svg", "http://www.w3.org/1999/xhtml", "http://www.w3.org/1999/xlink")
 EXTERNAL = re.compile(r"(?:https?:)?//[A-Za-z0-9.-]+\.[A-Za-z]{2,}[^\s\"'<>)]*")
+# How marimo's bundled modules name other files of the bundle (vite output: "./name-HASH.js").
+MODULE_IMPORT = re.compile(r"""\b(?:import|export)\s*(?:[\w$*{}\s,]*?\bfrom\s*)?["'`]\./([^"'`/]+)["'`]""")
+DYNAMIC_IMPORT = re.compile(r"""\bimport\(\s*["'`]\./([^"'`/]+)["'`]\s*\)""")
+WORKER_URL = re.compile(r"""\bnew URL\(\s*["'`](?:\./)?([^"'`/]+)["'`]\s*,\s*import\.meta\.url""")
+CSS_URL = re.compile(r"""url\(\s*["']?(?:\./)?([^"')/]+?)["']?\s*\)""")
+# Files that are not modules (stylesheets a module preloads, fonts, images, wasm) count wherever
+# a reachable file names them; they cannot pull in further code.
+NAMED_FILE = re.compile(r"[\w.~-]+\.(?:css|woff2?|ttf|otf|png|svg|gif|jpe?g|ico|wasm|json)\b")
+# Chunks that start features of marimo's front-end that an exported course page never shows,
+# named without vite's content hash. Their dynamic imports are not followed, which keeps about
+# 13 MB of code out of site/. A notebook that starts using one of them makes the browser tests
+# fail on the 404; remove its line here then.
+UNUSED_FEATURES = {
+    "edit-page": "the editor: an exported page runs in read mode",
+    "home-page": "the notebook browser of marimo edit",
+    "gallery-page": "the gallery of marimo's examples",
+    "terminal": "the editor's terminal",
+    "agent-panel": "the editor's AI agent panel",
+    "chat-panel": "the editor's AI chat panel",
+    "dependency-graph-panel": "the editor's dependency graph",
+    "file-explorer-panel": "the editor's file explorer",
+    "session-panel": "the editor's variables panel",
+    "chat-ui": "mo.ui.chat",
+    "Plot": "charts of mo.ui.dataframe and the data explorer",
+    "mermaid": "mo.mermaid and mermaid blocks in markdown",
+    "node-sql-parser": "SQL cells",
+    "glide-data-editor": "mo.ui.data_editor",
+    "ConnectedDataExplorerComponent": "mo.ui.data_explorer",
+    "reveal-component": "the slides layout",
+    "swiper-component": "mo.carousel",
+    "ImageComparisonComponent": "mo.image_compare",
+}
+VITE_HASH = re.compile(r"-[\w-]{8}\.[a-z0-9]+$")
 MODEL_ID = re.compile(r'"model_id": "([0-9a-f]{32})"')
 RANDOM_ID = re.compile(r"random-id=\\?'([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
 
@@ -81,10 +120,56 @@ def localise_frontend(page: str, name: str) -> str:
             f"{name}: the export asks for marimo front-end {sorted(versions)} but marimo {marimo.__version__} is installed"
         )
     page = CDN_PREFIX.sub(f"{ASSET_DIR}/", page)
-    for asset in re.findall(rf"{re.escape(ASSET_DIR)}/([^\"'\s?#)]+)", page):
+    for asset in page_assets(page):
         if not (MARIMO_STATIC / asset).is_file():
             raise SiteBuildError(f"{name}: the page needs {asset}, which the installed marimo does not ship")
     return VEGA_SCHEMA.sub("./schema/", page)
+
+
+def page_assets(page: str) -> set[str]:
+    """The front-end files a localised page names, as paths inside marimo's static folder."""
+    return set(re.findall(rf"{re.escape(ASSET_DIR)}/([^\"'\s?#)]+)", page))
+
+
+def asset_closure(roots: set[str], static: Path = MARIMO_STATIC) -> set[str]:
+    """Every file of marimo's front-end that a page naming `roots` can load, to a fixed point."""
+    files = [path for path in static.rglob("*") if path.is_file()]
+    by_name = {path.name: path.relative_to(static).as_posix() for path in files}
+    # vite gives every file a content-hashed name, so a bare name identifies one file.
+    if len(by_name) != len(files):
+        raise SiteBuildError(f"marimo's front-end in {static} repeats file names; the asset closure needs them unique")
+    starts = {VITE_HASH.sub("", name) for name in by_name}
+    if missing := sorted(set(UNUSED_FEATURES) - starts):
+        raise SiteBuildError(
+            f"marimo's front-end has no chunks named {missing}; update UNUSED_FEATURES in widgets/sitebuild.py"
+        )
+    reached: set[str] = set()
+    pending = sorted(roots)
+    while pending:
+        relative = pending.pop()
+        if relative in reached:
+            continue
+        reached.add(relative)
+        path = static / relative
+        if path.suffix not in (".js", ".mjs", ".css", ".json"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        names = {
+            *MODULE_IMPORT.findall(text),
+            *WORKER_URL.findall(text),
+            *CSS_URL.findall(text),
+            *NAMED_FILE.findall(text),
+            *(name for name in DYNAMIC_IMPORT.findall(text) if VITE_HASH.sub("", name) not in UNUSED_FEATURES),
+        }
+        pending.extend(by_name[name] for name in names if name in by_name and by_name[name] not in reached)
+    return reached
+
+
+def copy_assets(site: Path, roots: set[str]) -> None:
+    for relative in sorted(asset_closure(roots)):
+        target = site / ASSET_DIR / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(MARIMO_STATIC / relative, target)
 
 
 def stable_ids(page: str, name: str) -> str:
@@ -257,15 +342,17 @@ def build(site: Path = ROOT / "site", notebooks: list[Path] | None = None) -> li
     for old_page in site.glob("*.html"):
         old_page.unlink()
     site.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(MARIMO_STATIC, site / ASSET_DIR, ignore=shutil.ignore_patterns("index.html", "*.md"))
     written = []
+    assets: set[str] = set()
     for notebook in notebooks:
         name = notebook.stem
         page = export_notebook(notebook)
         page = stable_ids(link_notebooks(mark_static(localise_frontend(page, name), name)), name)
+        assets |= page_assets(page)
         path = site / f"{name}.html"
         path.write_text(page, encoding="utf-8")
         written.append(path)
+    copy_assets(site, assets)
     written += standalone.write_all(site / "explainers")
     (site / "index.html").write_text(index_page(), encoding="utf-8")
     written.append(site / "index.html")

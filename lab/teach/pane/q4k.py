@@ -12,7 +12,6 @@ import pathlib
 import tempfile
 from dataclasses import dataclass, replace
 
-import gguf
 import numpy as np
 
 from lab.formats import mlx_layout, q4k
@@ -24,10 +23,8 @@ from lab.teach.pane.compare import (
 )
 from lab.teach.pane.report import Comparison, DeviceReport, DeviceRun
 from lab.teach.pane.steps import Steps, device_name, learner_input, mlx_devices, mlx_version, unavailable
-from lab.teach.zoo import wrong_q4k_decoder_matching
 
 GGUF_TENSOR_NAME = "lab.q4k"
-Q4_K_TYPE = gguf.GGMLQuantizationType.Q4_K
 
 
 def run_q4k(raw, x=None) -> DeviceReport:
@@ -43,8 +40,12 @@ def run_q4k(raw, x=None) -> DeviceReport:
         mx = mlx_layout.mlx_core()
     except mlx_layout.MLXUnavailableError as error:
         return unavailable(q4k.FORMAT.name, error, title=q4k.FORMAT.title)
+    # gguf-py (and lab.zoo, which imports it) load when a Q4_K pane runs: notebooks that show only
+    # the MXFP4 or NVFP4 pane reach this module through lab.device and need neither at start-up.
+    import gguf
+
     with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d is the block's own answer
-        reference = gguf.quants.dequantize(tensor.raw, Q4_K_TYPE)
+        reference = gguf.quants.dequantize(tensor.raw, gguf.GGMLQuantizationType.Q4_K)
         lab_weights = tensor.dequantize()
     inputs = learner_input(x, tensor.shape[-1])
     lab_check = compare_values(
@@ -134,10 +135,12 @@ class _Loaded:
 
 def _load_gguf(mx, steps: Steps, tensor: q4k.Q4KTensor, device) -> _Loaded | None:
     """Write the bytes as a Q4_K tensor in a real GGUF file and mx.load it; None if MLX refused."""
+    import gguf
+
     with tempfile.TemporaryDirectory(prefix="four-bit-lab-") as folder:
         path = pathlib.Path(folder) / "block.gguf"
         writer = gguf.GGUFWriter(str(path), arch="four-bit-lab")
-        writer.add_tensor(GGUF_TENSOR_NAME, np.ascontiguousarray(tensor.raw), raw_dtype=Q4_K_TYPE)
+        writer.add_tensor(GGUF_TENSOR_NAME, np.ascontiguousarray(tensor.raw), raw_dtype=gguf.GGMLQuantizationType.Q4_K)
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
@@ -219,6 +222,9 @@ def _diagnose_loaded(values: np.ndarray, tensor: q4k.Q4KTensor, rounding_dtype: 
     """When MLX disagrees, name a deliberately broken decoder from lab.zoo that reproduces it exactly."""
     if comparison.within_rounding == comparison.total:
         return ""
+    # lab.zoo imports gguf-py too; it is needed only once MLX has disagreed
+    from lab.teach.zoo import wrong_q4k_decoder_matching
+
     decoder = wrong_q4k_decoder_matching(tensor.raw, values, rounding_dtype)
     if decoder is None:
         return "None of lab.zoo's deliberately wrong decoders reproduces MLX's values."

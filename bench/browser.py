@@ -1,0 +1,402 @@
+"""Browser-side speed: the standalone explainers, live notebooks in marimo's app view, and the site.
+
+    .venv/bin/python bench/run.py --browser      # all of it, into bench/results/browser.{md,json}
+
+Every number is taken in headless Chromium (Debian's, as in tests/browser.py) with each non-local
+request aborted. Times are read inside the page with performance.now(), so Playwright's own
+round trips are not counted. Each row has its goal and a verdict; goals are checked here, never in
+timed tests.
+
+  explainer latency    each standalone explainer: a control changed N times (a field typed into and
+                       committed, or a button clicked); from just before the event is dispatched to
+                       the moment a MutationObserver sees the readout's new text. p50 and p95.
+  live update          notebook 01 under `marimo run`: a click in the nibble widget, until the
+                       kernel's dependent markdown cell shows the new heading. p50 and p95.
+  first render         each notebook under a freshly started `marimo run` (so imports are cold in
+                       the kernel): from navigation start until every cell has run and the
+                       notebook's neighbour links (its last output) are on the page. Median.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import secrets
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+
+# The same flags as the browser tests: no GPU, no background traffic, no sandbox (containers).
+LAUNCH_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+#: goals (issue 13): milliseconds
+EXPLAINER_P95_GOAL_MS = 16.0
+LIVE_UPDATE_GOAL_MS = 150.0
+FIRST_RENDER_GOAL_MS = 5000.0
+#: the real-weights notebook evaluates a whole model; its goal assumes the weights cache is warm
+FIRST_RENDER_GOALS_MS = {"09_real_weights.py": 8000.0}
+
+
+@dataclass
+class Measure:
+    """One benchmark row: a value against its goal (both in `unit`; lower is better)."""
+
+    task: str
+    value: float
+    unit: str
+    goal: float | None
+    note: str = ""
+
+    @property
+    def verdict(self) -> str:
+        if self.goal is None:
+            return "-"
+        return "meets" if self.value < self.goal else "misses"
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The nearest-rank percentile: the smallest value with at least `share` of the values at or below it."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def chromium_path() -> str:
+    explicit = os.environ.get("LAB_CHROMIUM")
+    if explicit:
+        return explicit
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise RuntimeError("no Chromium found (install Debian's chromium, or set LAB_CHROMIUM)")
+
+
+def is_local(url: str) -> bool:
+    parsed = urlparse(url)
+    return parsed.scheme in ("file", "data", "blob", "about") or parsed.hostname in ("127.0.0.1", "localhost", "::1")
+
+
+@dataclass
+class Traffic:
+    """What one page asked for: local requests, failed ones (HTTP >= 400), aborted non-local ones."""
+
+    requests: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def chromium():
+    """A Playwright browser; `new_page()` on it gives a fresh context (cold cache) and its Traffic."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=LAUNCH_ARGS)
+
+        @contextmanager
+        def new_page():
+            traffic = Traffic()
+            context = browser.new_context(viewport={"width": 1100, "height": 900})
+
+            def route(request_route):
+                url = request_route.request.url
+                if is_local(url):
+                    request_route.continue_()
+                else:
+                    traffic.blocked.append(url)
+                    request_route.abort()
+
+            context.route("**/*", route)
+            page = context.new_page()
+            page.on("request", lambda request: traffic.requests.append(request.url))
+            page.on("response", lambda response: response.status >= 400 and traffic.failed.append(response.url))
+            page.on("console", lambda message: message.type == "error" and traffic.console_errors.append(message.text))
+            page.on("pageerror", lambda error: traffic.console_errors.append(str(error)))
+            try:
+                yield page, traffic
+            finally:
+                context.close()
+
+        try:
+            yield new_page
+        finally:
+            browser.close()
+
+
+# In-page timing loop: `act(i)` changes the control for step i; the promise resolves when the
+# readout's text differs from what it was, as a MutationObserver sees it. Returns milliseconds.
+TIMED_STEPS = """
+async ({ steps, readout, act }) => {
+  const perform = new Function("i", act);
+  const text = () => document.querySelector(readout)?.textContent ?? "";
+  const times = [];
+  for (let i = 0; i < steps; i++) {
+    const before = text();
+    const changed = new Promise((resolve, reject) => {
+      const timer = setTimeout(() => { observer.disconnect(); reject(new Error(`step ${i}: ${readout} stayed ${before}`)); }, 10000);
+      const observer = new MutationObserver(() => {
+        if (text() !== before) { observer.disconnect(); clearTimeout(timer); resolve(performance.now()); }
+      });
+      observer.observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
+    });
+    const start = performance.now();
+    perform(i);
+    times.push((await changed) - start);
+  }
+  return times;
+}
+"""
+
+# Per explainer: the readout watched, and the JS that changes a control for step i so that the
+# readout's text must change (the control alternates between two settings with different readouts).
+_COMMIT_FIELD = (
+    "const field = document.querySelector('input[aria-label=\"{label}\"]');"
+    "field.value = i % 2 ? '{odd}' : '{even}';"
+    "field.dispatchEvent(new Event('change', {{ bubbles: true }}));"
+)
+EXPLAINER_ACTIONS = {
+    "nibble-decoder": (
+        "[data-testid=e2m1-value]",
+        "document.querySelector('button[aria-label^=\"bit 0,\"]').click();",
+        "click bit 0",
+    ),
+    "scale-lab": (
+        "[data-testid=y-hat]",
+        _COMMIT_FIELD.format(label="scale, any positive number", odd="0.5", even="0.125"),
+        "type a scale and commit",
+    ),
+    "ownership": (
+        "[data-testid=mx-scale]",
+        _COMMIT_FIELD.format(label="E8M0 scale byte", odd="0x7E", even="0x80"),
+        "type an E8M0 byte and commit",
+    ),
+    "q4k-explorer": (
+        "[data-testid=low-formula]",
+        'document.querySelector(`button[aria-label^="payload byte ${i % 2 ? 1 : 2} "]`).click();',
+        "click a payload byte",
+    ),
+}
+
+
+def explainer_latency(new_page, steps: int = 200) -> list[Measure]:
+    from widgets import standalone
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="four-bit-lab-bench-") as folder:
+        pages = standalone.write_all(Path(folder))
+        for path in pages:
+            readout, act, what = EXPLAINER_ACTIONS[path.stem]
+            with new_page() as (page, traffic):
+                page.goto(path.as_uri())
+                page.wait_for_selector("body[data-ready=true]")
+                page.wait_for_selector(readout)
+                times = page.evaluate(TIMED_STEPS, {"steps": steps, "readout": readout, "act": act})
+                if traffic.blocked or traffic.console_errors:
+                    raise RuntimeError(f"{path.name}: {traffic.blocked} {traffic.console_errors}")
+            note = f"{what}, {steps} times, input to readout text changed"
+            rows.append(Measure(f"explainer {path.stem}: p50", percentile(times, 0.5), "ms", None, note))
+            rows.append(
+                Measure(f"explainer {path.stem}: p95", percentile(times, 0.95), "ms", EXPLAINER_P95_GOAL_MS, note)
+            )
+    return rows
+
+
+@contextmanager
+def marimo_run(notebook: Path):
+    """`marimo run` on one notebook, on 127.0.0.1, with a private token; yields the page's URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = secrets.token_urlsafe(16)
+    with tempfile.TemporaryDirectory(prefix="four-bit-lab-bench-") as private:
+        token_file = Path(private) / "token"
+        token_file.touch(mode=0o600)
+        token_file.write_text(token)
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "marimo",
+                "run",
+                str(notebook),
+                "--headless",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--token-password-file",
+                str(token_file),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                if server.poll() is not None:
+                    raise RuntimeError(f"marimo run {notebook.name} exited with {server.returncode}")
+                with socket.socket() as client:
+                    if client.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                time.sleep(0.1)
+            else:
+                raise RuntimeError(f"marimo run {notebook.name} did not start within 120 s")
+            yield f"http://127.0.0.1:{port}/?access_token={token}"
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+# Rendered: marimo has drawn the cells, its running indicator is gone, and the neighbour links
+# (every notebook's last output; the index's list of notebooks) are on the page.
+RENDERED = """
+() => document.querySelector("#root [data-cell-id]") !== null
+  && document.querySelector(".running-app-icon") === null
+  && document.querySelector('#root a[href^="?file="]') !== null
+  && performance.now()
+"""
+
+
+def first_render_ms(new_page, notebook: Path, timeout_s: float = 180) -> float:
+    with marimo_run(notebook) as url, new_page() as (page, traffic):
+        page.goto(url)
+        rendered = page.wait_for_function(RENDERED, polling="raf", timeout=timeout_s * 1000)
+        if traffic.blocked:
+            raise RuntimeError(f"{notebook.name} tried to reach {traffic.blocked}")
+        return float(rendered.json_value())
+
+
+def first_render(new_page, repeat: int = 3) -> list[Measure]:
+    rows = []
+    for notebook in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")):
+        times = [first_render_ms(new_page, notebook) for _ in range(repeat)]
+        goal = FIRST_RENDER_GOALS_MS.get(notebook.name, FIRST_RENDER_GOAL_MS)
+        note = f"median of {repeat}, each on a fresh marimo run: " + ", ".join(f"{t:.0f}" for t in times)
+        rows.append(Measure(f"first render {notebook.stem}", statistics.median(times), "ms", goal, note))
+    return rows
+
+
+# One click on the nibble widget (alternating codes 0111 and 0101), until the kernel's markdown
+# heading for that code is on the page. marimo draws the widget inside a shadow root, which
+# querySelector does not enter; the button is found before the clock starts.
+LIVE_STEPS = """
+async ({ steps }) => {
+  const deep = (selector, root = document) => {
+    const found = root.querySelector(selector);
+    if (found) return found;
+    for (const element of root.querySelectorAll("*")) {
+      const inner = element.shadowRoot && deep(selector, element.shadowRoot);
+      if (inner) return inner;
+    }
+    return null;
+  };
+  const codes = ["0111", "0101"];
+  const times = [];
+  const headed = (code) => [...document.querySelectorAll("#root h1, #root h2, #root h3")]
+    .some((h) => h.textContent.trim() === `Doing ${code} by hand`);
+  for (let i = 0; i < steps; i++) {
+    const code = codes[i % 2];
+    const shown = new Promise((resolve, reject) => {
+      const timer = setTimeout(() => { observer.disconnect(); reject(new Error(`no heading for ${code}`)); }, 30000);
+      const observer = new MutationObserver(() => {
+        if (headed(code)) { observer.disconnect(); clearTimeout(timer); resolve(performance.now()); }
+      });
+      observer.observe(document.body, { subtree: true, childList: true, characterData: true });
+    });
+    const button = deep(`button[aria-label="pick code ${code}"]`);
+    const start = performance.now();
+    button.click();
+    times.push((await shown) - start);
+  }
+  return times;
+}
+"""
+
+
+def live_update(new_page, steps: int = 40) -> list[Measure]:
+    notebook = NOTEBOOKS / "01_one_nibble.py"
+    with marimo_run(notebook) as url, new_page() as (page, _traffic):
+        page.goto(url)
+        page.wait_for_function(RENDERED, polling="raf", timeout=180_000)
+        times = page.evaluate(LIVE_STEPS, {"steps": steps})
+    note = (
+        f"notebook 01: pick a code in the widget until the kernel's 'Doing .. by hand' heading shows it, {steps} times"
+    )
+    return [
+        Measure("live update 01: p50", percentile(times, 0.5), "ms", None, note),
+        Measure("live update 01: p95", percentile(times, 0.95), "ms", LIVE_UPDATE_GOAL_MS, note),
+    ]
+
+
+def environment() -> dict:
+    import marimo
+
+    chromium = subprocess.run([chromium_path(), "--version"], capture_output=True, text=True).stdout.strip()
+    return {
+        "python": sys.version.split()[0],
+        "marimo": marimo.__version__,
+        "chromium": chromium,
+        "machine": platform.machine(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "system": f"{platform.system()} {platform.release()}",
+        "load_average_at_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "browser": "headless Chromium, --disable-gpu, every non-local request aborted",
+    }
+
+
+def table(rows: list[Measure]) -> str:
+    lines = ["| task | value | goal | verdict | note |", "|---|---:|---:|---|---|"]
+    for row in rows:
+        goal = "-" if row.goal is None else f"< {row.goal:g} {row.unit}"
+        lines.append(f"| {row.task} | {row.value:.1f} {row.unit} | {goal} | {row.verdict} | {row.note or '-'} |")
+    return "\n".join(lines)
+
+
+def run(out: Path) -> int:
+    """Every browser-side row, into out/browser.md and out/browser.json; the site is built afresh."""
+    from bench import site
+    from widgets import sitebuild
+
+    info = environment()
+    with chromium() as new_page:
+        rows = explainer_latency(new_page)
+        rows += live_update(new_page)
+        rows += first_render(new_page)
+        with tempfile.TemporaryDirectory(prefix="four-bit-lab-site-") as folder:
+            sitebuild.build(Path(folder))
+            rows += site.size_rows(Path(folder)) + site.cold_load_rows(new_page, Path(folder))
+    info["load_average_at_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
+    text = table(rows)
+    print(text)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "browser.md").write_text(text + "\n")
+    records = [{**asdict(row), "verdict": row.verdict} for row in rows]
+    (out / "browser.json").write_text(json.dumps({"environment": info, "results": records}, indent=2) + "\n")
+    print(f"\nwritten to {out / 'browser.md'} and browser.json")
+    return 0
