@@ -110,3 +110,15 @@ def format_float32(value: float) -> str:
     else:
         text = np.format_float_scientific(value32, unique=True, trim="-")
     return text.replace("-", "\u2212")
+
+
+#: names of the leading axes of a position, innermost first
+_AXIS_NAMES = ("row", "matrix")
+
+
+def position_text(index: tuple[int, ...], last: str = "element") -> str:
+    """(5,) -> 'element 5'; (0, 5) -> 'row 0, element 5'; (0, 1) with last='scale group' -> 'row 0, scale group 1'."""
+    *leading, innermost = (int(i) for i in index)
+    names = [_AXIS_NAMES[k] if k < len(_AXIS_NAMES) else f"axis {len(leading) - 1 - k}" for k in range(len(leading))]
+    parts = [f"{name} {i}" for name, i in zip(reversed(names), leading, strict=True)]
+    return ", ".join([*parts, f"{last} {innermost}"])

@@ -11,8 +11,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from lab.codes import e2m1
+from lab.numbers import position_text
 from lab.teach import scale, sizes
-from lab.teach.pane.render import position_text
 
 if TYPE_CHECKING:
     from lab.teach.pane.report import DeviceReport

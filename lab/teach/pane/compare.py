@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from lab._arrays import round_to
-from lab.teach.pane.render import LISTED_DIFFERENCES, NAMED_GROUPS, position_text
+from lab.numbers import position_text
+from lab.teach.pane.render import LISTED_DIFFERENCES, NAMED_GROUPS
 from lab.teach.pane.report import Breakdown, Comparison, Difference, MatmulComparison, NonFinite, NonFiniteValue
 
 #: the unit roundoff of float32 accumulation, 2^-24

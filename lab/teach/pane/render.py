@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lab.numbers import position_text
+
 if TYPE_CHECKING:
     from lab.teach.pane.report import (
         Breakdown,
@@ -23,20 +25,11 @@ LISTED_DIFFERENCES = 32
 #: how many groups a verdict names before it says "and N more"
 NAMED_GROUPS = 8
 #: names for the last axes of an index, innermost first; further axes are "axis k"
-_AXIS_NAMES = ("row", "matrix")
 
 
 def shape_text(shape: tuple[int, ...]) -> str:
     """(32,) -> '32'; (1, 32) -> '1 × 32'."""
     return " × ".join(str(int(n)) for n in shape)
-
-
-def position_text(index: tuple[int, ...], last: str = "element") -> str:
-    """(5,) -> 'element 5'; (0, 5) -> 'row 0, element 5'; (0, 1) with last='scale group' -> 'row 0, scale group 1'."""
-    *leading, innermost = (int(i) for i in index)
-    names = [_AXIS_NAMES[k] if k < len(_AXIS_NAMES) else f"axis {len(leading) - 1 - k}" for k in range(len(leading))]
-    parts = [f"{name} {i}" for name, i in zip(reversed(names), leading, strict=True)]
-    return ", ".join([*parts, f"{last} {innermost}"])
 
 
 def non_finite_summary(flag: NonFinite) -> str:
