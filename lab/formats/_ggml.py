@@ -78,15 +78,6 @@ def unpack_halves(packed: np.ndarray) -> np.ndarray:
     return np.concatenate([packed & np.uint8(15), packed >> np.uint8(4)], axis=-1)
 
 
-def ordered_sum(values: np.ndarray) -> np.ndarray:
-    """Sum over the last axis strictly left to right, as ggml's C loops add in float32.
-
-    numpy's own sum adds pairwise; reducing over the first axis of a position-major copy adds one
-    position after another instead, so near-tied candidates compare as they do in C.
-    """
-    return np.add.reduce(np.ascontiguousarray(np.moveaxis(values, -1, 0)), axis=0)
-
-
 def first_absmax(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per block [..., n, g]: the largest magnitude and the signed value that has it (the first, as C's `>` scan keeps)."""
     index = np.abs(blocks).argmax(axis=-1)[..., None]
