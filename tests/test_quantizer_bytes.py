@@ -161,3 +161,27 @@ def test_blocks_are_quantized_alone_whatever_the_shape(name):
     by_row = [stored(row[None]) for row in w[:6]]
     for part, rows in zip(stored(w[:6]), zip(*by_row, strict=True), strict=True):
         assert np.array_equal(part, np.concatenate(rows))
+
+
+def _around(points: np.ndarray, reach: int = 64) -> np.ndarray:
+    """float32 values within `reach` steps of each point (both ways), with the specials."""
+    bits = np.asarray(points, np.float32).view(np.int32)[:, None] + np.arange(-reach, reach + 1)
+    values = bits.astype(np.int32).view(np.float32).ravel()
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3e38, -3e38], np.float32)
+    return np.concatenate([values, -values, specials])
+
+
+def test_iq4_nearest_entry_is_ggml_s_best_index_int8():
+    """The half-step lookup against ggml's search written out: (x - lower) < (upper - x) in float32."""
+    table = iq4_nl.KVALUES_F32
+    x = np.concatenate([_around((table[:-1] + table[1:]) / 2), _around(table), _around(np.arange(-140, 130) / 2)])
+    above = np.clip(np.searchsorted(table, x, side="right"), 1, len(table) - 1)  # NaN sorts last
+    with np.errstate(invalid="ignore"):
+        ggml = np.where(x - table[above - 1] < table[above] - x, above - 1, above)
+    ggml = np.where(x <= table[0], 0, np.where(x >= table[-1], len(table) - 1, ggml))
+    assert np.array_equal(iq4_nl.nearest_codes(x), ggml)
+
+
+def test_nf4_nearest_level_is_a_binary_search_over_the_midpoints():
+    x = np.concatenate([_around(nf4.MIDPOINTS, 256), _around(nf4.LEVELS), _around(np.arange(-33, 34) / 32)])
+    assert np.array_equal(nf4.nearest_codes(x), np.searchsorted(nf4.MIDPOINTS, x, side="left"))
