@@ -116,8 +116,9 @@ class IQ4NLTensor:
 #: the codebook value nearest to x for each half-step cell of x, from floor(2x) = 2 * KVALUES[0] up
 _NEAREST_VALUE = KVALUES_F32[half_step_table(KVALUES_F32)]
 _FIRST_CELL = np.float32(2 * int(KVALUES[0]))
-#: blocks fitted per pass: the candidate loop's five full-size buffers then take 1.25 MiB for
-#: 2048 blocks and stay in the CPU's cache through all 16 candidates
+#: blocks fitted per pass: the candidate loop's six arrays of 32 x 2048 (the weights, their squares,
+#: three float32 buffers and the int32 cells) then take 1.5 MiB and stay in cache through all 16
+#: candidates
 _CHUNK_BLOCKS = 2048
 
 
@@ -146,7 +147,7 @@ def fit_scales(blocks: np.ndarray) -> np.ndarray:
 def _fit_position_major(x: np.ndarray) -> np.ndarray:
     """fit_scales for blocks laid out position-major, x float32 [32, n] -> d [n].
 
-    The candidates' products go into three buffers of x's size, reused; the codes themselves are
+    The candidates' products go into buffers of x's size, reused; the codes themselves are
     never formed: floor(2 x / d) indexes the nearest codebook value directly (see
     _ggml.nearest_index), with 2/d worked out per block. Doubling is exact, except where x / d
     underflows, and then floor(2 x / d) is -1 or 0, cells that both hold the value nearest 0.
