@@ -355,6 +355,32 @@ def model_rows() -> list[Row]:
     return rows
 
 
+def per_format_study_rows() -> list[Row]:
+    """Each format on its own, in CPU seconds (the wall-clock ones move with other people's work):
+    the whole-model study of each study row, cold (an empty result cache) and then warm, and each
+    format's share of the retrieval study (quantize the model's Linears, embed every text), cold."""
+    from lab.teach import behaviour
+
+    weights = real_weights.load_weights()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="lab-bench-cache-") as folder:
+        for name in real_weights.study_rows():
+            seconds = []
+            for _ in ("cold", "warm"):
+                cpu_started = time.process_time()
+                real_weights.evaluate_model(weights, formats=[name], cache=folder)
+                seconds.append(time.process_time() - cpu_started)
+            rows.append(Row(f"real model CPU s: {name}, cold", seconds[0], "(no peer)", None, None, note="-"))
+            rows.append(Row(f"real model CPU s: {name}, warm", seconds[1], "(no peer)", None, None, note="-"))
+    behaviour.clear_caches()
+    for name in behaviour.study_formats():
+        cpu_started = time.process_time()
+        behaviour.retrieval_row(name)  # fp32 first: every later row only adds its own format's model
+        seconds = time.process_time() - cpu_started
+        rows.append(Row(f"retrieval study CPU s: {name}", seconds, "(no peer)", None, None, note="cold"))
+    return rows
+
+
 def table(results: list[Row]) -> str:
     lines = [
         "| task | lab s | peer | peer s | lab speed / peer | target | verdict | note |",
@@ -392,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         results += real_rows
         if real_rows:
             results += model_rows()
+            results += per_format_study_rows()
     text = table(results)
     print(text)
     if info.get("real_model"):

@@ -78,15 +78,6 @@ def unpack_halves(packed: np.ndarray) -> np.ndarray:
     return np.concatenate([packed & np.uint8(15), packed >> np.uint8(4)], axis=-1)
 
 
-def ordered_sum(values: np.ndarray) -> np.ndarray:
-    """Sum over the last axis strictly left to right, as ggml's C loops add in float32.
-
-    numpy's own sum adds pairwise; reducing over the first axis of a position-major copy adds one
-    position after another instead, so near-tied candidates compare as they do in C.
-    """
-    return np.add.reduce(np.ascontiguousarray(np.moveaxis(values, -1, 0)), axis=0)
-
-
 def first_absmax(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per block [..., n, g]: the largest magnitude and the signed value that has it (the first, as C's `>` scan keeps)."""
     index = np.abs(blocks).argmax(axis=-1)[..., None]
@@ -94,18 +85,34 @@ def first_absmax(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.abs(signed), signed
 
 
+def half_step_table(table: np.ndarray) -> np.ndarray:
+    """For a sorted table of integers: the index of the nearest entry to every x in [k/2, (k+1)/2),
+    for k = 2 * table[0] .. 2 * table[-1], as uint8; a tie takes the upper entry.
+
+    The midpoint of two integers is a multiple of 1/2, so no midpoint lies inside such a half-step
+    cell: one entry is nearest to all of it, and a value exactly on a midpoint is a cell's left
+    end, which counts the midpoint as passed (the upper entry).
+    """
+    first, last = int(table[0]), int(table[-1])
+    midpoints = (table[:-1].astype(np.float64) + table[1:]) / 2
+    return np.searchsorted(midpoints, np.arange(2 * first, 2 * last + 1) / 2, side="right").astype(np.uint8)
+
+
 def nearest_index(values: np.ndarray, table: np.ndarray) -> np.ndarray:
     """The index of the nearest entry of a sorted table of integers (as float32) to each value; a tie takes the upper one.
 
     This is ggml's best_index_int8: below the first entry is 0, above the last is the last, else
-    the two entries around the value are compared as (x - lower) < (upper - x) in float32. The
-    entries are integers, so "entries <= x" is "entries <= floor(x)", read from a small lookup
-    table instead of a binary search per value.
+    the two entries around x are compared as (x - lower) < (upper - x) in float32. Those
+    differences are exact wherever x is near their midpoint (x and the entries are within a
+    binade of each other there), so the comparison is x against the exact midpoint, and the
+    answer depends only on which half-step cell holds x: floor(2x) indexes half_step_table.
+    Doubling a float32 is exact; clamping first keeps floor(2x) an integer in the table's range.
     """
-    first, last = int(table[0]), int(table[-1])
-    at_or_below = np.searchsorted(table, np.arange(first, last + 1, dtype=np.float32), side="right")
-    # a NaN (a zero weight times an infinite 1/d) takes the last entry, as ggml's search ends there
-    floors = np.nan_to_num(np.clip(np.floor(values), first, last), nan=last)
-    upper = np.clip(at_or_below[floors.astype(np.intp) - first], 1, len(table) - 1)
-    below, above = table[upper - 1], table[upper]
-    return np.where(values - below < above - values, upper - 1, upper).astype(np.uint8)
+    first, last = np.float32(table[0]), np.float32(table[-1])
+    # fmin passes a NaN over for `last`: a NaN (a zero weight times an infinite 1/d) takes the
+    # last entry, as ggml's search ends there
+    doubled = np.fmax(np.fmin(values, last), first)
+    doubled *= np.float32(2)
+    np.floor(doubled, out=doubled)
+    cells = np.subtract(doubled, 2 * first, out=np.empty(doubled.shape, np.int32), casting="unsafe")
+    return np.take(half_step_table(table), cells)

@@ -35,11 +35,10 @@ from lab.formats._blocks import element_index, float_input, grouped
 from lab.formats._ggml import (
     F16_MAX,
     GROUP_MAX_EPS,
-    first_absmax,
     fp16_bytes,
     fp16_field,
+    half_step_table,
     nearest_index,
-    ordered_sum,
     pack_halves,
     reciprocal_or_zero,
     refuse_beyond_reach,
@@ -114,6 +113,15 @@ class IQ4NLTensor:
         return raw.reshape(*self.shape[:-1], -1)
 
 
+#: the codebook value nearest to x for each half-step cell of x, from floor(2x) = 2 * KVALUES[0] up
+_NEAREST_VALUE = KVALUES_F32[half_step_table(KVALUES_F32)]
+_FIRST_CELL = np.float32(2 * int(KVALUES[0]))
+#: blocks fitted per pass: the candidate loop's six arrays of 32 x 2048 (the weights, their squares,
+#: three float32 buffers and the int32 cells) then take 1.5 MiB and stay in cache through all 16
+#: candidates
+_CHUNK_BLOCKS = 2048
+
+
 def nearest_codes(scaled: np.ndarray) -> np.ndarray:
     """Codebook indices nearest to weights already divided by their scale (a tie takes the upper entry)."""
     return nearest_index(scaled, KVALUES_F32)
@@ -125,16 +133,44 @@ def fit_scales(blocks: np.ndarray) -> np.ndarray:
     Each candidate grid sets codes by nearest entry; for fixed codes q the weighted least-squares
     scale is sum(w q x) / sum(w q^2), and its fit explains sum(w q x)^2 / sum(w q^2) of the block.
     The products and sums run in float32 in the reference's order, left to right over the block.
+    Every block is fitted on its own, so fitting a chunk of blocks at a time gives the same scales.
     """
-    importance = blocks * blocks
-    amax, signed_max = first_absmax(blocks)
-    zero = amax < GROUP_MAX_EPS
+    flat = blocks.reshape(-1, BLOCK_WEIGHTS)
+    d = np.empty(flat.shape[0], np.float32)
+    for start in range(0, flat.shape[0], _CHUNK_BLOCKS):
+        chunk = slice(start, start + _CHUNK_BLOCKS)
+        # position-major (32, n): reducing over axis 0 adds one position after another, as C does
+        d[chunk] = _fit_position_major(np.ascontiguousarray(flat[chunk].T))
+    return d.reshape(blocks.shape[:-1])
+
+
+def _fit_position_major(x: np.ndarray) -> np.ndarray:
+    """fit_scales for blocks laid out position-major, x float32 [32, n] -> d [n].
+
+    The candidates' products go into buffers of x's size, reused; the codes themselves are
+    never formed: floor(2 x / d) indexes the nearest codebook value directly (see
+    _ggml.nearest_index), with 2/d worked out per block. Doubling is exact, except where x / d
+    underflows, and then floor(2 x / d) is -1 or 0, cells that both hold the value nearest 0.
+    """
+    importance = x * x
+    columns = np.arange(x.shape[1])
+    signed_max = x[np.abs(x).argmax(axis=0), columns]  # the first largest, as C's `>` scan keeps
+    zero = np.abs(signed_max) < GROUP_MAX_EPS
     signed_max = np.where(zero, np.float32(1), signed_max)  # a zero block's d is set to 0 at the end
+    q, weighted, product = (np.empty_like(x) for _ in range(3))
+    cells = np.empty(x.shape, np.int32)
 
     def fit(inverse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        q = KVALUES_F32[nearest_codes(inverse[..., None] * blocks)]
-        weighted = importance * q
-        return ordered_sum(weighted * blocks), ordered_sum(weighted * q)
+        # |x / d| <= 134 for every candidate (|x| <= |max|), so the cells fit in int32; those
+        # beyond the codebook's ends take its end values through mode="clip"
+        np.multiply(x, inverse * np.float32(2), out=product)
+        np.floor(product, out=product)
+        np.subtract(product, _FIRST_CELL, out=cells, casting="unsafe")
+        np.take(_NEAREST_VALUE, cells, mode="clip", out=q)
+        np.multiply(importance, q, out=weighted)
+        sum_qx = np.add.reduce(np.multiply(weighted, x, out=product), axis=0)
+        sum_q2 = np.add.reduce(np.multiply(weighted, q, out=product), axis=0)
+        return sum_qx, sum_q2
 
     start = -signed_max / KVALUES_F32[0]  # the largest weight at +127, just past the +113 end
     sum_qx, sum_q2 = fit(np.float32(1) / start)
@@ -150,8 +186,17 @@ def fit_scales(blocks: np.ndarray) -> np.ndarray:
 
 
 def codes_for(blocks: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Nearest indices for blocks [..., g] under float32 scales [...], through 1/scale (0 where the scale is 0)."""
-    return nearest_codes(reciprocal_or_zero(scale)[..., None] * blocks)
+    """Nearest indices for blocks [..., g] under float32 scales [...], through 1/scale (0 where the scale is 0).
+
+    A chunk of blocks at a time, so that the temporaries stay in cache.
+    """
+    flat = blocks.reshape(-1, blocks.shape[-1])
+    inverse = reciprocal_or_zero(scale).reshape(-1, 1)
+    codes = np.empty(flat.shape, np.uint8)
+    for start in range(0, flat.shape[0], _CHUNK_BLOCKS):
+        chunk = slice(start, start + _CHUNK_BLOCKS)
+        codes[chunk] = nearest_codes(inverse[chunk] * flat[chunk])
+    return codes.reshape(blocks.shape)
 
 
 def quantize(w: ArrayLike) -> IQ4NLTensor:

@@ -72,6 +72,8 @@ QUANTILE_OFFSET = 0.9677083
 #: rounding boundaries: midpoints of adjacent levels, worked in float64 and held as float32
 MIDPOINTS = ((LEVELS[:-1].astype(np.float64) + LEVELS[1:]) / 2).astype(np.float32)
 ZERO_CODE = 7
+#: blocks coded per pass: 4096 blocks of 64 weights keep the temporaries (1 MiB each) in cache
+_CHUNK_BLOCKS = 4096
 #: double quantization: absmax values per 8-bit block, and the largest int8 code
 ABSMAX_BLOCK = 256
 ABSMAX_CODE_MAX = 127
@@ -153,9 +155,34 @@ class NF4Tensor:
         return (self.codes[..., 0::2] << np.uint8(4)) | self.codes[..., 1::2]
 
 
+#: a two-level search: [-1, 1] cut into cells of 1/32, narrower than the least distance between two
+#: midpoints (about 0.08), so that a cell holds at most one; per cell, how many midpoints lie below
+#: its left end, and the one inside it (+inf where it holds none); one more cell starts at 1
+_CELLS_PER_UNIT = 32
+_CELL_EDGES = np.arange(-_CELLS_PER_UNIT, _CELLS_PER_UNIT + 1) / _CELLS_PER_UNIT
+_BELOW_CELL = np.searchsorted(MIDPOINTS, _CELL_EDGES, side="left")
+_INSIDE_CELL = np.where(
+    np.diff(_BELOW_CELL, append=_BELOW_CELL[-1]) > 0,
+    MIDPOINTS[np.minimum(_BELOW_CELL, len(MIDPOINTS) - 1)],
+    np.inf,
+).astype(np.float32)
+_BELOW_CELL = _BELOW_CELL.astype(np.uint8)
+
+
 def nearest_codes(normalised: np.ndarray) -> np.ndarray:
-    """The NF4 code of each value in [-1, 1]: how many midpoints lie strictly below it (a tie takes the lower level)."""
-    return np.searchsorted(MIDPOINTS, normalised, side="left").astype(np.uint8)
+    """The NF4 code of each float32 value in [-1, 1]: how many midpoints lie strictly below it (a tie takes the lower level).
+
+    Values beyond [-1, 1] take the end codes, and NaN code 15, as a binary search over the
+    midpoints would place them. Scaling by 32 is exact, so floor(32 x) is x's cell exactly, and
+    x is compared in float32 with the one midpoint its cell may hold.
+    """
+    clamped = np.fmax(np.fmin(normalised, np.float32(1)), np.float32(-1))  # fmin passes a NaN over for 1
+    cells = np.multiply(clamped, np.float32(_CELLS_PER_UNIT))
+    np.floor(cells, out=cells)
+    index = np.subtract(cells, np.float32(-_CELLS_PER_UNIT), out=np.empty(cells.shape, np.int32), casting="unsafe")
+    codes = np.take(_BELOW_CELL, index)
+    codes += clamped > np.take(_INSIDE_CELL, index)
+    return codes
 
 
 def _double_quantize(absmax: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.float32]:
@@ -173,23 +200,38 @@ def _double_quantize(absmax: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return decoded.reshape(absmax.shape), codes.reshape(-1)[: flat.size].reshape(absmax.shape), scales, offset
 
 
-def quantize(w: ArrayLike, double_quant: bool = False) -> NF4Tensor:
-    """NF4 codes for weights [..., 64k], one float32 absmax per 64; double_quant stores the absmax in 8 bits."""
-    weights, _ = float_input(w, BLOCK_WEIGHTS)
-    blocks = grouped(weights, BLOCK_WEIGHTS)
+def _code_blocks(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(absmax, codes) for float32 blocks [n, 64]."""
     absmax = block_amax(np.abs(blocks))
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         inverse = np.float32(1) / absmax
+        scaled = blocks * inverse[:, None]
         # bitsandbytes multiplies by 1/absmax; below 2^-128 that reciprocal overflows, and dividing
-        # is the exact alternative; a zero block (0/0) scales to 0 and takes code 7, the zero level
-        scaled = np.where(np.isfinite(inverse)[..., None], blocks * inverse[..., None], blocks / absmax[..., None])
-    codes = nearest_codes(np.nan_to_num(scaled, nan=0.0))
+        # is the exact alternative; a zero block (0/0) scales to 0 and takes code 7, the zero level.
+        # Only those few blocks are worked again.
+        overflowed = ~np.isfinite(inverse)
+        if overflowed.any():
+            scaled[overflowed] = np.nan_to_num(blocks[overflowed] / absmax[overflowed, None], nan=0.0)
+    return absmax, nearest_codes(scaled)
+
+
+def quantize(w: ArrayLike, double_quant: bool = False) -> NF4Tensor:
+    """NF4 codes for weights [..., 64k], one float32 absmax per 64; double_quant stores the absmax in 8 bits."""
+    weights, _ = float_input(w, BLOCK_WEIGHTS)
+    blocks = weights.reshape(-1, BLOCK_WEIGHTS)
+    absmax = np.empty(blocks.shape[0], np.float32)
+    codes = np.empty(blocks.shape, np.uint8)
+    # A chunk of blocks at a time: each block is coded on its own, and the temporaries stay in cache
+    for start in range(0, blocks.shape[0], _CHUNK_BLOCKS):
+        chunk = slice(start, start + _CHUNK_BLOCKS)
+        absmax[chunk], codes[chunk] = _code_blocks(blocks[chunk])
+    absmax = absmax.reshape(*weights.shape[:-1], weights.shape[-1] // BLOCK_WEIGHTS)
     parts = {}
     if double_quant:
         # as bitsandbytes: the codes are worked against the exact absmax, which is then stored in 8 bits
         absmax, codes8, scales8, offset = _double_quantize(absmax)
         parts = {"absmax_codes": codes8, "absmax_scales": scales8, "absmax_offset": offset}
-    return NF4Tensor(codes=codes.reshape(weights.shape), absmax=absmax.astype(np.float32), **parts)
+    return NF4Tensor(codes=codes.reshape(weights.shape), absmax=absmax, **parts)
 
 
 FORMAT = register(

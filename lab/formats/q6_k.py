@@ -46,7 +46,6 @@ from lab.formats._ggml import (
     first_absmax,
     fp16_bytes,
     fp16_field,
-    ordered_sum,
     refuse_beyond_reach,
     split_blocks,
 )
@@ -152,25 +151,57 @@ class Q6KTensor:
         return raw.reshape(*self.shape[:-1], -1)
 
 
-def _levels(iscale: np.ndarray, x: np.ndarray) -> np.ndarray:
-    return np.clip(np.rint(iscale[..., None] * x), -CODE_OFFSET, CODE_OFFSET - 1)
+#: subblocks fitted per pass: the candidate loop's buffers then take 256 KiB each and stay in cache
+_CHUNK_SUBBLOCKS = 4096
+
+
+def _levels(iscale: np.ndarray, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """clip(rint(iscale * x), -32, 31) for x position-major [16, n] and iscale [n]."""
+    levels = np.multiply(iscale, x, out=out)
+    np.rint(levels, out=levels)
+    return np.clip(levels, -CODE_OFFSET, CODE_OFFSET - 1, out=levels)
 
 
 def fit_subblocks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """make_qx_quants(16, 32, x, L, rmse_type 1) for every subblock [..., 16]: (float32 scale, levels -32..31).
 
     A subblock below GROUP_MAX_EPS gets scale 0 and levels -32 (stored code 0), as the reference.
+    Every subblock is fitted on its own, so fitting a chunk at a time gives the same result.
+    """
+    flat = x.reshape(-1, SUBBLOCK_WEIGHTS)
+    scale = np.empty(flat.shape[0], np.float32)
+    levels = np.empty(flat.shape, np.float32)
+    for start in range(0, flat.shape[0], _CHUNK_SUBBLOCKS):
+        chunk = slice(start, start + _CHUNK_SUBBLOCKS)
+        # position-major [16, n]: reducing over axis 0 adds one position after another, as C does
+        scale[chunk], chunk_levels = _fit_position_major(np.ascontiguousarray(flat[chunk].T))
+        levels[chunk] = chunk_levels.T
+    return scale.reshape(x.shape[:-1]), levels.reshape(x.shape)
+
+
+def _fit_position_major(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """fit_subblocks for subblocks laid out position-major, x float32 [16, n] -> (scale [n], levels [16, n]).
+
+    The candidates' levels and products go into buffers reused from one candidate to the next.
+    The winner's levels are not copied out of each candidate; its grid, iscale, is kept instead,
+    and its levels worked out once at the end by the same arithmetic, so they are the same levels.
     """
     importance = x * x
-    amax, signed_max = first_absmax(x)
-    zero = amax < GROUP_MAX_EPS
+    weighted_x = importance * x  # the reference's w * x * l, left to right: the same for every candidate
+    columns = np.arange(x.shape[1])
+    signed_max = x[np.abs(x).argmax(axis=0), columns]  # the first largest, as C's `>` scan keeps
+    zero = np.abs(signed_max) < GROUP_MAX_EPS
     signed_max = np.where(zero, np.float32(1), signed_max)
+    levels, weighted, product = (np.empty_like(x) for _ in range(3))
 
-    def sums(levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return ordered_sum(importance * x * levels), ordered_sum(importance * levels * levels)
+    def sums(iscale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        _levels(iscale, x, out=levels)
+        sum_lx = np.add.reduce(np.multiply(weighted_x, levels, out=product), axis=0)
+        np.multiply(importance, levels, out=weighted)
+        return sum_lx, np.add.reduce(np.multiply(weighted, levels, out=product), axis=0)
 
-    levels = _levels(np.float32(-CODE_OFFSET) / signed_max, x)
-    sum_lx, sum_l2 = sums(levels)
+    best_iscale = np.float32(-CODE_OFFSET) / signed_max
+    sum_lx, sum_l2 = sums(best_iscale)
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = np.where(sum_l2 != 0, sum_lx / sum_l2, np.float32(0)).astype(np.float32)
     best = scale * sum_lx
@@ -178,14 +209,15 @@ def fit_subblocks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if t == 0:
             continue
         stretch = np.float32(CODE_OFFSET) + np.float32(0.1) * np.float32(t)
-        candidate = _levels(-stretch / signed_max, x)
-        sum_lx, sum_l2 = sums(candidate)
+        iscale = -stretch / signed_max
+        sum_lx, sum_l2 = sums(iscale)
         with np.errstate(divide="ignore", invalid="ignore"):  # sum_l2 = 0 is never chosen
             better = (sum_l2 > 0) & (sum_lx * sum_lx > best * sum_l2)
             scale = np.where(better, sum_lx / sum_l2, scale)
         best = np.where(better, scale * sum_lx, best)
-        np.copyto(levels, candidate, where=better[..., None])
-    levels[zero] = -CODE_OFFSET
+        best_iscale = np.where(better, iscale, best_iscale)
+    levels = _levels(best_iscale, x, out=levels)
+    levels[:, zero] = -CODE_OFFSET
     return np.where(zero, np.float32(0), scale).astype(np.float32), levels
 
 

@@ -450,13 +450,15 @@ def _row_key(spec: StudyRow) -> str | None:
     return result_cache.digest(module_digest, spec.format.name, spec.preset or "", spec.name, qualname)
 
 
-def _measure(spec: StudyRow, name: str, w: np.ndarray, original: OriginalFigures) -> tuple[TensorResult, float, float]:
+def _measure(
+    spec: StudyRow, name: str, w: np.ndarray, original: OriginalFigures, scratch: np.ndarray
+) -> tuple[TensorResult, float, float]:
     reason = spec.skip_reason(w.shape[-1])
     if reason:
         unmeasured = dict.fromkeys(UNMEASURED, float("nan"))
         return TensorResult(name, spec.name, w.shape, w.size, **unmeasured, skipped=reason), 0.0, 0.0
     quantized = spec.quantize(w)
-    metrics = error_metrics(w, quantized.dequantize(), original)
+    metrics = error_metrics(w, quantized.dequantize(), original, out=scratch)
     squared_error, squared_norm = metrics.pop("squared_error"), metrics.pop("squared_norm")
     bits_per_weight = float(quantized.bits_per_weight)
     result = TensorResult(name, spec.name, w.shape, w.size, bits_per_weight=bits_per_weight, **metrics)
@@ -501,7 +503,9 @@ def evaluate_model(
     total = len(matrices) * len(chosen)
     done = 0
     for name, w in matrices.items():
-        original = None  # worked out on the first step that is not cached
+        # worked out on the first step that is not cached: the tensor's own figures, and a float64
+        # buffer for the error that every format's step reuses
+        original = scratch = None
         # One cache file per tensor (a few dozen files, not one per step: opening files is slow
         # on a busy disk), holding an entry per study row.
         tensor_key = _tensor_key(result_cache.array_digest(w)) if store else None
@@ -513,8 +517,8 @@ def evaluate_model(
             if entry is None:
                 started = time.perf_counter()
                 if original is None:
-                    original = OriginalFigures.of(w)
-                result, squared_error, squared_norm = _measure(spec, name, w, original)
+                    original, scratch = OriginalFigures.of(w), np.empty(w.shape, np.float64)
+                result, squared_error, squared_norm = _measure(spec, name, w, original, scratch)
                 seconds = time.perf_counter() - started
                 if row_key:
                     fields = {field_name: getattr(result, field_name) for field_name in _CACHED_FIELDS}
