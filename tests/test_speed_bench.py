@@ -5,7 +5,7 @@ bench, never asserted in a test."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
+from test_real_weights import require_real_model
 
 from bench import run as bench
 from lab.teach import cache, real_weights
@@ -23,8 +23,7 @@ def test_the_baseline_row_needs_the_baseline_shape(monkeypatch):
 
 
 def test_the_study_is_timed_cold_then_warm_in_a_cache_of_its_own(monkeypatch, tmp_path):
-    if not real_weights.real_model_available():
-        pytest.skip(f"the real-model packages are not installed ({real_weights.INSTALL_HINT})")
+    require_real_model()  # a skip on a laptop without the model, a failure in CI
     user_cache = tmp_path / "user-cache"
     monkeypatch.setenv(cache.CACHE_ENV, str(user_cache))
     names = ["encoder.layer.0.attention.self.query.weight", "encoder.layer.5.output.dense.weight"]
