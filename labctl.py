@@ -152,9 +152,9 @@ def main(argv: list[str]) -> int:
         "open": lambda python, extra: open_lab(python, extra, "run"),
         "edit": lambda python, extra: open_lab(python, extra, "edit"),
         "test": run_tests,
-        "site": lambda python, extra: subprocess.call([str(python), "-m", "widgets.sitebuild", *extra], cwd=ROOT),
+        "site": lambda python, extra: subprocess.call([str(python), "-m", "widgets.build.site", *extra], cwd=ROOT),
         "serve": lambda python, extra: subprocess.call(
-            [str(python), "-m", "widgets.sitebuild", "serve", *extra], cwd=ROOT
+            [str(python), "-m", "widgets.build.site", "serve", *extra], cwd=ROOT
         ),
         "bench": lambda python, extra: subprocess.call([str(python), str(ROOT / "bench" / "run.py"), *extra], cwd=ROOT),
         "setup": lambda python, extra: 0,

@@ -203,7 +203,7 @@ EXPLAINER_ACTIONS = {
 
 
 def explainer_latency(new_page, steps: int = 200) -> list[Measure]:
-    from widgets import standalone
+    from widgets.build import standalone
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="four-bit-lab-bench-") as folder:
@@ -381,7 +381,7 @@ def table(rows: list[Measure]) -> str:
 def run(out: Path) -> int:
     """Every browser-side row, into out/browser.md and out/browser.json; the site is built afresh."""
     from bench import site
-    from widgets import sitebuild
+    from widgets.build import site as sitebuild
 
     info = environment()
     with chromium() as new_page:

@@ -14,7 +14,7 @@ import marimo as mo
 import numpy as np
 
 from lab.teach import charts, course
-from widgets import sitebuild
+from widgets.build import site as sitebuild
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 

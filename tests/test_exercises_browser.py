@@ -11,7 +11,7 @@ from urllib.parse import quote, unquote
 import pytest
 from browser import browser_page
 
-from widgets import standalone
+from widgets.build import standalone
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from widgets.sitebuild import site_handler
+from widgets.build.site import site_handler
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_lan_mode_accepts_any_host(site):
 
 
 def test_ctrl_c_stops_serve_without_a_traceback(site, monkeypatch, capsys):
-    from widgets import sitebuild
+    from widgets.build import site as sitebuild
 
     def interrupted(self, *args, **kwargs):
         raise KeyboardInterrupt

@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 from browser import browser_page
 
-from widgets import sitebuild
+from widgets.build import site as sitebuild
 
 pytestmark = pytest.mark.browser
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from widgets import sitebuild
+from widgets.build import site as sitebuild
 
 
 def _write(folder, files):

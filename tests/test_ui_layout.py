@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from browser import LAUNCH_ARGS, chromium_path
 
-from widgets import standalone
+from widgets.build import standalone
 
 pytestmark = pytest.mark.browser
 

@@ -120,8 +120,8 @@ def test_each_bundle_and_standalone_script_parses(module_file, tmp_path):
     import shutil
     import subprocess
 
-    from widgets import standalone
     from widgets._bundle import bundle
+    from widgets.build import standalone
 
     node = shutil.which("node")
     if node is None:

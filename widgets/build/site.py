@@ -37,9 +37,9 @@ import marimo
 
 from lab.teach import course
 
-from . import standalone
+from widgets.build import standalone
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository: widgets/build/site.py
 NOTEBOOKS = ROOT / "notebooks"
 MARIMO_STATIC = Path(marimo.__file__).resolve().parent / "_static"
 ASSET_DIR = "assets/marimo"
@@ -113,7 +113,7 @@ def localise_frontend(page: str, name: str) -> str:
     if not versions:
         raise SiteBuildError(
             f"{name}: the export names no marimo front-end on the CDN, so marimo's export format has "
-            "changed; update widgets/sitebuild.py before trusting the site"
+            "changed; update widgets/build/site.py before trusting the site"
         )
     if versions != {marimo.__version__}:
         raise SiteBuildError(
@@ -141,7 +141,7 @@ def asset_closure(roots: set[str], static: Path = MARIMO_STATIC) -> set[str]:
     starts = {VITE_HASH.sub("", name) for name in by_name}
     if missing := sorted(set(UNUSED_FEATURES) - starts):
         raise SiteBuildError(
-            f"marimo's front-end has no chunks named {missing}; update UNUSED_FEATURES in widgets/sitebuild.py"
+            f"marimo's front-end has no chunks named {missing}; update UNUSED_FEATURES in widgets/build/site.py"
         )
     reached: set[str] = set()
     pending = sorted(roots)

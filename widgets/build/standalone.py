@@ -13,8 +13,8 @@ import json
 import re
 from pathlib import Path
 
-from . import CodeExplorer, Exercises, NibbleDecoder, OwnershipView, Q4KExplorer, ScaleLab
-from ._bundle import HERE, bundle, stylesheet
+from widgets import CodeExplorer, Exercises, NibbleDecoder, OwnershipView, Q4KExplorer, ScaleLab
+from widgets._bundle import HERE, bundle, stylesheet
 
 PAGES = {
     "nibble-decoder": (NibbleDecoder, "nibble.js", "One nibble, six decoders"),
