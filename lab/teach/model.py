@@ -82,7 +82,7 @@ class QuantizeError(LabError):
 #: Chebyshev coefficients of Numerical Recipes' erfc (Press et al., 3rd ed. 2007, §6.2.2,
 #: Erf::erfccheb): for z >= 0, erfc(z) = t·exp(−z² + P(4t − 2)) with t = 2/(2 + z), P a Chebyshev
 #: series whose first coefficient counts half. erf's absolute error stays below 1e-15 (3e-16 on a grid
-#: over [−8, 8]); tests/test_model.py checks it against math.erf.
+#: over [−8, 8]); tests/oracles/test_model.py checks it against math.erf.
 _ERFC_CHEBYSHEV = (
     -1.3026537197817094,
     6.4196979235649026e-1,

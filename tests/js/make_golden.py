@@ -4,7 +4,7 @@
     .venv/bin/python tests/js/make_golden.py        rewrites tests/js/golden.json
 
 node --test tests/js/ then checks widgets/codec/ against every vector bit for bit, and
-tests/test_golden.py fails when this file's output no longer matches the committed golden.json.
+tests/js/test_golden.py fails when this file's output no longer matches the committed golden.json.
 
 Encoding, chosen so that every float survives JSON with its exact bits:
     "f64:<16 hex digits>"   a Python float / float64, by its IEEE bit pattern

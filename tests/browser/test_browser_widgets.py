@@ -9,7 +9,7 @@ import json
 from urllib.parse import quote
 
 import pytest
-from browser import browser_page
+from chromium import browser_page
 
 from widgets.build import standalone
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_real_weights import require_real_model
+from support import require_real_model
 
 from lab.errors import InputError
 from lab.formats import FORMATS, UnknownFormatError

@@ -5,7 +5,7 @@ bench, never asserted in a test."""
 from __future__ import annotations
 
 import numpy as np
-from test_real_weights import require_real_model
+from support import require_real_model
 
 from bench import run as bench
 from lab.teach import cache, real_weights

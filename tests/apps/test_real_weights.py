@@ -6,11 +6,10 @@ scale-search tests also run on synthetic weights."""
 
 from __future__ import annotations
 
-import os
-
 import gguf
 import numpy as np
 import pytest
+from support import require_real_model
 
 from lab.errors import LabError, RuleError
 from lab.formats import mxfp4, nvfp4
@@ -34,16 +33,6 @@ MLX_MODES = {
         for group in (32, 64, 128)
     },
 }
-
-
-def require_real_model() -> None:
-    """Skip where the real-model packages are missing; in CI that is a failure, not a skip."""
-    if real_weights.real_model_available():
-        return
-    message = f"the real-model packages are not installed ({real_weights.INSTALL_HINT})"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(message)
-    pytest.skip(message)
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
-from browser import browser_page
+from chromium import browser_page
 
 pytestmark = pytest.mark.browser
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 @pytest.fixture

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_real_weights import require_real_model
+from support import require_real_model
 
 from lab import mxfp4, nvfp4, q4k, real_weights
 from lab.errors import InputError, LabError, NonFiniteError, RuleError, ShapeError
 from lab.teach import model
 from lab.teach.model import ModelConfigError, QuantizeError
 
-REFERENCE = Path(__file__).parent / "data" / "model_reference.npz"
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "model_reference.npz"
 #: the largest |lab − sentence-transformers| allowed in any embedding component
 TOLERANCE = 1e-5
 #: the lab round trips the reference applied to the same 36 weights, by variant name

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_real_weights import require_real_model
+from support import require_real_model
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def run_notebook(name: str) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-CSS = (Path(__file__).resolve().parents[1] / "widgets" / "lab.css").read_text(encoding="utf-8")
+CSS = (Path(__file__).resolve().parents[2] / "widgets" / "lab.css").read_text(encoding="utf-8")
 
 
 def _block(selector_pattern: str) -> dict[str, str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser import LAUNCH_ARGS, chromium_path
+from chromium import LAUNCH_ARGS, chromium_path
 
 from widgets.build import standalone
 

@@ -12,7 +12,7 @@ import threading
 from urllib.parse import quote
 
 import pytest
-from browser import browser_page
+from chromium import browser_page
 
 from widgets.build import site as sitebuild
 

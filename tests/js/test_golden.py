@@ -11,7 +11,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-GENERATOR = Path(__file__).parent / "js" / "make_golden.py"
+GENERATOR = Path(__file__).parent / "make_golden.py"
 
 
 def load_generator():

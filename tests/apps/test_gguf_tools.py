@@ -7,7 +7,7 @@ from __future__ import annotations
 import gguf
 import numpy as np
 import pytest
-from test_real_weights import require_real_model
+from support import require_real_model
 
 from lab.errors import DTypeError, GGUFFormatError, LabError, NonFiniteError, ShapeError, UnsupportedTypeError
 from lab.formats import q4k

@@ -16,7 +16,7 @@ import numpy as np
 from lab.teach import charts, course
 from widgets.build import site as sitebuild
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def run_notebook(name: str, defs: dict | None = None) -> dict:
