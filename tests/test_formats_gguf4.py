@@ -73,7 +73,7 @@ def test_iq4_codebook_is_gguf_py_s():
 def test_iq4_quantizers_reach_q4_0_quality_on_normal_weights(normal_weights):
     q4_0_error = relative_rmse("q4_0", normal_weights)
     for name in ("iq4_nl", "iq4_xs"):
-        # measured: Q4_0 0.0858, IQ4_NL 0.0765, IQ4_XS 0.0770
+        # measured: Q4_0 0.0859, IQ4_NL 0.0761, IQ4_XS 0.0767
         assert relative_rmse(name, normal_weights) <= q4_0_error, name
 
 
