@@ -79,9 +79,14 @@ def unpack_halves(packed: np.ndarray) -> np.ndarray:
 
 
 def first_absmax(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per block [..., n, g]: the largest magnitude and the signed value that has it (the first, as C's `>` scan keeps)."""
+    """Per block [..., n, g]: the largest magnitude and the signed value that has it (the first, as C's `>` scan keeps).
+
+    C's scan starts from max = 0 and a zero never beats it, so a block of zeros gives +0 even
+    when they are -0: Q4_0 stores d = +0 / -8 = -0 there (bytes 00 80).
+    """
     index = np.abs(blocks).argmax(axis=-1)[..., None]
     signed = np.take_along_axis(blocks, index, axis=-1)[..., 0]
+    signed = np.where(signed == 0, np.zeros_like(signed), signed)
     return np.abs(signed), signed
 
 

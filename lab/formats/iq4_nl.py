@@ -13,14 +13,15 @@ weight lands on. One block is 18 bytes, laid out as Q4_0's:
                            hi  lo
     byte 2 + j: low nibble = index of weight j, high nibble = index of weight j + 16
 
-The quantizer follows llama.cpp's reference (`quantize_row_iq4_nl_ref`), reimplemented from its
-description: per block, importance x^2 per weight; a first scale d = max/127 with codes by
-nearest entry (a tie takes the upper entry) gives a least-squares d = sum(w q x) / sum(w q^2);
-then 15 candidate grids with 1/d = (t - 127)/max, t = -7..7, which put the largest weight near
-the -127 end; a candidate replaces the best when its fit explains more of the block,
-sum(w q x)^2 / sum(w q^2). The final codes are the nearest entries to x / d with the float32 d,
-which is then stored as float16. gguf-py has no IQ4_NL quantizer; its `quants.dequantize` is the
-decoder's oracle.
+The quantizer follows llama.cpp's `quantize_iq4_nl` with no importance matrix, what
+`ggml_quantize_chunk` writes into GGUF files (since ggml f5fc72a1, March 2024,
+`quantize_row_iq4_nl_ref` is a different, single-grid search, ntry = -1), byte for byte: per
+block, importance x^2 per weight; a first scale d = max/127 with codes by nearest entry (a tie
+takes the upper entry) gives a least-squares d = sum(w q x) / sum(w q^2); then 15 candidate
+grids with 1/d = (t - 127)/max, t = -7..7, which put the largest weight near the -127 end; a
+candidate replaces the best when its fit explains more of the block, sum(w q x)^2 / sum(w q^2).
+The final codes are the nearest entries to x / d with the float32 d, which is then stored as
+float16. gguf-py has no IQ4_NL quantizer; its `quants.dequantize` is the decoder's oracle.
 """
 
 from __future__ import annotations
@@ -177,7 +178,9 @@ def _fit_position_major(x: np.ndarray) -> np.ndarray:
     d = sum_qx / sum_q2
     best = d * sum_qx
     for t in range(-SEARCH_TRIES, SEARCH_TRIES + 1):
-        sum_qx, sum_q2 = fit(np.float32(t + KVALUES[0]) / signed_max)
+        # C adds in int: t + KVALUES[0] with numpy's int8 would wrap below -128 (t < -1) to a
+        # positive grid, so the sum is taken as a Python int
+        sum_qx, sum_q2 = fit(np.float32(t + int(KVALUES[0])) / signed_max)
         with np.errstate(divide="ignore", invalid="ignore"):  # sum_q2 = 0 is never chosen
             better = (sum_q2 > 0) & (sum_qx * sum_qx > best * sum_q2)
             d = np.where(better, sum_qx / sum_q2, d)

@@ -106,7 +106,10 @@ def quantize(w: ArrayLike) -> Q4_1Tensor:
     """Quantize float weights [..., 32k] as ggml's reference Q4_1 quantizer does, byte for byte."""
     weights, _ = float_input(w, BLOCK_WEIGHTS)
     blocks = grouped(weights, BLOCK_WEIGHTS)
-    low, high = blocks.min(axis=-1), blocks.max(axis=-1)
+    # C keeps the first of equal extremes (strict < and >), which decides between -0 and +0;
+    # numpy's min and max may return either zero
+    low = np.take_along_axis(blocks, blocks.argmin(axis=-1)[..., None], axis=-1)[..., 0]
+    high = np.take_along_axis(blocks, blocks.argmax(axis=-1)[..., None], axis=-1)[..., 0]
     # m holds the block's minimum and d its span / 15, both in float16: each must stay within 65504
     if (np.abs(low) > F16_MAX).any() or ((high.astype(np.float64) - low) / CODE_MAX > F16_MAX).any():
         raise NonFiniteError("w spans too wide a range: Q4_1's float16 minimum m or step d would overflow (max 65504)")

@@ -91,8 +91,13 @@ class Q8_0Tensor:
 
 
 def _round_half_away(values: np.ndarray) -> np.ndarray:
-    """C's roundf: halves go away from zero (numpy's own rounding sends them to even)."""
-    return np.copysign(np.floor(np.abs(values) + np.float32(0.5)), values)
+    """C's roundf: halves go away from zero (numpy's own rounding sends them to even).
+
+    The fraction x - trunc(x) is exact in float32; floor(|x| + 0.5) is not, as the sum rounds:
+    0.49999997 + 0.5 is 1.0 in float32, and roundf(0.49999997) is 0.
+    """
+    whole = np.trunc(values)
+    return whole + np.where(np.abs(values - whole) >= np.float32(0.5), np.sign(values), np.float32(0))
 
 
 def quantize(w: ArrayLike) -> Q8_0Tensor:
