@@ -101,15 +101,17 @@ QUANTIZERS = {
     "nf4 double": _nf4_parts(True),
 }
 
-#: SHA-256 of the stored bytes: (varied_weights(), larger_weights())
+#: SHA-256 of the stored bytes: (varied_weights(), larger_weights()). They pin regressions; the
+#: external oracle is ggml's C reference in test_formats_cref.py (IQ4_NL and IQ4_XS were re-pinned
+#: when it showed their candidate grids t = -7..-2 had wrapped in int8)
 PINNED = {
     "iq4_nl": (
-        "a17a7b7bdc7b896a3be764cb9303e19a480fab8bd535e61f09928f3f4fdb5243",
-        "10c7c9bca51b8dca6fee2acbc6a67b0ef36f964100fad373655b0a995a9a384f",
+        "01960612e08e8941f9f1cbbfc043b6059704ec3d9c8290f7102b4aec97c69850",
+        "c0428b6cc8b5b14f5c1da742897d8b6b38647cf5d2be952a13aa5b6fea084385",
     ),
     "iq4_xs": (
-        "97c32e3398a06e09c715a8c31169ef08ca1b54d415c69604db1c1f19b069432b",
-        "a7656f7a0c93feb768b3c41e3b2495f7bb6774b7b10623e4240d1788660bdf9c",
+        "10df0e14feeada643dcfbb0a4bf24052473379e7bb3b1c3654a55db652f75efe",
+        "7d99e093059f3c14b5344450c45b556f2b267d090ac738e5cb3693800c0c222d",
     ),
     "q6_k": (
         "448df0fb44f60b21d9bfb183f19c0d6398046b887a4afd17e39784454ff4e8de",
