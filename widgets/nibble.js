@@ -8,7 +8,7 @@ import { uint4, int4 } from "./codec/codes/nibble.js";
 import { iq4NlValue } from "./codec/formats/iq4_nl.js";
 import { nf4Level } from "./codec/formats/nf4.js";
 import { q4_0Value } from "./codec/formats/q4_0.js";
-import { parseByte } from "./codec/numbers.js";
+import { formatFloat32, parseByte } from "./codec/numbers.js";
 import { h, svg, formatNumber, mount, setTraits, checker, scrollBox } from "./ui.js";
 
 const BIT_NAMES = ["sign", "exponent bit 1", "exponent bit 0", "fraction bit"];
@@ -131,7 +131,8 @@ function readouts(code) {
       "div",
       { class: "lab-card" },
       h("h4", {}, "NF4 (QLoRA)"),
-      h("p", { class: "lab-big", "data-testid": "nf4-value" }, formatNumber(nf4Level(code))),
+      // NF4's levels are float32 constants: the shortest text that reads back as that float32
+      h("p", { class: "lab-big", "data-testid": "nf4-value" }, formatFloat32(nf4Level(code))),
       h("p", {}, "a normal quantile, before the block's absmax"),
     ),
     h(
@@ -197,7 +198,7 @@ function codeTable(model, code) {
       h("td", {}, String(uint4(each))),
       h("td", {}, formatNumber(int4(each))),
       h("td", {}, formatNumber(q4_0Value(each))),
-      h("td", {}, formatNumber(nf4Level(each))),
+      h("td", {}, formatFloat32(nf4Level(each))),
       h("td", {}, formatNumber(iq4NlValue(each))),
       h(
         "td",

@@ -113,7 +113,7 @@ function resultTable(result) {
     h(
       "table",
       { class: "lab-table", "aria-label": "each weight and its reconstruction" },
-      h("thead", {}, h("tr", {}, ["i", "w", "ŵ", "ŵ − w", "x", "(ŵ − w)·x", ""].map((t) => h("th", { scope: "col" }, t)))),
+      h("thead", {}, h("tr", {}, ["i", "w", "ŵ", "ŵ − w", "x", "(ŵ − w)·x", "beyond ±6·scale"].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, rows),
     ),
   );
