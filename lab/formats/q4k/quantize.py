@@ -28,7 +28,7 @@ _STRETCHES = tuple(
 #: distance is inverse_step * (top - floor) <= numerator * (1 + 2^-24)^2 < 15.5, and every other
 #: weight's is no larger (rounding is monotone). So candidates 0..14 (14.0..15.4) clamp only at 0.
 _UNCLIPPED_STRETCH = _F32(15.5)
-#: super-blocks quantized per pass: the search's seven (32, 8 * 512) float32 arrays are 3.5 MiB,
+#: super-blocks quantized per pass: the search's six (32, 8 * 512) float32 arrays are 3 MiB,
 #: past one core's L2 but well inside L3. Each candidate grid is some 35 numpy calls, and on the
 #: shared bench machine smaller chunks that fit L2 lost more to per-call overhead than they won in
 #: cache hits: 4096 x 4096 weights took 0.62 s at 512 blocks, 0.65 at 384 and 768, 0.67 at 256,
@@ -288,32 +288,35 @@ class _Search:
     def _grid_codes(self, inverse_step: np.ndarray, floor: np.ndarray, below_top: bool = False) -> np.ndarray:
         """Codes rint(inverse_step * (x - floor)) clamped to 0..15, as float32 in self.codes.
 
-        below_top: the caller knows inverse_step * (top - floor) rounds to at most 15 (see
-        _UNCLIPPED_STRETCH), so only the clamp at 0 can bite.
+        below_top: the caller knows inverse_step * (top - floor) rounds to at most 15 wherever
+        the inverse step is positive and finite (see _UNCLIPPED_STRETCH), so, unless some grid
+        is degenerate, only the clamp at 0 can bite.
         """
         out = self.codes
         np.multiply(np.subtract(self.x, floor, out=self.scratch), inverse_step, out=out)
         np.rint(out, out=out)
         # NaN needs a finite, nonzero inverse step to be ruled out (0 * inf, inf * 0); where a
-        # subblock's grid is degenerate, its NaN codes become 0. Checking the n steps first spares
-        # the isnan pass over all 32n codes when, as usual, no grid is degenerate.
+        # subblock's grid is degenerate (a constant subblock's is, every candidate), its NaN codes
+        # become 0. Checking the n steps first spares the isnan pass over all 32n codes when, as
+        # usual, no grid is degenerate.
         if not (inverse_step.min() > 0 and inverse_step.max() < np.inf):
             degenerate = ~(np.isfinite(inverse_step) & (inverse_step > 0))
             columns = out[:, degenerate]
             columns[np.isnan(columns)] = 0
             out[:, degenerate] = columns
-        elif below_top:
-            # With a positive step, x -> rint(inverse_step * (x - floor)) is monotone, so a
-            # subblock's lowest code is its smallest weight's, worked out here by the same two
-            # float32 operations. Only subblocks where that one is below -0.5 (rounds below 0)
-            # need clamping: under 1% of them, against a clip pass over all 32n codes. Elsewhere
-            # every code is already in -0..15, which the clip would leave as it is, -0 included.
-            lowest = np.multiply(np.subtract(self.x_min, floor, out=self._lowest), inverse_step, out=self._lowest)
-            if lowest.min() < -0.5:
-                reaching = np.flatnonzero(lowest < -0.5)
-                out[:, reaching] = np.clip(out[:, reaching], 0, CODE_MAX)
-            return out
-        return np.clip(out, 0, CODE_MAX, out=out)
+            below_top = False
+        if not below_top:
+            return np.clip(out, 0, CODE_MAX, out=out)
+        # With a positive step, x -> rint(inverse_step * (x - floor)) is monotone, so a subblock's
+        # lowest code is its smallest weight's, worked out here by the same two float32 operations.
+        # Only subblocks where that one is below -0.5 (rounds below 0) need clamping: under 1% of
+        # them, against a clip pass over all 32n codes. Every other code is already in -0..15,
+        # which the clip would leave as it is, -0 included.
+        lowest = np.multiply(np.subtract(self.x_min, floor, out=self._lowest), inverse_step, out=self._lowest)
+        if lowest.min() < -0.5:
+            reaching = np.flatnonzero(lowest < -0.5)
+            out[:, reaching] = np.clip(out[:, reaching], 0, CODE_MAX)
+        return out
 
     def _weighted_error(self, step: np.ndarray, floor: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Sum over the 32 positions of importance * (step*q + floor - x)^2, left to right."""
