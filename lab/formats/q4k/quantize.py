@@ -147,17 +147,24 @@ class _Search:
     that is zero up to rounding), and it makes the result byte-identical to the C reference
     built without fused multiply-add.
 
-    Where the time goes: per candidate grid the search makes 16 passes over the 32n weights
-    (4 for the codes, 3 products and 3 sums for the fit, 5 and a sum for its error), each
-    limited by cache bandwidth, plus some 20 calls on n-long rows, limited by numpy's per-call
-    overhead. So every full-size intermediate is written in place (out=) into one of six
-    preallocated arrays, and the per-subblock arithmetic works on stacked rows (three products
-    and one subtraction give the determinant and both numerators). Two things were measured and
-    dropped: predicting a candidate's error from the three sums (E = s^2 S_l2 + 2 s m S_l ...)
-    cancels about 5000-fold on real weights, so float32 sums leave it uncertain by ~1%, and a
-    quarter to a half of the subblocks per candidate then need the exact error anyway; and
-    keeping x - anchor between candidates, which changes for the 5-40% of subblocks whose best
-    grid moved, costs more to patch (masked or fancy indexing) than to recompute.
+    Where the time goes: per candidate grid the search makes 15 passes over the 32n weights (3
+    for the codes, plus a clip for candidates 15..20; 3 products and 3 sums for the fit; 5 and a
+    sum for its error), each limited by cache bandwidth at about 0.07-0.1 ns a weight, plus some
+    20 calls on n-long rows, limited by numpy's per-call overhead. So every full-size intermediate
+    is written in place (out=) into one of six preallocated arrays, and the per-subblock
+    arithmetic works on stacked rows (three products and one subtraction give the determinant and
+    both numerators). 22 grids x 15 passes over 4096 x 4096 weights are 5.5e9 weight-passes,
+    0.36-0.55 s at those rates, so the search alone cannot get much under half a second this way.
+
+    Measured and dropped: predicting a candidate's error from the three sums
+    (E = s^2 S_l2 + 2 s m S_l - 2 s S_xl + m^2 S_w - 2 m S_x + S_xx) to skip the error passes.
+    The terms cancel about 5000-fold on Gaussian weights, so the rounding of C's float32 sums
+    leaves E uncertain by about 1% (a rigorous bound), and for a fifth of the subblock-candidates
+    (up to 43% for some candidates; a tenth are exact ties, identical codes) that does not decide
+    the comparison; working out the exact error for just those, gathered, costs more than the
+    passes saved. Also dropped: keeping x - anchor between candidates, which changes for the
+    5-40% of subblocks whose best grid moved; patching those (masked or fancy indexing) costs
+    more than recomputing it.
     """
 
     def __init__(self, columns: int):
