@@ -85,31 +85,50 @@ _DECODE_CHUNK_BLOCKS = 1024
 #: each): lanes 64c..64c+31 keep the low nibble of bytes 32c..32c+31, lanes 64c+32..64c+63 the
 #: high nibble left where it is, which reads as 16 q
 _LANE_MASKS = np.array(([0x0F0F0F0F0F0F0F0F] * 4 + [0xF0F0F0F0F0F0F0F0] * 4) * 4, dtype="<u8")
-_CHUNK_LANE_MASKS = np.tile(_LANE_MASKS, _DECODE_CHUNK_BLOCKS).view(np.uint8)
+_CHUNK_LANE_MASKS = np.tile(_LANE_MASKS, _DECODE_CHUNK_BLOCKS).view(np.uint8).reshape(-1, BLOCK_WEIGHTS)
 
-#: what s_j and m_j are multiplied by before d and dmin: 1/16 on the odd subblocks' scales, whose
-#: high-nibble lanes read 16 q. d*s_j is exact in float32 (11 by 6 significant bits, far from
-#: underflow), so d*(s_j/16) is exactly d*s_j/16 and 16q * (d*s_j/16) is the same real number as
-#: q * d*s_j: the same rounding, bit for bit. Tiled 64 blocks long, so that one multiply covers
-#: many blocks per inner loop.
-_FIELD_SCALE = np.tile(np.array([1, 1 / 16] * (SUBBLOCKS // 2) + [1] * SUBBLOCKS, dtype=np.float32), 64)
+#: what s_j is multiplied by before d: 1/16 on the odd subblocks, whose high-nibble lanes read
+#: 16 q. d*s_j is exact in float32 (11 by 6 significant bits, far from underflow), so d*(s_j/16)
+#: is exactly d*s_j/16 and 16q * (d*s_j/16) is the same real number as q * d*s_j: the same
+#: rounding, bit for bit. Tiled 64 blocks long, so that one multiply covers many blocks per loop.
+_GAIN_SCALE = np.tile(np.array([1, 1 / 16] * (SUBBLOCKS // 2), dtype=np.float32), 64)
 
 
 def _lane_factors(blocks: np.ndarray) -> np.ndarray:
-    """Per-subblock factors of blocks [n, 144]: float32 [n, 2, 8], gains d*s_j (/16 for odd j) then
-    offsets dmin*m_j, each one float32 product of the same two float32 factors as gguf-py's."""
+    """Per-subblock factors of blocks [n, 144]: float32 [2, 8n], the gains d*s_j (/16 for odd j)
+    and the offsets dmin*m_j, each one float32 product of the same two float32 factors as gguf-py's."""
     n = blocks.shape[0]
     # d, dmin and the metadata are bytes 0..15 of a block: copied out as one 16-byte item a block.
     head = blocks.view("V16")[:, 0].copy().view("<u4").reshape(n, 4)
-    d_dmin = head[:, :1].view(np.float16).astype(np.float32)  # [n, 2]
-    subblock_scale, subblock_min = _scale_min_from_words(head[:, 1:])
-    factors = np.concatenate([subblock_scale, subblock_min], axis=1, dtype=np.float32)  # [n, 16]
-    whole = n // 64 * 64
-    factors[:whole].reshape(-1, _FIELD_SCALE.size)[...] *= _FIELD_SCALE
-    factors[whole:] *= _FIELD_SCALE[: 2 * SUBBLOCKS]
+    # Each transpose moves whole 2- or 8-byte items: d|dmin, and s_0..s_7|m_0..m_7.
+    d_dmin = head[:, 0].copy().view("<u2").reshape(n, 2).T.copy().view("<f2").astype(np.float32)
+    fields = _scale_min_bytes(head[:, 1:]).view("<u8")  # [n, 2]
+    factors = fields.T.copy().view(np.uint8).astype(np.float32)  # [2, 8n]: s then m, block by block
+    gains = factors[0]
+    whole = n // 64 * _GAIN_SCALE.size
+    gains[:whole].reshape(-1, _GAIN_SCALE.size)[...] *= _GAIN_SCALE
+    gains[whole:] *= _GAIN_SCALE[: gains.size - whole]
     with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 is NaN: the format's own answer
         factors *= np.repeat(d_dmin, SUBBLOCKS, axis=1)
-    return factors.reshape(n, 2, SUBBLOCKS)
+    return factors
+
+
+def _scale_min_bytes(words: np.ndarray) -> np.ndarray:
+    """s_0..s_7 then m_0..m_7 of each block as one uint8 array [n, 16], from metadata words [n, 3]."""
+    subblock_scale, subblock_min = _scale_min_from_words(words)
+    # _scale_min_from_words hands out the two halves of one [n, 16] byte array; read it whole when
+    # that is so (it saves a copy that costs a few percent of decode), else join the halves.
+    both = subblock_scale.base
+    if (
+        both is not None
+        and subblock_min.base is both
+        and both.flags.c_contiguous
+        and both.nbytes == 2 * SUBBLOCKS * len(words)
+        and subblock_scale.ctypes.data == both.ctypes.data
+        and subblock_min.ctypes.data == both.ctypes.data + SUBBLOCKS
+    ):
+        return both.view(np.uint8).reshape(len(words), 2 * SUBBLOCKS)
+    return np.concatenate([subblock_scale, subblock_min], axis=1)
 
 
 def decode(raw) -> np.ndarray:
@@ -125,19 +144,20 @@ def decode(raw) -> np.ndarray:
     """
     raw = _as_raw(raw)
     blocks = np.ascontiguousarray(raw).reshape(-1, BLOCK_BYTES)
-    factors = _lane_factors(blocks)
-    weights = np.empty((blocks.shape[0], BLOCK_WEIGHTS), dtype=np.float32)
+    n = blocks.shape[0]
+    gains, offsets = _lane_factors(blocks)  # [8n] each
+    runs = blocks[:, PAYLOAD_OFFSET:].view("V32")  # [n, 4]: payload bytes 32c..32c+31
+    weights = np.empty((n, BLOCK_WEIGHTS), dtype=np.float32)
     with np.errstate(invalid="ignore", over="ignore"):
-        for start in range(0, blocks.shape[0], _DECODE_CHUNK_BLOCKS):
-            stop = min(start + _DECODE_CHUNK_BLOCKS, blocks.shape[0])
-            lanes = weights[start:stop].reshape(-1)
-            count = lanes.size
-            # Each 32-byte run of payload twice over: every lane's byte now sits at the lane.
-            doubled = np.repeat(blocks[start:stop, PAYLOAD_OFFSET:].view("V32"), 2, axis=1)
-            np.bitwise_and(doubled.view(np.uint8).reshape(-1), _CHUNK_LANE_MASKS[:count], out=lanes)
-            gains_offsets = np.repeat(factors[start:stop].transpose(1, 0, 2), SUBBLOCK_WEIGHTS)
-            lanes *= gains_offsets[:count]
-            lanes -= gains_offsets[count:]
+        for start in range(0, n, _DECODE_CHUNK_BLOCKS):
+            stop = min(start + _DECODE_CHUNK_BLOCKS, n)
+            chunk = weights[start:stop]
+            # Each 32-byte run twice over puts every lane's payload byte at the lane.
+            doubled = np.repeat(runs[start:stop], 2, axis=1).view(np.uint8)
+            np.bitwise_and(doubled, _CHUNK_LANE_MASKS[: stop - start], out=chunk)
+            subblocks = slice(start * SUBBLOCKS, stop * SUBBLOCKS)
+            chunk *= np.repeat(gains[subblocks], SUBBLOCK_WEIGHTS).reshape(-1, BLOCK_WEIGHTS)
+            chunk -= np.repeat(offsets[subblocks], SUBBLOCK_WEIGHTS).reshape(-1, BLOCK_WEIGHTS)
     return weights.reshape(*raw.shape[:-1], raw.shape[-1] // BLOCK_BYTES * BLOCK_WEIGHTS)
 
 
