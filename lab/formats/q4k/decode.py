@@ -16,6 +16,7 @@ from lab.formats.q4k.layout import (
     SUBBLOCK_WEIGHTS,
     SUBBLOCKS,
     _codes_in_lane_order,
+    _scale_min_bytes,
     _scale_min_from_words,
     unpack_scale_min,
 )
@@ -111,24 +112,6 @@ def _lane_factors(blocks: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 is NaN: the format's own answer
         factors *= np.repeat(d_dmin, SUBBLOCKS, axis=1)
     return factors
-
-
-def _scale_min_bytes(words: np.ndarray) -> np.ndarray:
-    """s_0..s_7 then m_0..m_7 of each block as one uint8 array [n, 16], from metadata words [n, 3]."""
-    subblock_scale, subblock_min = _scale_min_from_words(words)
-    # _scale_min_from_words hands out the two halves of one [n, 16] byte array; read it whole when
-    # that is so (it saves a copy that costs a few percent of decode), else join the halves.
-    both = subblock_scale.base
-    if (
-        both is not None
-        and subblock_min.base is both
-        and both.flags.c_contiguous
-        and both.nbytes == 2 * SUBBLOCKS * len(words)
-        and subblock_scale.ctypes.data == both.ctypes.data
-        and subblock_min.ctypes.data == both.ctypes.data + SUBBLOCKS
-    ):
-        return both.view(np.uint8).reshape(len(words), 2 * SUBBLOCKS)
-    return np.concatenate([subblock_scale, subblock_min], axis=1)
 
 
 def decode(raw) -> np.ndarray:
