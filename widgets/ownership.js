@@ -89,19 +89,6 @@ function editors(model, ui) {
   return { node };
 }
 
-// Everything the figure shows, from a valid view; cheap (32 elements), so computed whole.
-function derive(view) {
-  const mxScale = e8m0Decode(view.mxByte);
-  const nvScales = view.nvBytes.map(e4m3Decode);
-  return {
-    mxScale,
-    mxWeights: mxfp4Dequantize(view.codes, [view.mxByte]),
-    nvWeights: nvfp4Dequantize(view.codes, view.nvBytes, view.tensorFactor),
-    nvScales,
-    element: e2m1Decode(view.codes[view.selected]),
-  };
-}
-
 // 32 element buttons, one per code; `patch` writes their codes and weights, `select` the pressed one.
 function cells(model, ownerOf, label) {
   const buttons = Array.from({ length: 32 }, (_, index) => {
@@ -165,31 +152,40 @@ function figure(model, first) {
 
   // What depends on which trait: the MXFP4 half on the codes and the E8M0 byte, the NVFP4 half on
   // the codes, the two E4M3 bytes and the tensor scale, the traces on those and the selection.
+  // Each is computed again only when what it depends on changes.
+  let mxScale;
+  let mxWeights;
+  let nvScales;
+  let nvWeights;
   function update(view, changed) {
-    const d = derive(view);
     const mx = changed.has("codes") || changed.has("mx_scale_byte");
     const nv = changed.has("codes") || changed.has("nv_scale_bytes") || changed.has("tensor_scale");
+    if (changed.has("mx_scale_byte")) mxScale = e8m0Decode(view.mxByte);
+    if (mx) mxWeights = mxfp4Dequantize(view.codes, [view.mxByte]);
+    if (changed.has("nv_scale_bytes")) nvScales = view.nvBytes.map(e4m3Decode);
+    if (nv) nvWeights = nvfp4Dequantize(view.codes, view.nvBytes, view.tensorFactor);
+    const element = e2m1Decode(view.codes[view.selected]);
     if (changed.has("mx_scale_byte")) {
-      setText(mxScaleLine, mxScaleText(view, d.mxScale));
-      nan = Number.isNaN(d.mxScale);
+      setText(mxScaleLine, mxScaleText(view, mxScale));
+      nan = Number.isNaN(mxScale);
       if (!nan) nanNote.remove();
       else if (mxScaleLine.parentNode) mxScaleLine.after(nanNote);
     }
-    if (mx) mxCells.patch(view.codes, d.mxWeights);
-    if (nv) nvCells.patch(view.codes, d.nvWeights);
+    if (mx) mxCells.patch(view.codes, mxWeights);
+    if (nv) nvCells.patch(view.codes, nvWeights);
     if (changed.has("selected")) {
       mxCells.select(view.selected);
       nvCells.select(view.selected);
     }
     if (changed.has("nv_scale_bytes") || changed.has("tensor_scale")) {
-      setText(nvCaption, `local scales ${formatNumber(d.nvScales[0])} and ${formatNumber(d.nvScales[1])}; MLX would store this tensor scale as global_scale = 2688 × ${formatNumber(view.tensorScale)}`);
+      setText(nvCaption, `local scales ${formatNumber(nvScales[0])} and ${formatNumber(nvScales[1])}; MLX would store this tensor scale as global_scale = 2688 × ${formatNumber(view.tensorScale)}`);
     }
     const group = view.selected < 16 ? 0 : 1;
     if (mx || changed.has("selected")) {
-      setText(mxTrace, `element ${view.selected}: ${formatNumber(d.element)} × ${formatNumber(d.mxScale)} = ${formatNumber(d.mxWeights[view.selected])}`);
+      setText(mxTrace, `element ${view.selected}: ${formatNumber(element)} × ${formatNumber(mxScale)} = ${formatNumber(mxWeights[view.selected])}`);
     }
     if (nv || changed.has("selected")) {
-      setText(nvTrace, `element ${view.selected}: ${formatNumber(d.element)} × ${formatNumber(d.nvScales[group])} × ${formatNumber(view.tensorFactor)} = ${formatNumber(d.nvWeights[view.selected])}`);
+      setText(nvTrace, `element ${view.selected}: ${formatNumber(element)} × ${formatNumber(nvScales[group])} × ${formatNumber(view.tensorFactor)} = ${formatNumber(nvWeights[view.selected])}`);
     }
   }
   update(first, new Set(TRAITS));

@@ -67,6 +67,8 @@ let mounted = 0;
  * message beside it (role=alert, tied to the field by aria-describedby), and the traits stay as
  * they were. A problem with the traits themselves is shown beside the field last committed.
  * Every widget gets a presenter toggle (trait `presenter`) that enlarges it for a projector.
+ * Each change builds the whole widget afresh and morphs the page onto it: simple, and fast enough
+ * for a small widget; one with a big figure uses mountInPlace (below), which patches instead.
  * Returns the cleanup anywidget expects.
  */
 export function mount({ model, el, className, traits, validate, build, controls = null }) {
