@@ -212,6 +212,16 @@ EXPLAINER_ACTIONS = {
         'document.querySelector(`button[aria-label^="payload byte ${i % 2 ? 1 : 2} "]`).click();',
         "click a payload byte",
     ),
+    "code-explorer": (
+        "[data-testid=code-value]",
+        "document.querySelector('button[aria-label^=\"bit 0,\"]').click();",
+        "click bit 0",
+    ),
+    "exercises": (
+        "section[data-exercise]",
+        _COMMIT_FIELD.format(label="answer to exercise 1", odd="1", even="2"),
+        "type an answer to exercise 1 and commit",
+    ),
 }
 
 
