@@ -26,6 +26,7 @@ import tempfile
 import time
 import venv
 import webbrowser
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -75,13 +76,34 @@ def setup() -> Path:
     return python
 
 
-def open_lab(python: Path, extra: list[str], mode: str = "run") -> int:
-    """Serve the notebooks folder on 127.0.0.1 and open the course's index in the browser.
+class MarimoServer:
+    """A marimo server on 127.0.0.1 whose access token never appears on a command line."""
 
-    mode "run" is marimo's app view: the notebooks run and can be used, but nothing is written
-    back to them. "edit" opens marimo's editor, which saves what is changed. The access token goes
-    to marimo through a private file, never on the command line, where any local user's process
-    listing would show it.
+    def __init__(self, process: subprocess.Popen, port: int, token: str):
+        self.process, self.port, self.token = process, port, token
+
+    def url(self, notebook: str | None = None) -> str:
+        """The link that opens `notebook` (a file in the served folder), or the served notebook itself."""
+        query = f"file={notebook}&" if notebook else ""
+        return f"http://127.0.0.1:{self.port}/?{query}access_token={self.token}"
+
+
+@contextmanager
+def marimo_server(
+    python: Path,
+    mode: str,
+    target: Path,
+    extra: list[str] | tuple[str, ...] = (),
+    quiet: bool = False,
+    start_s: float = 120,
+):
+    """Start `marimo <mode> <target>` on a free port of 127.0.0.1 and yield a MarimoServer once it
+    accepts connections; stop it when the block ends. labctl's open and edit, the bench and the
+    live-notebook tests all start marimo through here.
+
+    The access token goes to marimo through a private file, never on the command line, where any
+    local user's process listing would show it. A marimo that exits while starting raises
+    MarimoExited with its return code.
     """
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -98,7 +120,7 @@ def open_lab(python: Path, extra: list[str], mode: str = "run") -> int:
                 "-m",
                 "marimo",
                 mode,
-                str(ROOT / "notebooks"),
+                str(target),
                 "--headless",
                 "--host",
                 "127.0.0.1",
@@ -111,22 +133,56 @@ def open_lab(python: Path, extra: list[str], mode: str = "run") -> int:
                 *extra,
             ],
             cwd=ROOT,
+            **({"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL} if quiet else {}),
         )
-        url = f"http://127.0.0.1:{port}/?file=00_index.py&access_token={token}"
-        for _ in range(200):
-            if server.poll() is not None:
-                return server.returncode
-            with socket.socket() as client:
-                if client.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
-        print(f"\nThe four-bit lab is open at {url}\n(Ctrl+C stops it.)\n", flush=True)
-        webbrowser.open(url)
         try:
-            return server.wait()
-        except KeyboardInterrupt:
-            server.terminate()
-            return server.wait()
+            deadline = time.monotonic() + start_s
+            while True:
+                if server.poll() is not None:
+                    raise MarimoExited(server.returncode)
+                with socket.socket() as client:
+                    if client.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"marimo {mode} {Path(target).name} did not start within {start_s:g} s")
+                time.sleep(0.1)
+            yield MarimoServer(server, port, token)
+        finally:
+            if server.poll() is None:
+                server.terminate()
+                server.wait(timeout=30)
+
+
+class MarimoExited(RuntimeError):
+    """marimo ended before it served anything (its own message is on the terminal)."""
+
+    def __init__(self, returncode: int):
+        super().__init__(f"marimo exited with {returncode} while starting")
+        self.returncode = returncode
+
+
+def open_lab(python: Path, extra: list[str], mode: str = "run") -> int:
+    """Serve the notebooks folder on 127.0.0.1 and open the course's index in the browser.
+
+    mode "run" is marimo's app view: the notebooks run and can be used, but nothing is written
+    back to them. "edit" opens marimo's editor, which saves what is changed. The access token goes
+    to marimo through a private file, never on the command line, where any local user's process
+    listing would show it.
+    """
+    try:
+        with marimo_server(python, mode, ROOT / "notebooks", extra) as server:
+            url = server.url("00_index.py")
+            print(f"\nThe four-bit lab is open at {url}\n(Ctrl+C stops it.)\n", flush=True)
+            webbrowser.open(url)
+            try:
+                return server.process.wait()
+            except KeyboardInterrupt:
+                return 0
+    except MarimoExited as exited:
+        return exited.returncode
+    except TimeoutError as late:
+        print(late, file=sys.stderr)
+        return 1
 
 
 def run_tests(python: Path, extra: list[str]) -> int:

@@ -23,14 +23,11 @@ import json
 import math
 import os
 import platform
-import secrets
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,8 +35,11 @@ from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
+sys.path.insert(0, str(ROOT))
 
-# The same flags as the browser tests: no GPU, no background traffic, no sandbox (containers).
+from labctl import marimo_server  # noqa: E402  (marimo is started as `labctl.py open` starts it)
+
+# The flags of every headless Chromium here and in the browser tests: no GPU, no background traffic, no sandbox (containers).
 LAUNCH_ARGS = [
     "--headless=new",
     "--no-sandbox",
@@ -83,7 +83,12 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
-def chromium_path() -> str:
+#: what to say when find_chromium finds nothing
+NO_CHROMIUM = "no Chromium found (install Debian's chromium, or set LAB_CHROMIUM)"
+
+
+def find_chromium() -> str | None:
+    """Debian's chromium (or another Chromium on PATH), or LAB_CHROMIUM; Playwright's download is never used."""
     explicit = os.environ.get("LAB_CHROMIUM")
     if explicit:
         return explicit
@@ -91,7 +96,14 @@ def chromium_path() -> str:
         found = shutil.which(name)
         if found:
             return found
-    raise RuntimeError("no Chromium found (install Debian's chromium, or set LAB_CHROMIUM)")
+    return None
+
+
+def chromium_path() -> str:
+    found = find_chromium()
+    if found is None:
+        raise RuntimeError(NO_CHROMIUM)
+    return found
 
 
 def is_local(url: str) -> bool:
@@ -110,12 +122,13 @@ class Traffic:
 
 
 @contextmanager
-def chromium():
-    """A Playwright browser; `new_page()` on it gives a fresh context (cold cache) and its Traffic."""
+def chromium(executable: str | None = None):
+    """A Playwright browser; `new_page()` on it gives a fresh context (cold cache) and its Traffic.
+    Every non-local request is aborted and recorded. The browser tests use it too (tests/chromium.py)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=LAUNCH_ARGS)
+        browser = playwright.chromium.launch(executable_path=executable or chromium_path(), args=LAUNCH_ARGS)
 
         @contextmanager
         def new_page():
@@ -199,6 +212,16 @@ EXPLAINER_ACTIONS = {
         'document.querySelector(`button[aria-label^="payload byte ${i % 2 ? 1 : 2} "]`).click();',
         "click a payload byte",
     ),
+    "code-explorer": (
+        "[data-testid=code-value]",
+        "document.querySelector('button[aria-label^=\"bit 0,\"]').click();",
+        "click bit 0",
+    ),
+    "exercises": (
+        "section[data-exercise]",
+        _COMMIT_FIELD.format(label="answer to exercise 1", odd="1", even="2"),
+        "type an answer to exercise 1 and commit",
+    ),
 }
 
 
@@ -225,53 +248,6 @@ def explainer_latency(new_page, steps: int = 200) -> list[Measure]:
     return rows
 
 
-@contextmanager
-def marimo_run(notebook: Path):
-    """`marimo run` on one notebook, on 127.0.0.1, with a private token; yields the page's URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    token = secrets.token_urlsafe(16)
-    with tempfile.TemporaryDirectory(prefix="four-bit-lab-bench-") as private:
-        token_file = Path(private) / "token"
-        token_file.touch(mode=0o600)
-        token_file.write_text(token)
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "marimo",
-                "run",
-                str(notebook),
-                "--headless",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--token-password-file",
-                str(token_file),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                if server.poll() is not None:
-                    raise RuntimeError(f"marimo run {notebook.name} exited with {server.returncode}")
-                with socket.socket() as client:
-                    if client.connect_ex(("127.0.0.1", port)) == 0:
-                        break
-                time.sleep(0.1)
-            else:
-                raise RuntimeError(f"marimo run {notebook.name} did not start within 120 s")
-            yield f"http://127.0.0.1:{port}/?access_token={token}"
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-
-
 # Rendered: marimo has drawn the cells, its running indicator is gone, and the neighbour links
 # (every notebook's last output; the index's list of notebooks) are on the page.
 RENDERED = """
@@ -283,8 +259,8 @@ RENDERED = """
 
 
 def first_render_ms(new_page, notebook: Path, timeout_s: float = 180) -> float:
-    with marimo_run(notebook) as url, new_page() as (page, traffic):
-        page.goto(url)
+    with marimo_server(Path(sys.executable), "run", notebook, quiet=True) as server, new_page() as (page, traffic):
+        page.goto(server.url())
         rendered = page.wait_for_function(RENDERED, polling="raf", timeout=timeout_s * 1000)
         if traffic.blocked:
             raise RuntimeError(f"{notebook.name} tried to reach {traffic.blocked}")
@@ -340,8 +316,8 @@ async ({ steps }) => {
 
 def live_update(new_page, steps: int = 40) -> list[Measure]:
     notebook = NOTEBOOKS / "01_one_nibble.py"
-    with marimo_run(notebook) as url, new_page() as (page, _traffic):
-        page.goto(url)
+    with marimo_server(Path(sys.executable), "run", notebook, quiet=True) as server, new_page() as (page, _traffic):
+        page.goto(server.url())
         page.wait_for_function(RENDERED, polling="raf", timeout=180_000)
         times = page.evaluate(LIVE_STEPS, {"steps": steps})
     note = (

@@ -10,7 +10,7 @@ import { mxfp4Dequantize } from "./codec/formats/mxfp4.js";
 import { nvfp4Dequantize, nvfp4TensorFactor, NVFP4_TENSOR_SCALE_RANGE } from "./codec/formats/nvfp4.js";
 import { bitsPerWeight } from "./codec/formats/sizes.js";
 import { parseByte, parseNumber } from "./codec/numbers.js";
-import { h, formatNumber, mount, setTraits, message, checker } from "./ui.js";
+import { h, formatNumber, mountInPlace, setTraits, setText, setAttr, message, checker } from "./ui.js";
 
 function validState(model) {
   const codes = model.get("codes");
@@ -69,75 +69,78 @@ function byteText(value) {
   return Number.isInteger(value) && value >= 0 && value <= 255 ? hexByte(value) : String(value);
 }
 
-// The four editors, drawn even when the traits have a problem, so the learner can fix it.
+// The four editors, drawn once and kept even when the traits have a problem, so the learner can
+// fix it. Their text is read from the traits on every change.
 function editors(model, ui) {
-  const nvBytes = Array.isArray(model.get("nv_scale_bytes")) ? model.get("nv_scale_bytes") : [null, null];
+  const nvBytes = () => (Array.isArray(model.get("nv_scale_bytes")) ? model.get("nv_scale_bytes") : [null, null]);
   const withNv = (index, value) => {
-    const next = [...nvBytes];
+    const next = [...nvBytes()];
     next[index] = value;
     return { nv_scale_bytes: next };
   };
-  return h(
+  const node = h(
     "div",
     { class: "lab-row lab-controls" },
-    ui.field({ key: "mx-byte", label: "E8M0 scale byte", value: byteText(model.get("mx_scale_byte")), commit: commitByte("E8M0 scale byte", (value) => ({ mx_scale_byte: value })) }),
-    ui.field({ key: "nv-byte-0", label: "E4M3 scale, elements 0–15", value: byteText(nvBytes[0]), commit: commitByte("E4M3 scale, elements 0–15", (value) => withNv(0, value)) }),
-    ui.field({ key: "nv-byte-1", label: "E4M3 scale, elements 16–31", value: byteText(nvBytes[1]), commit: commitByte("E4M3 scale, elements 16–31", (value) => withNv(1, value)) }),
-    ui.field({ key: "tensor-scale", label: "FP32 tensor scale (multiplier)", value: String(model.get("tensor_scale")), commit: commitTensorScale }),
+    ui.field({ key: "mx-byte", label: "E8M0 scale byte", value: () => byteText(model.get("mx_scale_byte")), commit: commitByte("E8M0 scale byte", (value) => ({ mx_scale_byte: value })) }),
+    ui.field({ key: "nv-byte-0", label: "E4M3 scale, elements 0–15", value: () => byteText(nvBytes()[0]), commit: commitByte("E4M3 scale, elements 0–15", (value) => withNv(0, value)) }),
+    ui.field({ key: "nv-byte-1", label: "E4M3 scale, elements 16–31", value: () => byteText(nvBytes()[1]), commit: commitByte("E4M3 scale, elements 16–31", (value) => withNv(1, value)) }),
+    ui.field({ key: "tensor-scale", label: "FP32 tensor scale (multiplier)", value: () => String(model.get("tensor_scale")), commit: commitTensorScale }),
   );
+  return { node };
 }
 
-function cells(model, view, weights, ownerOf, label) {
-  const grid = h(
-    "div",
-    { class: "lab-cells lab-cells-elements", role: "group", "aria-label": label },
-    view.codes.map((code, index) =>
-      h(
-        "button",
-        {
-          type: "button",
-          class: `lab-cell ${ownerOf(index)}`,
-          "aria-pressed": index === view.selected ? "true" : "false",
-          "aria-label": `element ${index}, code ${binary(code, 4)}, weight ${formatNumber(weights[index])}`,
-          "data-focus": `${label}-${index}`,
-          onclick: () => setTraits(model, { selected: index }),
-        },
-        h("div", {}, binary(code, 4)),
-        h("div", {}, formatNumber(weights[index])),
-      ),
-    ),
-  );
-  return h("div", { class: "lab-cells-frame" }, grid);
+// 32 element buttons, one per code; `patch` writes their codes and weights, `select` the pressed one.
+function cells(model, ownerOf, label) {
+  const buttons = Array.from({ length: 32 }, (_, index) => {
+    const code = h("div", {});
+    const weight = h("div", {});
+    const node = h(
+      "button",
+      { type: "button", class: `lab-cell ${ownerOf(index)}`, "data-focus": `${label}-${index}`, onclick: () => setTraits(model, { selected: index }) },
+      code,
+      weight,
+    );
+    return { node, code, weight };
+  });
+  const grid = h("div", { class: "lab-cells lab-cells-elements", role: "group", "aria-label": label }, buttons.map((button) => button.node));
+  return {
+    node: h("div", { class: "lab-cells-frame" }, grid),
+    patch(codes, weights) {
+      buttons.forEach((button, index) => {
+        const bits = binary(codes[index], 4);
+        const weight = formatNumber(weights[index]);
+        setAttr(button.node, "aria-label", `element ${index}, code ${bits}, weight ${weight}`);
+        setText(button.code, bits);
+        setText(button.weight, weight);
+      });
+    },
+    select(selected) {
+      buttons.forEach((button, index) => setAttr(button.node, "aria-pressed", index === selected ? "true" : "false"));
+    },
+  };
 }
 
-function figure(model, view) {
-  const mxScale = e8m0Decode(view.mxByte);
-  const mxWeights = mxfp4Dequantize(view.codes, [view.mxByte]);
-  const tensorFactor = view.tensorFactor;
-  const nvWeights = nvfp4Dequantize(view.codes, view.nvBytes, tensorFactor);
-  const nvScales = view.nvBytes.map(e4m3Decode);
-  const element = e2m1Decode(view.codes[view.selected]);
-  const group = view.selected < 16 ? 0 : 1;
+function mxScaleText(view, mxScale) {
+  return Number.isNaN(mxScale) ? "0xFF is NaN" : `2^(${view.mxByte} − 127) = ${formatNumber(mxScale)}`;
+}
 
-  return [
-    h("h4", {}, "MXFP4: 32 codes, one E8M0 scale"),
-    h("p", { class: "lab-formula", "data-testid": "mx-scale" }, Number.isNaN(mxScale) ? "0xFF is NaN" : `2^(${view.mxByte} − 127) = ${formatNumber(mxScale)}`),
-    Number.isNaN(mxScale) ? message("Scale byte 0xFF encodes NaN: every one of the 32 weights that shares it becomes NaN.", "note") : null,
-    cells(model, view, mxWeights, () => "lab-owner-all", "mxfp4"),
-    h(
-      "p",
-      { class: "lab-formula", "data-testid": "mx-trace" },
-      `element ${view.selected}: ${formatNumber(element)} × ${formatNumber(mxScale)} = ${formatNumber(mxWeights[view.selected])}`,
-    ),
+function figure(model, first) {
+  const mxScaleLine = h("p", { class: "lab-formula", "data-testid": "mx-scale" });
+  const nanNote = message("Scale byte 0xFF encodes NaN: every one of the 32 weights that shares it becomes NaN.", "note");
+  const mxCells = cells(model, () => "lab-owner-all", "mxfp4");
+  const mxTrace = h("p", { class: "lab-formula", "data-testid": "mx-trace" });
+  const nvCaption = h("p", { class: "lab-caption" });
+  const nvCells = cells(model, (index) => (index < 16 ? "lab-owner-a" : "lab-owner-b"), "nvfp4");
+  const nvTrace = h("p", { class: "lab-formula", "data-testid": "nv-trace" });
+  const head = [h("h4", {}, "MXFP4: 32 codes, one E8M0 scale"), mxScaleLine];
+  const rest = [
+    mxCells.node,
+    mxTrace,
     h("p", {}, `storage: (32 × 4 + 8) / 32 = ${formatNumber(bitsPerWeight("MXFP4"))} bits per weight`),
     h("h4", {}, "NVFP4: the same codes as two groups of 16, each with an E4M3 scale, plus a tensor scale"),
-    h("p", { class: "lab-caption" }, `local scales ${formatNumber(nvScales[0])} and ${formatNumber(nvScales[1])}; MLX would store this tensor scale as global_scale = 2688 × ${formatNumber(view.tensorScale)}`),
-    cells(model, view, nvWeights, (index) => (index < 16 ? "lab-owner-a" : "lab-owner-b"), "nvfp4"),
-    h(
-      "p",
-      { class: "lab-formula", "data-testid": "nv-trace" },
-      `element ${view.selected}: ${formatNumber(element)} × ${formatNumber(nvScales[group])} × ${formatNumber(tensorFactor)} = ${formatNumber(nvWeights[view.selected])}`,
-    ),
+    nvCaption,
+    nvCells.node,
+    nvTrace,
     h(
       "p",
       {},
@@ -145,17 +148,66 @@ function figure(model, view) {
         `${formatNumber(bitsPerWeight("NVFP4", { nWeights: 32 }))} for these 32 weights, ${formatNumber(bitsPerWeight("NVFP4", { nWeights: 4096 * 4096 }))} for a 4096 × 4096 matrix`,
     ),
   ];
+  let nan = false; // whether the note under the E8M0 line is shown
+
+  // What depends on which trait: the MXFP4 half on the codes and the E8M0 byte, the NVFP4 half on
+  // the codes, the two E4M3 bytes and the tensor scale, the traces on those and the selection.
+  // Each is computed again only when what it depends on changes.
+  let mxScale;
+  let mxWeights;
+  let nvScales;
+  let nvWeights;
+  function update(view, changed) {
+    const mx = changed.has("codes") || changed.has("mx_scale_byte");
+    const nv = changed.has("codes") || changed.has("nv_scale_bytes") || changed.has("tensor_scale");
+    if (changed.has("mx_scale_byte")) mxScale = e8m0Decode(view.mxByte);
+    if (mx) mxWeights = mxfp4Dequantize(view.codes, [view.mxByte]);
+    if (changed.has("nv_scale_bytes")) nvScales = view.nvBytes.map(e4m3Decode);
+    if (nv) nvWeights = nvfp4Dequantize(view.codes, view.nvBytes, view.tensorFactor);
+    const element = e2m1Decode(view.codes[view.selected]);
+    if (changed.has("mx_scale_byte")) {
+      setText(mxScaleLine, mxScaleText(view, mxScale));
+      nan = Number.isNaN(mxScale);
+      if (!nan) nanNote.remove();
+      else if (mxScaleLine.parentNode) mxScaleLine.after(nanNote);
+    }
+    if (mx) mxCells.patch(view.codes, mxWeights);
+    if (nv) nvCells.patch(view.codes, nvWeights);
+    if (changed.has("selected")) {
+      mxCells.select(view.selected);
+      nvCells.select(view.selected);
+    }
+    if (changed.has("nv_scale_bytes") || changed.has("tensor_scale")) {
+      setText(nvCaption, `local scales ${formatNumber(nvScales[0])} and ${formatNumber(nvScales[1])}; MLX would store this tensor scale as global_scale = 2688 × ${formatNumber(view.tensorScale)}`);
+    }
+    const group = view.selected < 16 ? 0 : 1;
+    if (mx || changed.has("selected")) {
+      setText(mxTrace, `element ${view.selected}: ${formatNumber(element)} × ${formatNumber(mxScale)} = ${formatNumber(mxWeights[view.selected])}`);
+    }
+    if (nv || changed.has("selected")) {
+      setText(nvTrace, `element ${view.selected}: ${formatNumber(element)} × ${formatNumber(nvScales[group])} × ${formatNumber(view.tensorFactor)} = ${formatNumber(nvWeights[view.selected])}`);
+    }
+  }
+  update(first, new Set(TRAITS));
+  return {
+    get nodes() {
+      return nan ? [...head, nanNote, ...rest] : [...head, ...rest];
+    },
+    update,
+  };
 }
 
+const TRAITS = ["codes", "mx_scale_byte", "nv_scale_bytes", "tensor_scale", "selected"];
+
 function render({ model, el }) {
-  return mount({
+  return mountInPlace({
     model,
     el,
     className: "lab-ownership",
-    traits: ["codes", "mx_scale_byte", "nv_scale_bytes", "tensor_scale", "selected"],
+    traits: TRAITS,
     validate: validState,
     controls: (ui) => editors(model, ui),
-    build: (view) => figure(model, view),
+    figure: (view) => figure(model, view),
   });
 }
 

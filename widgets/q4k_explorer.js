@@ -14,7 +14,7 @@ import {
   q4kMetadataSources,
 } from "./codec/formats/q4k.js";
 import { parseByte, parseNumber } from "./codec/numbers.js";
-import { h, svg, formatNumber, mount, setTraits, checker, scrollBox } from "./ui.js";
+import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, scrollBox } from "./ui.js";
 
 const REGIONS = [
   { name: "d", start: 0, end: 2, className: "lab-region-d" },
@@ -46,59 +46,14 @@ function metadataBytesFeeding(subblocks) {
   return feeding;
 }
 
-function byteMap(model, view, traced) {
-  const feeding = metadataBytesFeeding([traced.low.subblock, traced.high.subblock]);
-  const cells = view.block.map((byte, offset) => {
-    const region = regionOf(offset);
-    const isPayload = offset >= Q4K_PAYLOAD_OFFSET;
-    const payloadIndex = offset - Q4K_PAYLOAD_OFFSET;
-    const selected = isPayload && payloadIndex === view.payloadIndex;
-    const classes = ["lab-cell", region.className, selected ? "lab-selected" : "", feeding.has(offset) ? "lab-feeds" : ""].join(" ");
-    const label = isPayload ? `payload byte ${payloadIndex} = ${hexByte(byte)}` : `${region.name} byte ${offset} = ${hexByte(byte)}`;
-    return isPayload
-      ? h("button", { type: "button", class: classes, "aria-pressed": selected ? "true" : "false", "aria-label": label, "data-focus": `byte-${offset}`, onclick: () => setTraits(model, { payload_index: payloadIndex }) }, hexByte(byte).slice(2))
-      : h("div", { class: classes, title: label, "aria-label": label, role: "img" }, hexByte(byte).slice(2));
-  });
-  return h(
-    "div",
-    {},
-    h("p", { class: "lab-caption" }, "144 bytes: d (2), dmin (2), metadata (12), payload (128). Dashed: the metadata bytes the two subblocks read."),
-    h("div", { class: "lab-cells-frame" }, h("div", { class: "lab-cells lab-cells-bytes", role: "group", "aria-label": "the 144 bytes of the block" }, cells)),
-  );
-}
-
-function trace(traced) {
-  const step = (half) =>
-    h(
-      "div",
-      { class: "lab-card" },
-      h("h4", {}, `${half.nibble} nibble ${half.codeBits} = ${half.code}`),
-      h("p", {}, `lane ${half.lane}, subblock ${half.subblock}`),
-      h("p", { class: "lab-formula" }, `gain d × s${half.subblock} = ${half.gainFormula}`),
-      h("p", { class: "lab-formula" }, `offset dmin × m${half.subblock} = ${half.offsetFormula}`),
-      h("p", { class: "lab-big", "data-testid": `${half.nibble}-weight` }, formatNumber(half.weight)),
-      h("p", { class: "lab-formula", "data-testid": `${half.nibble}-formula` }, half.formula),
-    );
-  return h(
-    "div",
-    {},
-    h(
-      "p",
-      { class: "lab-formula" },
-      `payload byte ${traced.payloadIndex} = 32 × ${traced.chunk} + ${traced.position} holds ${traced.hex} = ${traced.byteBits}`,
-    ),
-    h("div", { class: "lab-readouts" }, step(traced.low), step(traced.high)),
-  );
-}
-
-// The three editors. They are drawn even when the traits have a problem (a bad block sent from
-// Python), so the learner keeps them; they edit only a valid block.
-function editors(model, ui, view) {
-  const valid = !view.problem;
-  const blockProblem = { ok: false, message: `the block itself has a problem: ${view.problem}` };
-  const fp16At = (offset) => (valid ? formatNumber(fp16Decode(view.block[offset] | (view.block[offset + 1] << 8))) : "");
+// The three editors, drawn once and kept even when the traits have a problem (a bad block sent
+// from Python), so the learner keeps them; they edit only a valid block.
+function editors(model, ui) {
+  let view = { problem: "not drawn yet" }; // the view on screen, for the commits
+  const blockProblem = () => ({ ok: false, message: `the block itself has a problem: ${view.problem}` });
+  const fp16At = (offset) => (view.problem ? "" : formatNumber(fp16Decode(view.block[offset] | (view.block[offset + 1] << 8))));
   const setFp16 = (offset, label) => (text) => {
-    if (!valid) return blockProblem;
+    if (view.problem) return blockProblem();
     const parsed = parseNumber(text);
     if (!parsed.ok) return { ok: false, message: `${label}: ${parsed.message}` };
     const encoded = fp16Encode(parsed.value);
@@ -109,26 +64,40 @@ function editors(model, ui, view) {
     return { ok: true, values: { block } };
   };
   const setPayloadByte = (text) => {
-    if (!valid) return blockProblem;
+    if (view.problem) return blockProblem();
     const parsed = parseByte(text);
     if (!parsed.ok) return { ok: false, message: `payload byte: ${parsed.message}` };
     const block = [...view.block];
     block[Q4K_PAYLOAD_OFFSET + view.payloadIndex] = parsed.value;
     return { ok: true, values: { block } };
   };
-  return h(
+  const stored = h("p", { class: "lab-caption lab-formula", "data-testid": "fp16-stored" });
+  let storedFrom = null; // the block `stored` describes
+  const node = h(
     "div",
     { class: "lab-row lab-controls" },
     ui.field({
       key: "edit-byte",
-      label: valid ? `payload byte ${view.payloadIndex}` : "payload byte",
-      value: valid ? hexByte(view.block[Q4K_PAYLOAD_OFFSET + view.payloadIndex]) : "",
+      label: (now) => (now.problem ? "payload byte" : `payload byte ${now.payloadIndex}`),
+      value: (now) => (now.problem ? "" : hexByte(now.block[Q4K_PAYLOAD_OFFSET + now.payloadIndex])),
       commit: setPayloadByte,
     }),
-    ui.field({ key: "edit-d", label: "d (fp16)", value: fp16At(0), commit: setFp16(0, "d") }),
-    ui.field({ key: "edit-dmin", label: "dmin (fp16)", value: fp16At(2), commit: setFp16(2, "dmin") }),
-    valid ? storedAs(view.block) : null,
+    ui.field({ key: "edit-d", label: "d (fp16)", value: () => fp16At(0), commit: setFp16(0, "d") }),
+    ui.field({ key: "edit-dmin", label: "dmin (fp16)", value: () => fp16At(2), commit: setFp16(2, "dmin") }),
   );
+  return {
+    node,
+    update(now) {
+      view = now;
+      if (now.problem) {
+        stored.remove();
+        return;
+      }
+      if (now.block !== storedFrom) setText(stored, storedAs(now.block));
+      storedFrom = now.block;
+      if (stored.parentNode !== node) node.append(stored);
+    },
+  };
 }
 
 // What d and dmin hold after a typed value is rounded to the nearest float16 (ties to even):
@@ -138,152 +107,313 @@ function storedAs(block) {
     const bits = block[offset] | (block[offset + 1] << 8);
     return `${name} = ${hexByte(block[offset + 1])}${hexByte(block[offset]).slice(2)} = ${binary(bits >> 15, 1)} ${binary((bits >> 10) & 31, 5)} ${binary(bits & 1023, 10)} → ${formatNumber(fp16Decode(bits))}`;
   };
-  return h(
-    "p",
-    { class: "lab-caption lab-formula", "data-testid": "fp16-stored" },
-    `stored as the nearest float16 (sign exponent fraction): ${stored(0, "d")}; ${stored(2, "dmin")}`,
-  );
+  return `stored as the nearest float16 (sign exponent fraction): ${stored(0, "d")}; ${stored(2, "dmin")}`;
 }
 
-function metadataTable(view, traced) {
-  const metadata = view.block.slice(Q4K_METADATA_OFFSET, Q4K_PAYLOAD_OFFSET);
-  const { scales, mins } = q4kUnpackScaleMin(metadata);
-  const describe = (pieces) => pieces.map((piece) => `B[${piece.byte}] bits ${piece.byteBits[0]}..${piece.byteBits[1]} → bits ${piece.fieldBits[0]}..${piece.fieldBits[1]}`).join(" + ");
-  const rows = scales.map((scale, j) => {
-    const sources = q4kMetadataSources(j);
-    const inUse = j === traced.low.subblock || j === traced.high.subblock;
-    return h(
-      "tr",
-      { class: inUse ? "lab-current" : "" },
-      h("td", {}, String(j)),
-      h("td", {}, `${scale} = ${binary(scale, 6)}`),
-      h("td", { class: "lab-text-cell" }, describe(sources.scale)),
-      h("td", {}, `${mins[j]} = ${binary(mins[j], 6)}`),
-      h("td", { class: "lab-text-cell" }, describe(sources.min)),
-    );
-  });
-  return scrollBox(
-    "the eight 6-bit scales and mins unpacked from the 12 metadata bytes",
-    h(
-      "table",
-      { class: "lab-table", "aria-label": "the eight 6-bit scales and mins unpacked from the 12 metadata bytes" },
-      h("thead", {}, h("tr", {}, ["j", "s_j", "s_j comes from", "m_j", "m_j comes from"].map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, rows),
-    ),
+// The 144 bytes as cells, payload bytes as buttons that pick the traced byte. `bytes` writes the
+// cells whose byte changed; `mark` the selected byte and the metadata bytes the subblocks read.
+function byteMap(model) {
+  const cells = Array.from({ length: Q4K_BLOCK_BYTES }, (_, offset) =>
+    offset >= Q4K_PAYLOAD_OFFSET
+      ? h("button", { type: "button", "data-focus": `byte-${offset}`, onclick: () => setTraits(model, { payload_index: offset - Q4K_PAYLOAD_OFFSET }) })
+      : h("div", { role: "img" }),
   );
+  let shownBlock = null;
+  let selectedOffset = null;
+  let feeding = new Set();
+  const className = (offset) =>
+    ["lab-cell", regionOf(offset).className, offset === selectedOffset ? "lab-selected" : "", feeding.has(offset) ? "lab-feeds" : ""].join(" ");
+  return {
+    node: h(
+      "div",
+      {},
+      h("p", { class: "lab-caption" }, "144 bytes: d (2), dmin (2), metadata (12), payload (128). Dashed: the metadata bytes the two subblocks read."),
+      h("div", { class: "lab-cells-frame" }, h("div", { class: "lab-cells lab-cells-bytes", role: "group", "aria-label": "the 144 bytes of the block" }, cells)),
+    ),
+    bytes(block) {
+      block.forEach((byte, offset) => {
+        if (shownBlock !== null && shownBlock[offset] === byte) return;
+        const cell = cells[offset];
+        const hex = hexByte(byte);
+        if (offset >= Q4K_PAYLOAD_OFFSET) setAttr(cell, "aria-label", `payload byte ${offset - Q4K_PAYLOAD_OFFSET} = ${hex}`);
+        else {
+          const label = `${regionOf(offset).name} byte ${offset} = ${hex}`;
+          setAttr(cell, "title", label);
+          setAttr(cell, "aria-label", label);
+        }
+        setText(cell, hex.slice(2));
+      });
+      shownBlock = block;
+    },
+    mark(payloadIndex, traced) {
+      const first = selectedOffset === null;
+      const before = [selectedOffset, ...feeding];
+      selectedOffset = Q4K_PAYLOAD_OFFSET + payloadIndex;
+      feeding = metadataBytesFeeding([traced.low.subblock, traced.high.subblock]);
+      // The first time every cell; after that only those that were or are marked.
+      const touched = first ? cells.keys() : new Set([...before, selectedOffset, ...feeding]);
+      for (const offset of touched) {
+        setAttr(cells[offset], "class", className(offset));
+        if (offset >= Q4K_PAYLOAD_OFFSET) setAttr(cells[offset], "aria-pressed", offset === selectedOffset ? "true" : "false");
+      }
+    },
+  };
+}
+
+// The traced byte: which lanes its nibbles fill, and each nibble's weight worked out.
+function trace() {
+  const side = (nibble) => {
+    const parts = {
+      title: h("h4", {}),
+      lane: h("p", {}),
+      gain: h("p", { class: "lab-formula" }),
+      offset: h("p", { class: "lab-formula" }),
+      weight: h("p", { class: "lab-big", "data-testid": `${nibble}-weight` }),
+      formula: h("p", { class: "lab-formula", "data-testid": `${nibble}-formula` }),
+    };
+    parts.node = h("div", { class: "lab-card" }, Object.values(parts));
+    return parts;
+  };
+  const head = h("p", { class: "lab-formula" });
+  const low = side("low");
+  const high = side("high");
+  return {
+    node: h("div", {}, head, h("div", { class: "lab-readouts" }, low.node, high.node)),
+    patch(traced) {
+      setText(head, `payload byte ${traced.payloadIndex} = 32 × ${traced.chunk} + ${traced.position} holds ${traced.hex} = ${traced.byteBits}`);
+      for (const [parts, half] of [
+        [low, traced.low],
+        [high, traced.high],
+      ]) {
+        setText(parts.title, `${half.nibble} nibble ${half.codeBits} = ${half.code}`);
+        setText(parts.lane, `lane ${half.lane}, subblock ${half.subblock}`);
+        setText(parts.gain, `gain d × s${half.subblock} = ${half.gainFormula}`);
+        setText(parts.offset, `offset dmin × m${half.subblock} = ${half.offsetFormula}`);
+        setText(parts.weight, formatNumber(half.weight));
+        setText(parts.formula, half.formula);
+      }
+    },
+  };
+}
+
+// The eight 6-bit scales and mins unpacked from the metadata, with where each comes from.
+function metadataTable() {
+  const describe = (pieces) => pieces.map((piece) => `B[${piece.byte}] bits ${piece.byteBits[0]}..${piece.byteBits[1]} → bits ${piece.fieldBits[0]}..${piece.fieldBits[1]}`).join(" + ");
+  const rows = Array.from({ length: 8 }, (_, j) => {
+    const sources = q4kMetadataSources(j);
+    const scale = h("td", {});
+    const min = h("td", {});
+    const node = h("tr", {}, h("td", {}, String(j)), scale, h("td", { class: "lab-text-cell" }, describe(sources.scale)), min, h("td", { class: "lab-text-cell" }, describe(sources.min)));
+    return { node, scale, min };
+  });
+  const label = "the eight 6-bit scales and mins unpacked from the 12 metadata bytes";
+  return {
+    node: scrollBox(
+      label,
+      h(
+        "table",
+        { class: "lab-table", "aria-label": label },
+        h("thead", {}, h("tr", {}, ["j", "s_j", "s_j comes from", "m_j", "m_j comes from"].map((t) => h("th", { scope: "col" }, t)))),
+        h(
+          "tbody",
+          {},
+          rows.map((row) => row.node),
+        ),
+      ),
+    ),
+    values(block) {
+      const { scales, mins } = q4kUnpackScaleMin(block.slice(Q4K_METADATA_OFFSET, Q4K_PAYLOAD_OFFSET));
+      rows.forEach((row, j) => {
+        setText(row.scale, `${scales[j]} = ${binary(scales[j], 6)}`);
+        setText(row.min, `${mins[j]} = ${binary(mins[j], 6)}`);
+      });
+    },
+    mark(traced) {
+      rows.forEach((row, j) => setAttr(row.node, "class", j === traced.low.subblock || j === traced.high.subblock ? "lab-current" : ""));
+    },
+  };
 }
 
 // The twelve metadata bytes bit by bit (bit 7 on the left), with the bits that make s_j and m_j
 // of the two traced subblocks coloured: for j = 4..7 each field is two pieces in two bytes.
-function metadataBits(view, traced) {
-  const metadata = view.block.slice(Q4K_METADATA_OFFSET, Q4K_PAYLOAD_OFFSET);
-  const owners = new Map(); // "byte:bit" -> field label and colour class
-  const fields = [
-    [traced.low.subblock, "scale", "lab-field-low-scale"],
-    [traced.low.subblock, "min", "lab-field-low-min"],
-    [traced.high.subblock, "scale", "lab-field-high-scale"],
-    [traced.high.subblock, "min", "lab-field-high-min"],
-  ];
-  for (const [j, kind, className] of fields) {
-    for (const piece of q4kMetadataSources(j)[kind]) {
-      for (let bit = piece.byteBits[0]; bit <= piece.byteBits[1]; bit += 1) {
-        owners.set(`${piece.byte}:${bit}`, { label: `${kind === "scale" ? "s" : "m"}${j}`, className });
-      }
-    }
-  }
+function metadataBits() {
   const cell = 22;
-  const rows = metadata.map((byte, index) => {
+  const rows = Array.from({ length: 12 }, (_, index) => {
     const y = index * (cell + 4);
-    const bitCells = [7, 6, 5, 4, 3, 2, 1, 0].map((bit, column) => {
-      const owner = owners.get(`${index}:${bit}`);
+    const bits = [7, 6, 5, 4, 3, 2, 1, 0].map((bit, column) => {
       const x = 70 + column * cell;
-      return [
-        svg("rect", { x, y, width: cell - 2, height: cell, class: owner ? `lab-bitcell ${owner.className}` : "lab-bitcell" }, svg("title", {}, owner ? `B[${index}] bit ${bit}: part of ${owner.label}` : `B[${index}] bit ${bit}`)),
-        svg("text", { x: x + (cell - 2) / 2, y: y + 16, "text-anchor": "middle", class: "lab-tick" }, String((byte >> bit) & 1)),
-      ];
+      const title = svg("title", {});
+      return {
+        bit,
+        title,
+        rect: svg("rect", { x, y, width: cell - 2, height: cell }, title),
+        value: svg("text", { x: x + (cell - 2) / 2, y: y + 16, "text-anchor": "middle", class: "lab-tick" }),
+      };
     });
-    const labels = [...new Set([7, 6, 5, 4, 3, 2, 1, 0].map((bit) => owners.get(`${index}:${bit}`)?.label).filter(Boolean))];
-    return [
-      svg("text", { x: 0, y: y + 16, class: "lab-tick" }, `B[${index}]`),
-      bitCells,
-      svg("text", { x: 70 + 8 * cell + 10, y: y + 16, class: "lab-tick" }, `${hexByte(byte)}${labels.length ? "  → " + labels.join(", ") : ""}`),
-    ];
+    const hex = svg("text", { x: 70 + 8 * cell + 10, y: y + 16, class: "lab-tick" });
+    return { bits, hex, nodes: [svg("text", { x: 0, y: y + 16, class: "lab-tick" }, `B[${index}]`), bits.map((each) => [each.rect, each.value]), hex] };
   });
-  return svg(
-    "svg",
-    {
-      viewBox: `0 0 520 ${12 * (cell + 4)}`,
-      class: "lab-metadata-bits",
-      role: "img",
-      "aria-label": `the 12 metadata bytes bit by bit; coloured bits make s${traced.low.subblock}, m${traced.low.subblock}, s${traced.high.subblock} and m${traced.high.subblock}`,
+  const node = svg("svg", { viewBox: `0 0 520 ${12 * (cell + 4)}`, class: "lab-metadata-bits", role: "img" }, rows.map((row) => row.nodes));
+  let metadata = null;
+  let owners = new Map(); // "byte:bit" -> field label and colour class
+  function patchRow(index) {
+    const row = rows[index];
+    const byte = metadata[index];
+    const labels = [];
+    for (const each of row.bits) {
+      const owner = owners.get(`${index}:${each.bit}`);
+      setAttr(each.rect, "class", owner ? `lab-bitcell ${owner.className}` : "lab-bitcell");
+      setText(each.title, owner ? `B[${index}] bit ${each.bit}: part of ${owner.label}` : `B[${index}] bit ${each.bit}`);
+      setText(each.value, String((byte >> each.bit) & 1));
+      if (owner && !labels.includes(owner.label)) labels.push(owner.label);
+    }
+    setText(row.hex, `${hexByte(byte)}${labels.length ? "  → " + labels.join(", ") : ""}`);
+  }
+  return {
+    node,
+    values(block) {
+      const next = block.slice(Q4K_METADATA_OFFSET, Q4K_PAYLOAD_OFFSET);
+      const before = metadata;
+      metadata = next;
+      next.forEach((byte, index) => {
+        if (before === null || before[index] !== byte) patchRow(index);
+      });
     },
-    rows,
-  );
+    mark(traced) {
+      owners = new Map();
+      const fields = [
+        [traced.low.subblock, "scale", "lab-field-low-scale"],
+        [traced.low.subblock, "min", "lab-field-low-min"],
+        [traced.high.subblock, "scale", "lab-field-high-scale"],
+        [traced.high.subblock, "min", "lab-field-high-min"],
+      ];
+      for (const [j, kind, className] of fields) {
+        for (const piece of q4kMetadataSources(j)[kind]) {
+          for (let bit = piece.byteBits[0]; bit <= piece.byteBits[1]; bit += 1) {
+            owners.set(`${piece.byte}:${bit}`, { label: `${kind === "scale" ? "s" : "m"}${j}`, className });
+          }
+        }
+      }
+      setAttr(
+        node,
+        "aria-label",
+        `the 12 metadata bytes bit by bit; coloured bits make s${traced.low.subblock}, m${traced.low.subblock}, s${traced.high.subblock} and m${traced.high.subblock}`,
+      );
+      rows.forEach((_, index) => patchRow(index));
+    },
+  };
 }
 
 // All 256 weights as bars from a zero line, subblocks in alternating colours, the traced lanes
 // highlighted. The vertical range covers the weights and zero, so no space is spent on a sign
 // the block does not use.
-function laneView(weights, traced) {
+function laneView() {
   const width = 768;
   const plotHeight = 160;
-  const finite = weights.filter(Number.isFinite);
-  const highest = Math.max(0, ...finite);
-  const lowest = Math.min(0, ...finite);
-  const span = highest - lowest || 1;
-  const y = (value) => 4 + ((highest - (Number.isFinite(value) ? value : 0)) / span) * (plotHeight - 8);
-  const zero = y(0);
-  const bars = weights.map((value, lane) => {
-    const current = lane === traced.low.lane || lane === traced.high.lane;
-    const className = current ? "lab-lane-current" : Math.floor(lane / 32) % 2 ? "lab-lane-odd" : "lab-lane";
-    const top = Math.min(y(value), zero);
-    return svg("rect", { x: lane * 3, width: 2.6, y: top, height: Math.abs(y(value) - zero) || 1, class: className }, svg("title", {}, `lane ${lane}: ${formatNumber(value)}`));
+  const bars = Array.from({ length: 256 }, (_, lane) => {
+    const title = svg("title", {});
+    return { title, rect: svg("rect", { x: lane * 3, width: 2.6 }, title) };
   });
-  return svg(
+  const axis = svg("line", { x1: 0, x2: width, class: "lab-axis" });
+  const node = svg(
     "svg",
-    { viewBox: `0 0 ${width} ${plotHeight + 22}`, class: "lab-lanes", role: "img", "aria-label": `all 256 weights by lane; lanes ${traced.low.lane} and ${traced.high.lane} highlighted` },
-    svg("line", { x1: 0, x2: width, y1: zero, y2: zero, class: "lab-axis" }),
-    bars,
+    { viewBox: `0 0 ${width} ${plotHeight + 22}`, class: "lab-lanes", role: "img" },
+    axis,
+    bars.map((bar) => bar.rect),
     [0, 1, 2, 3, 4, 5, 6, 7].map((j) => svg("text", { x: j * 96 + 48, y: plotHeight + 18, "text-anchor": "middle", class: "lab-tick" }, `subblock ${j}`)),
   );
+  let current = [];
+  const className = (lane) => (current.includes(lane) ? "lab-lane-current" : Math.floor(lane / 32) % 2 ? "lab-lane-odd" : "lab-lane");
+  return {
+    node,
+    weights(weights) {
+      const finite = weights.filter(Number.isFinite);
+      const highest = Math.max(0, ...finite);
+      const lowest = Math.min(0, ...finite);
+      const span = highest - lowest || 1;
+      const y = (value) => 4 + ((highest - (Number.isFinite(value) ? value : 0)) / span) * (plotHeight - 8);
+      const zero = y(0);
+      setAttrs(axis, { y1: zero, y2: zero });
+      weights.forEach((value, lane) => {
+        const bar = bars[lane];
+        setAttrs(bar.rect, { y: Math.min(y(value), zero), height: Math.abs(y(value) - zero) || 1 });
+        setText(bar.title, `lane ${lane}: ${formatNumber(value)}`);
+      });
+    },
+    mark(traced) {
+      const before = current;
+      current = [traced.low.lane, traced.high.lane];
+      const touched = before.length ? new Set([...before, ...current]) : bars.keys();
+      for (const lane of touched) setAttr(bars[lane].rect, "class", className(lane));
+      setAttr(node, "aria-label", `all 256 weights by lane; lanes ${traced.low.lane} and ${traced.high.lane} highlighted`);
+    },
+  };
 }
 
-function figure(model, view) {
-  const traced = q4kExplainByte(view.block, view.payloadIndex);
-  const weights = q4kDecodeBlock(view.block);
-  return [
-    h(
-      "div",
-      {
-        tabindex: "0",
-        "data-focus": "explorer",
-        "aria-label": "Q4_K block explorer; arrow keys move between payload bytes",
-        onkeydown: (event) => {
-          const step = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: 16, ArrowUp: -16 }[event.key];
-          if (step === undefined) return;
-          event.preventDefault();
-          setTraits(model, { payload_index: (view.payloadIndex + step + Q4K_PAYLOAD_BYTES) % Q4K_PAYLOAD_BYTES });
-        },
+function figure(model, first) {
+  let view = first; // the view on screen, for the arrow keys
+  let shownPair = null; // the two subblocks the metadata figures mark
+  const bytes = byteMap(model);
+  const traceView = trace();
+  const where = h("h4", {});
+  const bits = metadataBits();
+  const table = metadataTable();
+  const lanes = laneView();
+  const explorer = h(
+    "div",
+    {
+      tabindex: "0",
+      "data-focus": "explorer",
+      "aria-label": "Q4_K block explorer; arrow keys move between payload bytes",
+      onkeydown: (event) => {
+        const step = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: 16, ArrowUp: -16 }[event.key];
+        if (step === undefined) return;
+        event.preventDefault();
+        setTraits(model, { payload_index: (view.payloadIndex + step + Q4K_PAYLOAD_BYTES) % Q4K_PAYLOAD_BYTES });
       },
-      byteMap(model, view, traced),
-    ),
-    trace(traced),
-    h("h4", {}, `Where s${traced.low.subblock}, m${traced.low.subblock}, s${traced.high.subblock} and m${traced.high.subblock} live in the metadata bytes`),
-    metadataBits(view, traced),
-    metadataTable(view, traced),
-    laneView(weights, traced),
-  ];
+    },
+    bytes.node,
+  );
+
+  // The block's bytes, metadata and weights change only with the block; which cells, bits, rows
+  // and lanes are marked only with the traced byte (its two subblocks and two lanes); the trace
+  // with either.
+  function update(next, changed) {
+    view = next;
+    const traced = q4kExplainByte(view.block, view.payloadIndex);
+    if (changed.has("block")) {
+      bytes.bytes(view.block);
+      bits.values(view.block);
+      table.values(view.block);
+      lanes.weights(q4kDecodeBlock(view.block));
+    }
+    if (changed.has("payload_index")) {
+      bytes.mark(view.payloadIndex, traced);
+      lanes.mark(traced);
+      // Bytes in the same 32-byte chunk share their two subblocks, and so the marked metadata.
+      const pair = `${traced.low.subblock} ${traced.high.subblock}`;
+      if (pair !== shownPair) {
+        setText(where, `Where s${traced.low.subblock}, m${traced.low.subblock}, s${traced.high.subblock} and m${traced.high.subblock} live in the metadata bytes`);
+        bits.mark(traced);
+        table.mark(traced);
+      }
+      shownPair = pair;
+    }
+    traceView.patch(traced);
+  }
+  update(first, new Set(["block", "payload_index"]));
+  return { nodes: [explorer, traceView.node, where, bits.node, table.node, lanes.node], update };
 }
 
 function render({ model, el }) {
-  return mount({
+  return mountInPlace({
     model,
     el,
     className: "lab-q4k",
     traits: ["block", "payload_index"],
     validate: validState,
-    controls: (ui, view) => editors(model, ui, view),
-    build: (view) => figure(model, view),
+    controls: (ui) => editors(model, ui),
+    figure: (view) => figure(model, view),
   });
 }
 

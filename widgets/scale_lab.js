@@ -8,7 +8,7 @@
 import { E2M1_MAX } from "./codec/codes/e2m1.js";
 import { parseNumber, parseNumberRow } from "./codec/numbers.js";
 import { scaleAnalyse, scaleRepresentable } from "./codec/teach/scale.js";
-import { h, svg, formatNumber, mount, setTraits, checker, scrollBox } from "./ui.js";
+import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, resize, checker, scrollBox } from "./ui.js";
 
 const POWERS = [-6, -5, -4, -3, -2, -1, 0, 1, 2]; // the power-of-two scales offered as buttons
 // The slider and the chart span 2^-6 .. 2^2 in log2 steps of 1 (the article's lab) or 1/20.
@@ -36,134 +36,163 @@ function commitScale(text) {
   return { ok: true, values: { scale: parsed.value } };
 }
 
+// The controls, built once; `update` writes what the traits say into them on every change.
 function controls(model, ui) {
-  const scale = model.get("scale");
   const powerButtons = POWERS.map((power) =>
-    h(
-      "button",
-      {
-        type: "button",
-        class: 2 ** power === scale ? "lab-chip lab-chip-on" : "lab-chip",
-        "aria-pressed": 2 ** power === scale ? "true" : "false",
-        "data-focus": `power-${power}`,
-        onclick: () => setTraits(model, { scale: 2 ** power }),
-      },
-      `2^${power}`.replace("-", "−"),
-    ),
+    h("button", { type: "button", "data-focus": `power-${power}`, onclick: () => setTraits(model, { scale: 2 ** power }) }, `2^${power}`.replace("-", "−")),
   );
-  const fine = model.get("fine") === true;
-  const log2 = Math.log2(scale);
   const onSlider = (event) => {
     const value = Number(event.target.value);
+    const fine = model.get("fine") === true;
     setTraits(model, { scale: 2 ** (fine ? Math.round(value / FINE_STEP) * FINE_STEP : Math.round(value)) });
   };
-  const slider = h(
-    "div",
-    { class: "lab-row lab-slider-row" },
-    h(
-      "label",
-      { class: "lab-slider-label" },
-      "scale (log₂ steps)",
-      h("input", {
-      type: "range",
-      class: "lab-slider",
-      min: LOG2_LOW,
-      max: LOG2_HIGH,
-      step: fine ? FINE_STEP : 1,
-      value: Number.isFinite(log2) ? String(Math.min(Math.max(log2, LOG2_LOW), LOG2_HIGH)) : "0",
-      "aria-valuetext": `scale ${formatNumber(scale)}`,
-      "data-focus": "scale-slider",
-      oninput: onSlider,
-      onchange: onSlider,
-    }),
-    ),
-    h(
-      "button",
-      { type: "button", class: "lab-chip", "aria-pressed": fine ? "true" : "false", "data-focus": "fine", onclick: () => setTraits(model, { fine: !fine }) },
-      "fine steps",
-    ),
-  );
-  return h(
+  const slider = h("input", { type: "range", class: "lab-slider", min: LOG2_LOW, max: LOG2_HIGH, "data-focus": "scale-slider", oninput: onSlider, onchange: onSlider });
+  const fineButton = h("button", { type: "button", class: "lab-chip", "data-focus": "fine", onclick: () => setTraits(model, { fine: model.get("fine") !== true }) }, "fine steps");
+  const node = h(
     "div",
     { class: "lab-controls" },
-    slider,
-    ui.field({ key: "w", label: "weights w", value: String(model.get("w_text")), commit: commitRow("w_text", "weights") }),
-    ui.field({ key: "x", label: "inputs x", value: String(model.get("x_text")), commit: commitRow("x_text", "inputs") }),
+    h("div", { class: "lab-row lab-slider-row" }, h("label", { class: "lab-slider-label" }, "scale (log₂ steps)", slider), fineButton),
+    ui.field({ key: "w", label: "weights w", value: () => String(model.get("w_text")), commit: commitRow("w_text", "weights") }),
+    ui.field({ key: "x", label: "inputs x", value: () => String(model.get("x_text")), commit: commitRow("x_text", "inputs") }),
     h("div", { class: "lab-row", role: "group", "aria-label": "power-of-two scales" }, h("span", {}, "scale"), powerButtons),
-    ui.field({ key: "scale-entry", label: "scale, any positive number", value: String(scale), commit: commitScale }),
+    ui.field({ key: "scale-entry", label: "scale, any positive number", value: () => String(model.get("scale")), commit: commitScale }),
   );
+  return {
+    node,
+    update() {
+      const scale = model.get("scale");
+      const fine = model.get("fine") === true;
+      POWERS.forEach((power, index) => {
+        const on = 2 ** power === scale;
+        setAttrs(powerButtons[index], { class: on ? "lab-chip lab-chip-on" : "lab-chip", "aria-pressed": on ? "true" : "false" });
+      });
+      const log2 = Math.log2(scale);
+      // The step first: the value is then rounded to it, as the browser does for a new slider.
+      setAttrs(slider, { step: fine ? FINE_STEP : 1, "aria-valuetext": `scale ${formatNumber(scale)}` });
+      const value = Number.isFinite(log2) ? String(Math.min(Math.max(log2, LOG2_LOW), LOG2_HIGH)) : "0";
+      if (slider.value !== value) slider.value = value;
+      setAttr(fineButton, "aria-pressed", fine ? "true" : "false");
+    },
+  };
 }
 
-function resultTable(result) {
-  const rows = result.wHat.map((wHat, i) =>
-    h(
-      "tr",
-      { class: result.clipped[i] ? "lab-clipped" : "" },
-      h("td", {}, String(i + 1)),
-      h("td", {}, formatNumber(result.w[i])),
-      h("td", {}, formatNumber(wHat)),
-      h("td", {}, formatNumber(result.weightError[i])),
-      h("td", {}, formatNumber(result.x[i])),
-      h("td", {}, formatNumber(result.terms[i])),
-      h("td", {}, result.clipped[i] ? "clipped" : ""),
+// One row per weight: i, w, ŵ, the error, x, its share of Δy and whether it clipped.
+function resultTable() {
+  const body = h("tbody", {});
+  const rows = [];
+  const makeRow = () => {
+    const cells = Array.from({ length: 7 }, () => h("td", {}));
+    return { nodes: [h("tr", {}, cells)], cells };
+  };
+  return {
+    node: scrollBox(
+      "each weight and its reconstruction",
+      h(
+        "table",
+        { class: "lab-table", "aria-label": "each weight and its reconstruction" },
+        h("thead", {}, h("tr", {}, ["i", "w", "ŵ", "ŵ − w", "x", "(ŵ − w)·x", "beyond ±6·scale"].map((t) => h("th", { scope: "col" }, t)))),
+        body,
+      ),
     ),
-  );
-  return scrollBox(
-    "each weight and its reconstruction",
-    h(
-      "table",
-      { class: "lab-table", "aria-label": "each weight and its reconstruction" },
-      h("thead", {}, h("tr", {}, ["i", "w", "ŵ", "ŵ − w", "x", "(ŵ − w)·x", "beyond ±6·scale"].map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, rows),
-    ),
-  );
+    patch(result) {
+      resize(body, rows, result.wHat.length, makeRow);
+      rows.forEach(({ nodes: [row], cells }, i) => {
+        setAttr(row, "class", result.clipped[i] ? "lab-clipped" : "");
+        const texts = [
+          String(i + 1),
+          formatNumber(result.w[i]),
+          formatNumber(result.wHat[i]),
+          formatNumber(result.weightError[i]),
+          formatNumber(result.x[i]),
+          formatNumber(result.terms[i]),
+          result.clipped[i] ? "clipped" : "",
+        ];
+        cells.forEach((cell, column) => setText(cell, texts[column]));
+      });
+    },
+  };
 }
 
-function outputs(result) {
-  return h(
-    "div",
-    { class: "lab-readouts" },
-    h("div", { class: "lab-card" }, h("h4", {}, "y = w · x"), h("p", { class: "lab-big", "data-testid": "y" }, formatNumber(result.y))),
-    h("div", { class: "lab-card" }, h("h4", {}, "ŷ = ŵ · x"), h("p", { class: "lab-big", "data-testid": "y-hat" }, formatNumber(result.yHat))),
-    h(
+function outputs() {
+  const y = h("p", { class: "lab-big", "data-testid": "y" });
+  const yHat = h("p", { class: "lab-big", "data-testid": "y-hat" });
+  const deltaY = h("p", { class: "lab-big", "data-testid": "delta-y" });
+  return {
+    node: h(
       "div",
-      { class: "lab-card" },
-      h("h4", {}, "Δy = Σ(ŵᵢ − wᵢ)xᵢ"),
-      h("p", { class: "lab-big", "data-testid": "delta-y" }, (result.deltaY > 0 ? "+" : "") + formatNumber(result.deltaY)),
+      { class: "lab-readouts" },
+      h("div", { class: "lab-card" }, h("h4", {}, "y = w · x"), y),
+      h("div", { class: "lab-card" }, h("h4", {}, "ŷ = ŵ · x"), yHat),
+      h("div", { class: "lab-card" }, h("h4", {}, "Δy = Σ(ŵᵢ − wᵢ)xᵢ"), deltaY),
     ),
-  );
+    patch(result) {
+      setText(y, formatNumber(result.y));
+      setText(yHat, formatNumber(result.yHat));
+      setText(deltaY, (result.deltaY > 0 ? "+" : "") + formatNumber(result.deltaY));
+    },
+  };
 }
 
 // The representable values at this scale, each weight (circle) and where it lands (diamond).
-function gridPlot(result) {
-  const grid = scaleRepresentable(result.scale);
-  const values = [...grid, ...result.w];
-  const extent = Math.max(...values.map(Math.abs)) || 1;
+function gridPlot() {
   const width = 640;
-  // Positions from value / extent (never value + extent), so weights near float64's limit do not
-  // overflow into NaN coordinates; 0.92 leaves a margin at both ends.
-  const x = (value) => 30 + ((0.92 * (value / extent) + 1) / 2) * (width - 60);
-  const marks = grid.map((value) => svg("line", { x1: x(value), x2: x(value), y1: 22, y2: 38, class: "lab-mark" }));
-  // Label the outermost marks and zero; the table below has every value.
-  const labelled = [grid[0], 0, grid[grid.length - 1]];
-  const labels = labelled.map((value) => svg("text", { x: x(value), y: 52, "text-anchor": "middle", class: "lab-tick" }, formatNumber(value)));
-  const weights = result.w.map((w, i) => [
-    svg("line", { x1: x(w), x2: x(result.wHat[i]), y1: 60 + i * 12, y2: 30, class: result.clipped[i] ? "lab-link lab-link-clipped" : "lab-link" }),
-    svg("circle", { cx: x(w), cy: 60 + i * 12, r: 4, class: "lab-weight" }, svg("title", {}, `w${i + 1} = ${formatNumber(w)}`)),
-    svg("rect", { x: x(result.wHat[i]) - 5, y: 25, width: 10, height: 10, transform: `rotate(45 ${x(result.wHat[i])} 30)`, class: "lab-recon" }, svg("title", {}, `ŵ${i + 1} = ${formatNumber(result.wHat[i])}`)),
-  ]);
-  const height = 84 + result.w.length * 12;
-  const legend = svg("text", { x: 30, y: height - 4, class: "lab-tick" }, "● weight w   ◆ reconstruction ŵ   dashed: clipped");
-  return svg(
-    "svg",
-    { viewBox: `0 0 ${width} ${height}`, class: "lab-grid", role: "img", "aria-label": `representable values at scale ${formatNumber(result.scale)}, each weight and its reconstruction` },
-    svg("line", { x1: 30, x2: width - 30, y1: 30, y2: 30, class: "lab-axis" }),
-    marks,
-    labels,
-    weights,
-    svg("text", { x: x(E2M1_MAX * result.scale), y: 16, "text-anchor": "middle", class: "lab-tick" }, `+6·scale = ${formatNumber(E2M1_MAX * result.scale)}`),
-    legend,
-  );
+  const node = svg("svg", { class: "lab-grid", role: "img" });
+  const labels = [0, 1, 2].map(() => svg("text", { y: 52, "text-anchor": "middle", class: "lab-tick" }));
+  const reach = svg("text", { y: 16, "text-anchor": "middle", class: "lab-tick" });
+  const legend = svg("text", { x: 30, class: "lab-tick" }, "● weight w   ◆ reconstruction ŵ   dashed: clipped");
+  node.append(svg("line", { x1: 30, x2: width - 30, y1: 30, y2: 30, class: "lab-axis" }), ...labels, reach, legend);
+  const marks = [];
+  const weights = [];
+  const makeMark = () => ({ nodes: [svg("line", { y1: 22, y2: 38, class: "lab-mark" })] });
+  const makeWeight = (i) => {
+    const circleTitle = svg("title", {});
+    const reconTitle = svg("title", {});
+    return {
+      nodes: [
+        svg("line", { y1: 60 + i * 12, y2: 30 }),
+        svg("circle", { cy: 60 + i * 12, r: 4, class: "lab-weight" }, circleTitle),
+        svg("rect", { y: 25, width: 10, height: 10, class: "lab-recon" }, reconTitle),
+      ],
+      circleTitle,
+      reconTitle,
+    };
+  };
+  return {
+    node,
+    patch(result) {
+      const grid = scaleRepresentable(result.scale);
+      const values = [...grid, ...result.w];
+      const extent = Math.max(...values.map(Math.abs)) || 1;
+      // Positions from value / extent (never value + extent), so weights near float64's limit do not
+      // overflow into NaN coordinates; 0.92 leaves a margin at both ends.
+      const x = (value) => 30 + ((0.92 * (value / extent) + 1) / 2) * (width - 60);
+      const height = 84 + result.w.length * 12;
+      setAttrs(node, {
+        viewBox: `0 0 ${width} ${height}`,
+        "aria-label": `representable values at scale ${formatNumber(result.scale)}, each weight and its reconstruction`,
+      });
+      resize(node, marks, grid.length, makeMark, labels[0]);
+      marks.forEach(({ nodes: [mark] }, i) => setAttrs(mark, { x1: x(grid[i]), x2: x(grid[i]) }));
+      // Label the outermost marks and zero; the table below has every value.
+      [grid[0], 0, grid[grid.length - 1]].forEach((value, i) => {
+        setAttr(labels[i], "x", x(value));
+        setText(labels[i], formatNumber(value));
+      });
+      resize(node, weights, result.w.length, makeWeight, reach);
+      weights.forEach(({ nodes: [link, circle, recon], circleTitle, reconTitle }, i) => {
+        const w = result.w[i];
+        const wHat = result.wHat[i];
+        setAttrs(link, { x1: x(w), x2: x(wHat), class: result.clipped[i] ? "lab-link lab-link-clipped" : "lab-link" });
+        setAttr(circle, "cx", x(w));
+        setText(circleTitle, `w${i + 1} = ${formatNumber(w)}`);
+        setAttrs(recon, { x: x(wHat) - 5, transform: `rotate(45 ${x(wHat)} 30)` });
+        setText(reconTitle, `ŵ${i + 1} = ${formatNumber(wHat)}`);
+      });
+      setAttr(reach, "x", x(E2M1_MAX * result.scale));
+      setText(reach, `+6·scale = ${formatNumber(E2M1_MAX * result.scale)}`);
+      setAttr(legend, "y", height - 4);
+    },
+  };
 }
 
 // Δy at every slider position, from the typed w and x: the curve, each weight's clipping
@@ -176,119 +205,199 @@ function errorCurve(result) {
     points.push({ log2, deltaY: scaleAnalyse(result.w, result.x, 2 ** log2).deltaY });
   }
   const best = points.reduce((so, point) => (Math.abs(point.deltaY) < Math.abs(so.deltaY) ? point : so));
-  return { points, best };
+  return { points, best, largest: Math.max(...points.map((point) => Math.abs(point.deltaY))) };
 }
 
-function errorChart(result) {
-  const { points, best } = errorCurve(result);
+// The curve depends on w and x only: it is computed again when they change, and redrawn when the
+// vertical range changes (a current Δy off the curve can widen it); a new scale moves the marker.
+function errorChart() {
   const width = 640;
   const height = 274;
   const left = 56;
   const right = 20;
   const top = 44;
   const bottom = 214;
-  const extent = Math.max(...points.map((point) => Math.abs(point.deltaY)), Math.abs(result.deltaY)) || 1;
   const x = (log2) => left + ((log2 - LOG2_LOW) / (LOG2_HIGH - LOG2_LOW)) * (width - left - right);
-  const y = (deltaY) => (top + bottom) / 2 - (deltaY / extent) * ((bottom - top) / 2);
-  const line = points.map((point) => `${x(point.log2).toFixed(1)},${y(point.deltaY).toFixed(1)}`).join(" ");
-  const ticks = POWERS.map((power) => [
-    svg("line", { x1: x(power), x2: x(power), y1: bottom, y2: bottom + 6, class: "lab-axis" }),
-    svg("text", { x: x(power), y: bottom + 22, "text-anchor": "middle", class: "lab-tick" }, `2^${power}`.replace("-", "−")),
-  ]);
+  const at = (scale) => x(Math.min(Math.max(Math.log2(scale), LOG2_LOW), LOG2_HIGH));
   // Labels alternate between two heights, so thresholds close together stay readable.
-  const mark = (kind, scale, label, className, row = 0) => {
-    const at = x(Math.min(Math.max(Math.log2(scale), LOG2_LOW), LOG2_HIGH));
-    return svg(
-      "g",
-      { "data-mark": kind, "data-scale": String(scale) },
-      svg("line", { x1: at, x2: at, y1: top - 4, y2: bottom, class: className }),
-      svg("text", { x: at, y: top - 8 - 16 * row, "text-anchor": "middle", class: "lab-tick lab-mark-label" }, label),
-      svg("title", {}, `${label}: scale ${formatNumber(scale)}`),
-    );
+  const makeMark = (kind, className) => {
+    const line = svg("line", { y1: top - 4, y2: bottom, class: className });
+    const text = svg("text", { "text-anchor": "middle", class: "lab-tick lab-mark-label" });
+    const title = svg("title", {});
+    return { nodes: [svg("g", { "data-mark": kind }, line, text, title)], line, text, title };
   };
-  // Neighbouring thresholds (in order of scale) take alternate label heights.
-  const order = result.w.map((w, i) => i).sort((a, b) => Math.abs(result.w[a]) - Math.abs(result.w[b]));
-  const clips = result.w.map((w, i) => (w === 0 ? null : mark("clip", Math.abs(w) / E2M1_MAX, `w${i + 1}`, "lab-mark lab-clip-mark", order.indexOf(i) % 2)));
-  return h(
-    "figure",
-    { class: "lab-figure" },
-    svg(
-      "svg",
-      { viewBox: `0 0 ${width} ${height}`, class: "lab-error-chart", role: "img", "aria-label": `output error Δy against the scale; the best scale here is ${formatNumber(2 ** best.log2)}` },
-      svg("line", { x1: left, x2: width - right, y1: y(0), y2: y(0), class: "lab-axis" }),
-      svg("line", { x1: left, x2: width - right, y1: bottom, y2: bottom, class: "lab-axis lab-axis-faint" }),
-      svg("text", { x: left - 6, y: y(extent) + 5, "text-anchor": "end", class: "lab-tick" }, formatNumber(extent)),
-      svg("text", { x: left - 6, y: y(0) + 5, "text-anchor": "end", class: "lab-tick" }, "0"),
-      svg("text", { x: left - 6, y: y(-extent) + 5, "text-anchor": "end", class: "lab-tick" }, formatNumber(-extent)),
-      ticks,
-      svg("polyline", { points: line, class: "lab-curve" }),
-      clips,
-      mark("best", 2 ** best.log2, "best", "lab-mark lab-best-mark"),
-      mark("current", result.scale, "", "lab-mark lab-mark-current"),
-      svg("circle", { cx: x(Math.min(Math.max(Math.log2(result.scale), LOG2_LOW), LOG2_HIGH)), cy: y(result.deltaY), r: 6, class: "lab-recon" }),
-    ),
-    h(
-      "figcaption",
-      { class: "lab-caption", "data-testid": "chart-caption" },
-      `Δy against the scale (log₂ axis): now ${formatNumber(result.deltaY)} at ${formatNumber(result.scale)}; smallest |Δy| ${formatNumber(best.deltaY)} at scale ${formatNumber(2 ** best.log2)}. Lines marked w1… are where each weight starts to clip (|w| = 6·scale): to their left it clips.`,
-    ),
+  const place = (mark, scale, label, row = 0) => {
+    setAttr(mark.nodes[0], "data-scale", String(scale));
+    setAttrs(mark.line, { x1: at(scale), x2: at(scale) });
+    setAttrs(mark.text, { x: at(scale), y: top - 8 - 16 * row });
+    setText(mark.text, label);
+    setText(mark.title, `${label}: scale ${formatNumber(scale)}`);
+  };
+  const highest = svg("text", { x: left - 6, "text-anchor": "end", class: "lab-tick" });
+  const lowest = svg("text", { x: left - 6, "text-anchor": "end", class: "lab-tick" });
+  const zero = svg("line", { x1: left, x2: width - right, class: "lab-axis" });
+  const zeroLabel = svg("text", { x: left - 6, "text-anchor": "end", class: "lab-tick" }, "0");
+  const curveLine = svg("polyline", { class: "lab-curve" });
+  const best = makeMark("best", "lab-mark lab-best-mark");
+  const current = makeMark("current", "lab-mark lab-mark-current");
+  const dot = svg("circle", { r: 6, class: "lab-recon" });
+  const chart = svg(
+    "svg",
+    { viewBox: `0 0 ${width} ${height}`, class: "lab-error-chart", role: "img" },
+    zero,
+    svg("line", { x1: left, x2: width - right, y1: bottom, y2: bottom, class: "lab-axis lab-axis-faint" }),
+    highest,
+    zeroLabel,
+    lowest,
+    POWERS.map((power) => [
+      svg("line", { x1: x(power), x2: x(power), y1: bottom, y2: bottom + 6, class: "lab-axis" }),
+      svg("text", { x: x(power), y: bottom + 22, "text-anchor": "middle", class: "lab-tick" }, `2^${power}`.replace("-", "−")),
+    ]),
+    curveLine,
+    best.nodes,
+    current.nodes,
+    dot,
   );
+  const caption = h("figcaption", { class: "lab-caption", "data-testid": "chart-caption" });
+  const clips = [];
+  let curve = null;
+  let extent = null;
+  return {
+    node: h("figure", { class: "lab-figure" }, chart, caption),
+    patch(result, changed) {
+      const rows = changed.has("w_text") || changed.has("x_text");
+      if (rows) {
+        curve = errorCurve(result);
+        setAttr(chart, "aria-label", `output error Δy against the scale; the best scale here is ${formatNumber(2 ** curve.best.log2)}`);
+        place(best, 2 ** curve.best.log2, "best");
+      }
+      if (changed.has("w_text")) {
+        // Neighbouring thresholds (in order of scale) take alternate label heights.
+        const order = result.w.map((w, i) => i).sort((a, b) => Math.abs(result.w[a]) - Math.abs(result.w[b]));
+        const thresholds = [];
+        result.w.forEach((w, i) => {
+          if (w !== 0) thresholds.push({ scale: Math.abs(w) / E2M1_MAX, label: `w${i + 1}`, row: order.indexOf(i) % 2 });
+        });
+        resize(chart, clips, thresholds.length, () => makeMark("clip", "lab-mark lab-clip-mark"), best.nodes[0]);
+        clips.forEach((mark, i) => place(mark, thresholds[i].scale, thresholds[i].label, thresholds[i].row));
+      }
+      const range = Math.max(curve.largest, Math.abs(result.deltaY)) || 1;
+      const y = (deltaY) => (top + bottom) / 2 - (deltaY / range) * ((bottom - top) / 2);
+      if (rows || range !== extent) {
+        extent = range;
+        setAttrs(zero, { y1: y(0), y2: y(0) });
+        setAttrs(highest, { y: y(extent) + 5 });
+        setText(highest, formatNumber(extent));
+        setAttr(zeroLabel, "y", y(0) + 5);
+        setAttrs(lowest, { y: y(-extent) + 5 });
+        setText(lowest, formatNumber(-extent));
+        setAttr(curveLine, "points", curve.points.map((point) => `${x(point.log2).toFixed(1)},${y(point.deltaY).toFixed(1)}`).join(" "));
+      }
+      place(current, result.scale, "");
+      setAttrs(dot, { cx: at(result.scale), cy: y(result.deltaY) });
+      setText(
+        caption,
+        `Δy against the scale (log₂ axis): now ${formatNumber(result.deltaY)} at ${formatNumber(result.scale)}; smallest |Δy| ${formatNumber(curve.best.deltaY)} at scale ${formatNumber(2 ** curve.best.log2)}. Lines marked w1… are where each weight starts to clip (|w| = 6·scale): to their left it clips.`,
+      );
+    },
+  };
 }
 
 // A number in the readout that can be dragged sideways (0.01 per pixel) or stepped with the arrow
-// keys (0.1, or 1 with Shift), distill-style; it rewrites the row's text trait.
-// The drag in progress lives outside the render: each re-render hands the span fresh handlers.
+// keys (0.1, or 1 with Shift), distill-style; it rewrites the row's text trait. The span stays
+// while it is dragged; the drag in progress is kept here.
 let dragging = null;
 
+// `values()` is the row as the figure shows it now, read when a key or the pointer moves.
 function draggable(model, name, values, i, label) {
   const commit = (value) => {
-    const next = [...values];
+    const next = [...values()];
     next[i] = Math.round(value * 100) / 100;
     setTraits(model, { [name]: next.map((each) => formatNumber(each).replace("\u2212", "-")).join(", ") });
   };
   const key = `drag-${name}-${i}`;
-  return h(
-    "span",
-    {
-      class: "lab-draggable",
-      role: "slider",
-      tabindex: "0",
-      "aria-label": label,
-      "aria-valuenow": String(values[i]),
-      "aria-valuetext": formatNumber(values[i]),
-      "data-focus": key,
-      "data-testid": key,
-      onkeydown: (event) => {
-        const step = { ArrowUp: 0.1, ArrowRight: 0.1, ArrowDown: -0.1, ArrowLeft: -0.1 }[event.key];
-        if (step === undefined) return;
-        event.preventDefault();
-        commit(values[i] + step * (event.shiftKey ? 10 : 1));
-      },
-      onpointerdown: (event) => {
-        event.target.setPointerCapture(event.pointerId);
-        dragging = { key, x: event.clientX, value: values[i] };
-      },
-      onpointermove: (event) => {
-        if (dragging?.key === key) commit(dragging.value + (event.clientX - dragging.x) * 0.01);
-      },
-      onpointerup: () => {
-        dragging = null;
-      },
+  return h("span", {
+    class: "lab-draggable",
+    role: "slider",
+    tabindex: "0",
+    "aria-label": label,
+    "data-focus": key,
+    "data-testid": key,
+    onkeydown: (event) => {
+      const step = { ArrowUp: 0.1, ArrowRight: 0.1, ArrowDown: -0.1, ArrowLeft: -0.1 }[event.key];
+      if (step === undefined) return;
+      event.preventDefault();
+      commit(values()[i] + step * (event.shiftKey ? 10 : 1));
     },
-    formatNumber(values[i]),
-  );
+    onpointerdown: (event) => {
+      event.target.setPointerCapture(event.pointerId);
+      dragging = { key, x: event.clientX, value: values()[i] };
+    },
+    onpointermove: (event) => {
+      if (dragging?.key === key) commit(dragging.value + (event.clientX - dragging.x) * 0.01);
+    },
+    onpointerup: () => {
+      dragging = null;
+    },
+  });
 }
 
-function dragRow(model, result) {
-  const row = (name, values, symbol) =>
-    h("p", { class: "lab-drag-row" }, `${symbol} = (`, values.map((_, i) => [i ? ", " : "", draggable(model, name, values, i, `${symbol}${i + 1}`)]), ")");
-  return h(
-    "div",
-    { class: "lab-drag-rows" },
-    h("p", { class: "lab-caption" }, "Drag a number sideways, or focus it and use the arrow keys, to change it."),
-    row("w_text", result.w, "w"),
-    row("x_text", result.x, "x"),
-  );
+function dragRow(model, name, symbol) {
+  let values = [];
+  const close = document.createTextNode(")");
+  const node = h("p", { class: "lab-drag-row" }, `${symbol} = (`, close);
+  const numbers = [];
+  const make = (i) => {
+    const span = draggable(model, name, () => values, i, `${symbol}${i + 1}`);
+    return { nodes: i ? [document.createTextNode(", "), span] : [span], span };
+  };
+  return {
+    node,
+    patch(row) {
+      values = row;
+      resize(node, numbers, row.length, make, close);
+      numbers.forEach(({ span }, i) => {
+        setAttrs(span, { "aria-valuenow": String(row[i]), "aria-valuetext": formatNumber(row[i]) });
+        setText(span, formatNumber(row[i]));
+      });
+    },
+  };
+}
+
+function figure(model, first) {
+  const caption = h("p", { class: "lab-caption" });
+  const wRow = dragRow(model, "w_text", "w");
+  const xRow = dragRow(model, "x_text", "x");
+  const readouts = outputs();
+  const chart = errorChart();
+  const grid = gridPlot();
+  const table = resultTable();
+  // What each part depends on: the caption on the scale, each draggable row on its own text, the
+  // grid on the scale and the weights; the readouts, chart and table on all three.
+  function update(result, changed) {
+    if (changed.has("scale")) {
+      setText(caption, `scale ${formatNumber(result.scale)}: the codes reach ±${formatNumber(E2M1_MAX * result.scale)}`);
+    }
+    if (changed.has("w_text")) wRow.patch(result.w);
+    if (changed.has("x_text")) xRow.patch(result.x);
+    if (!(changed.has("w_text") || changed.has("x_text") || changed.has("scale"))) return; // only `fine`
+    readouts.patch(result);
+    chart.patch(result, changed);
+    if (changed.has("w_text") || changed.has("scale")) grid.patch(result);
+    table.patch(result);
+  }
+  update(first, new Set(TRAITS));
+  return {
+    nodes: [
+      caption,
+      h("div", { class: "lab-drag-rows" }, h("p", { class: "lab-caption" }, "Drag a number sideways, or focus it and use the arrow keys, to change it."), wRow.node, xRow.node),
+      readouts.node,
+      chart.node,
+      grid.node,
+      table.node,
+    ],
+    update,
+  };
 }
 
 function validRow(model) {
@@ -309,22 +418,17 @@ function validRow(model) {
   }
 }
 
+const TRAITS = ["w_text", "x_text", "scale", "fine"];
+
 function render({ model, el }) {
-  return mount({
+  return mountInPlace({
     model,
     el,
     className: "lab-scale",
-    traits: ["w_text", "x_text", "scale", "fine"],
+    traits: TRAITS,
     validate: validRow,
     controls: (ui) => controls(model, ui),
-    build: (result) => [
-      h("p", { class: "lab-caption" }, `scale ${formatNumber(result.scale)}: the codes reach ±${formatNumber(E2M1_MAX * result.scale)}`),
-      dragRow(model, result),
-      outputs(result),
-      errorChart(result),
-      gridPlot(result),
-      resultTable(result),
-    ],
+    figure: (result) => figure(model, result),
   });
 }
 

@@ -67,6 +67,8 @@ let mounted = 0;
  * message beside it (role=alert, tied to the field by aria-describedby), and the traits stay as
  * they were. A problem with the traits themselves is shown beside the field last committed.
  * Every widget gets a presenter toggle (trait `presenter`) that enlarges it for a projector.
+ * Each change builds the whole widget afresh and morphs the page onto it: simple, and fast enough
+ * for a small widget; one with a big figure uses mountInPlace (below), which patches instead.
  * Returns the cleanup anywidget expects.
  */
 export function mount({ model, el, className, traits, validate, build, controls = null }) {
@@ -180,14 +182,222 @@ export function mount({ model, el, className, traits, validate, build, controls 
   };
   const watched = [...traits, "presenter"];
   for (const name of watched) model.on(`change:${name}`, handler);
+  const stopWatchingTheme = watchTheme(el);
+  return () => {
+    stopWatchingTheme();
+    for (const name of watched) model.off(`change:${name}`, handler);
+  };
+}
+
+/**
+ * Render a widget once and patch it in place on every change: the widgets whose figures are big
+ * (hundreds of nodes) use this instead of mount, so a change costs what it changes.
+ *
+ * It keeps mount's promises: the same presenter toggle, and text fields checked before any trait
+ * changes, a refusal beside its field, a problem with the traits beside the field last committed
+ * (or below the controls) while the figure is taken away. But nothing is rebuilt:
+ *
+ * - `controls(ui)` is called once and returns `{node, update(view)}`; `update` (optional) runs on
+ *   every change, view being {problem} while the traits have one. `ui.field` takes `label` and
+ *   `value` as text or as functions of the view, read again on every change.
+ * - `figure(view)` is called with the first valid view and returns `{nodes, update(view, changed)}`;
+ *   `nodes` (read whenever the figure is put in or taken out, so it may be a getter) are the
+ *   figure's top-level nodes in order; `update` gets the names of the traits whose values differ
+ *   from the ones the figure shows (Object.is), and should patch only what depends on them.
+ *
+ * Nodes stay where they are, so focus, caret, scroll and pointer capture stay with them.
+ * Returns the cleanup anywidget expects.
+ */
+export function mountInPlace({ model, el, className, traits, validate, controls, figure }) {
+  el.classList.add("four-bit-lab", className);
+  mounted += 1;
+  const prefix = `${className}-${mounted}`;
+  const refused = new Map(); // field key -> {text, message}
+  const fields = [];
+  let lastField = null;
+
+  function submit(key, text, commit) {
+    let result;
+    try {
+      result = commit(text);
+    } catch (error) {
+      result = { ok: false, message: error.message };
+    }
+    if (result.ok) {
+      refused.delete(key);
+      lastField = key;
+      setTraits(model, result.values);
+    } else {
+      refused.set(key, { text, message: shorten(result.message) });
+    }
+    draw();
+  }
+
+  const ui = {
+    /** A labelled text input; `commit(text)` returns {ok, values (traits to set)} or {ok: false, message}. */
+    field({ key, label, value, commit, onkeydown = null }) {
+      const inputId = `${prefix}-${key}`;
+      const messageId = `${inputId}-message`;
+      const field = {
+        key,
+        label,
+        value,
+        labelNode: h("label", { for: inputId }),
+        input: h("input", {
+          id: inputId,
+          type: "text",
+          spellcheck: "false",
+          autocomplete: "off",
+          "data-focus": key,
+          "aria-describedby": messageId,
+          onchange: (event) => submit(key, event.target.value, commit),
+          onkeydown,
+        }),
+        note: h("p", { id: messageId, class: "lab-message lab-error lab-field-message", role: "alert", hidden: true }),
+      };
+      fields.push(field);
+      return h("div", { class: "lab-field" }, field.labelNode, field.input, field.note);
+    },
+  };
+
+  // Each field's label, text and message for this view; true if the traits' problem went beside one.
+  function syncFields(view, problem) {
+    let placed = false;
+    for (const field of fields) {
+      const refusal = refused.get(field.key);
+      let shown = refusal?.message ?? "";
+      if (!shown && problem && field.key === lastField) {
+        shown = problem;
+        placed = true;
+      }
+      const label = typeof field.label === "function" ? field.label(view) : field.label;
+      setText(field.labelNode, label);
+      setAttr(field.input, "aria-label", label);
+      const text = refusal ? refusal.text : typeof field.value === "function" ? field.value(view) : field.value;
+      // Only a changed text is written: writing moves the caret to the end.
+      if (field.input.value !== text) field.input.value = text;
+      setAttr(field.input, "aria-invalid", shown ? "true" : null);
+      setText(field.note, shown);
+      field.note.hidden = !shown;
+    }
+    return placed;
+  }
+
+  const toggle = h(
+    "button",
+    {
+      type: "button",
+      class: "lab-chip lab-presenter-toggle",
+      "data-focus": "presenter",
+      onclick: () => setTraits(model, { presenter: model.get("presenter") !== true }),
+    },
+    "Presenter view",
+  );
+  let made;
+  try {
+    made = controls(ui);
+  } catch (error) {
+    made = { node: message(`The controls could not be drawn: ${error.message}`) };
+  }
+  const controlsNode = made.node;
+  const updateControls = made.update ?? null;
+  const controlsFailure = message("");
+  const problemNode = message("");
+  el.replaceChildren(h("div", { class: "lab-toolbar" }, toggle), controlsNode);
+
+  let drawn = null; // the figure, {nodes, update}, once it has been drawn
+  let drawnFrom = null; // the trait values it shows
+  let attached = false;
+  let figureFailure = null; // a message standing in for a figure that could not be drawn
+
+  function detachFigure() {
+    if (attached) for (const node of drawn.nodes) node.remove();
+    attached = false;
+    figureFailure?.remove();
+    figureFailure = null;
+  }
+
+  function showFigure(view, values) {
+    try {
+      if (drawn === null) drawn = figure(view);
+      else {
+        const changed = new Set(traits.filter((name) => !Object.is(values[name], drawnFrom[name])));
+        if (changed.size) drawn.update(view, changed);
+      }
+      drawnFrom = values;
+      figureFailure?.remove();
+      figureFailure = null;
+      if (!attached) el.append(...drawn.nodes);
+      attached = true;
+    } catch (error) {
+      detachFigure();
+      drawn = null;
+      figureFailure = message(`This figure could not be drawn: ${shorten(error.message)}`);
+      el.append(figureFailure);
+    }
+  }
+
+  function draw() {
+    followTheme(el);
+    const presenter = model.get("presenter") === true;
+    el.classList.toggle("lab-presenter", presenter);
+    setAttr(toggle, "aria-pressed", presenter ? "true" : "false");
+    const root = el.getRootNode();
+    const active = root.activeElement && el.contains(root.activeElement) ? root.activeElement : null;
+    const values = Object.fromEntries(traits.map((name) => [name, model.get(name)]));
+    let view;
+    try {
+      view = validate(model);
+    } catch (error) {
+      view = { problem: error.message };
+    }
+    const problem = view.problem ? shorten(view.problem) : null;
+    let placed = false;
+    try {
+      updateControls?.(view);
+      placed = syncFields(view, problem);
+      controlsFailure.remove();
+    } catch (error) {
+      setText(controlsFailure, `The controls could not be drawn: ${error.message}`);
+      controlsNode.after(controlsFailure);
+    }
+    if (problem) {
+      detachFigure();
+      if (placed) problemNode.remove();
+      else {
+        setText(problemNode, problem);
+        if (problemNode.parentNode !== el) el.append(problemNode);
+      }
+    } else {
+      problemNode.remove();
+      showFigure(view, values);
+    }
+    // Nothing focusable is rebuilt, but a figure taken away takes its focus with it; a control
+    // with the same data-focus key gets it back if there is one.
+    const key = active?.getAttribute("data-focus");
+    if (key && !el.contains(active)) el.querySelector(`[data-focus="${key}"]`)?.focus();
+  }
+  draw();
+  const handler = () => {
+    refused.clear();
+    draw();
+  };
+  const watched = [...traits, "presenter"];
+  for (const name of watched) model.on(`change:${name}`, handler);
+  const stopWatchingTheme = watchTheme(el);
+  return () => {
+    stopWatchingTheme();
+    for (const name of watched) model.off(`change:${name}`, handler);
+  };
+}
+
+// Follow the page's theme while the widget is mounted; returns the function that stops.
+function watchTheme(el) {
   const themeWatch = new MutationObserver(() => followTheme(el));
   for (const node of [document.documentElement, document.body]) {
     if (node) themeWatch.observe(node, { attributes: true, attributeFilter: ["class", "data-theme"] });
   }
-  return () => {
-    themeWatch.disconnect();
-    for (const name of watched) model.off(`change:${name}`, handler);
-  };
+  return () => themeWatch.disconnect();
 }
 
 // marimo marks its dark theme with the class "dark" (or "dark-theme") on an ancestor, other hosts
@@ -212,6 +422,46 @@ function followTheme(el) {
 export function setTraits(model, values) {
   for (const [name, value] of Object.entries(values)) model.set(name, value);
   model.save_changes();
+}
+
+// Patching helpers for mountInPlace: each writes only what differs, so an unchanged value costs a
+// comparison and no DOM work.
+export function setText(node, text) {
+  const value = String(text);
+  const only = node.firstChild;
+  if (only !== null && only === node.lastChild && only.nodeType === Node.TEXT_NODE) {
+    if (only.nodeValue !== value) only.nodeValue = value;
+  } else if (node.textContent !== value) node.textContent = value;
+}
+
+/** Set an attribute as h() would (null, undefined or false removes it, true is ""), if it differs. */
+export function setAttr(node, name, value) {
+  if (value === null || value === undefined || value === false) {
+    if (node.hasAttribute(name)) node.removeAttribute(name);
+    return;
+  }
+  const text = value === true ? "" : String(value);
+  if (node.getAttribute(name) !== text) node.setAttribute(name, text);
+}
+
+export function setAttrs(node, attributes) {
+  for (const [name, value] of Object.entries(attributes)) setAttr(node, name, value);
+}
+
+/**
+ * Keep a run of repeated parts (a table's rows, a chart's marks) at `count`. `entries` is the
+ * caller's array of parts, each {nodes, ...} as `make(index)` built it; the run sits in `parent`
+ * just before `anchor` (null: at the end). New parts go at the end of the run and surplus parts
+ * leave from its end; the others stay where they are. Returns `entries`.
+ */
+export function resize(parent, entries, count, make, anchor = null) {
+  while (entries.length > count) for (const node of entries.pop().nodes) node.remove();
+  while (entries.length < count) {
+    const entry = make(entries.length);
+    for (const node of entry.nodes) parent.insertBefore(node, anchor);
+    entries.push(entry);
+  }
+  return entries;
 }
 
 export function message(text, kind = "error") {

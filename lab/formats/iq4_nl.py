@@ -26,32 +26,24 @@ float16. gguf-py has no IQ4_NL quantizer; its `quants.dequantize` is the decoder
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lab.errors import DTypeError, ShapeError
-from lab.formats._blocks import element_index, float_input, grouped
+from lab.formats._blocks import float_input, grouped
 from lab.formats._ggml import (
     F16_MAX,
     GROUP_MAX_EPS,
-    fp16_bytes,
-    fp16_field,
+    HalvesTensor,
     half_step_table,
     nearest_index,
-    pack_halves,
     reciprocal_or_zero,
     refuse_beyond_reach,
-    split_blocks,
-    unpack_halves,
 )
 from lab.formats.registry import Format, register
-from lab.numbers import format_number
 
 BLOCK_WEIGHTS = 32
-BLOCK_BYTES = 18
-BITS_PER_WEIGHT = BLOCK_BYTES * 8 / BLOCK_WEIGHTS  # 4.5
+BLOCK_BYTES = HalvesTensor.block_bytes  # 18: d, then 16 bytes of nibbles
+BITS_PER_WEIGHT = HalvesTensor.bits_per_weight  # 4.5
 #: llama.cpp's kvalues_iq4nl, as gguf-py's IQ4_NL.kvalues has them
 KVALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], np.int8)
 KVALUES_F32 = KVALUES.astype(np.float32)
@@ -59,59 +51,18 @@ KVALUES_F32 = KVALUES.astype(np.float32)
 SEARCH_TRIES = 7
 
 
-@dataclass(frozen=True, eq=False)
-class IQ4NLTensor:
+class IQ4NLTensor(HalvesTensor):
     """uint8 codebook indices 0..15 [..., 32k] and one float16 scale d per 32 [..., k]."""
 
-    codes: np.ndarray
-    d: np.ndarray
+    title = "IQ4_NL"
+    code_word = "indices"
 
-    bits_per_weight = BITS_PER_WEIGHT
-    block_size = BLOCK_WEIGHTS
+    @staticmethod
+    def levels(codes: np.ndarray) -> np.ndarray:
+        return KVALUES_F32[codes]
 
-    def __post_init__(self):
-        codes, d = np.asarray(self.codes), np.asarray(self.d)
-        if codes.dtype != np.uint8 or d.dtype != np.float16:
-            raise DTypeError(f"IQ4_NL holds uint8 indices and float16 scales, got {codes.dtype} and {d.dtype}")
-        if codes.ndim == 0 or codes.shape[-1] % BLOCK_WEIGHTS or d.shape != (*codes.shape[:-1], codes.shape[-1] // 32):
-            raise ShapeError(f"IQ4_NL needs indices [..., 32k] and one d per 32, got {codes.shape} and {d.shape}")
-        if codes.size and codes.max() >= len(KVALUES):
-            raise DTypeError(f"IQ4_NL indices are 4-bit, 0..15; got {int(codes.max())}")
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.codes.shape)
-
-    def dequantize(self) -> np.ndarray:
-        values = grouped(KVALUES_F32[self.codes], BLOCK_WEIGHTS)
-        with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d decodes as such, as in ggml
-            weights = self.d.astype(np.float32)[..., None] * values
-        return weights.reshape(self.shape)
-
-    def explain(self, index) -> dict:
-        position = element_index(self.shape, index)
-        block, lane = divmod(position[-1], BLOCK_WEIGHTS)
-        d = float(self.d[(*position[:-1], block)])
-        code = int(self.codes[position])
-        value = int(KVALUES[code])
-        weight = float(np.float32(d) * np.float32(value))
-        return {
-            "position": position,
-            "block": block,
-            "position_in_block": lane,
-            "byte": 2 + lane % 16,
-            "nibble": "low" if lane < 16 else "high",
-            "code": code,
-            "value": value,
-            "d": d,
-            "weight": weight,
-            "formula": f"{format_number(d)} \u00d7 KVALUES[{code}] = {format_number(d)} \u00d7 {value} = {format_number(weight)}",
-        }
-
-    def to_gguf(self) -> np.ndarray:
-        """The blocks in GGUF's 18-byte layout, uint8 [..., K/32 * 18]."""
-        raw = np.concatenate([fp16_bytes(self.d), pack_halves(grouped(self.codes, BLOCK_WEIGHTS))], axis=-1)
-        return raw.reshape(*self.shape[:-1], -1)
+    def product_text(self, d_text: str, code: int) -> str:
+        return f"{d_text} \u00d7 KVALUES[{code}] = {d_text} \u00d7 {int(KVALUES[code])}"
 
 
 #: the codebook value nearest to x for each half-step cell of x, from floor(2x) = 2 * KVALUES[0] up
@@ -217,11 +168,7 @@ def quantize(w: ArrayLike) -> IQ4NLTensor:
     return IQ4NLTensor(codes=codes.reshape(weights.shape), d=d16)
 
 
-def from_gguf(raw: ArrayLike) -> IQ4NLTensor:
-    """GGUF IQ4_NL bytes [..., 18k] -> the tensor they hold."""
-    blocks = split_blocks(raw, BLOCK_BYTES, "IQ4_NL", "2 bytes of d + 16 bytes of nibbles")
-    codes = unpack_halves(blocks[..., 2:])
-    return IQ4NLTensor(codes=codes.reshape(*blocks.shape[:-2], -1), d=fp16_field(blocks, 0))
+from_gguf = IQ4NLTensor.from_gguf
 
 
 FORMAT = register(

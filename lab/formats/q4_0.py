@@ -18,86 +18,31 @@ to one whole step. A block of zeros stores d = 0. gguf-py's `quants.quantize` is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lab.errors import DTypeError, ShapeError
-from lab.formats._blocks import element_index, float_input, grouped
-from lab.formats._ggml import (
-    F16_MAX,
-    first_absmax,
-    fp16_bytes,
-    fp16_field,
-    pack_halves,
-    reciprocal_or_zero,
-    refuse_beyond_reach,
-    split_blocks,
-    unpack_halves,
-)
+from lab.formats._blocks import float_input, grouped
+from lab.formats._ggml import F16_MAX, HalvesTensor, first_absmax, reciprocal_or_zero, refuse_beyond_reach
 from lab.formats.registry import Format, register
-from lab.numbers import format_number
 
 BLOCK_WEIGHTS = 32
-BLOCK_BYTES = 18
-BITS_PER_WEIGHT = BLOCK_BYTES * 8 / BLOCK_WEIGHTS  # 4.5
+BLOCK_BYTES = HalvesTensor.block_bytes  # 18: d, then 16 bytes of nibbles
+BITS_PER_WEIGHT = HalvesTensor.bits_per_weight  # 4.5
 CODE_MAX = 15
 CODE_OFFSET = 8
 
 
-@dataclass(frozen=True, eq=False)
-class Q4_0Tensor:
+class Q4_0Tensor(HalvesTensor):
     """uint8 codes 0..15 [..., 32k] and one float16 scale d per 32 codes [..., k]."""
 
-    codes: np.ndarray
-    d: np.ndarray
+    title = "Q4_0"
 
-    bits_per_weight = BITS_PER_WEIGHT
-    block_size = BLOCK_WEIGHTS
+    @staticmethod
+    def levels(codes: np.ndarray) -> np.ndarray:
+        return codes.astype(np.float32) - np.float32(CODE_OFFSET)
 
-    def __post_init__(self):
-        codes, d = np.asarray(self.codes), np.asarray(self.d)
-        if codes.dtype != np.uint8 or d.dtype != np.float16:
-            raise DTypeError(f"Q4_0 holds uint8 codes and float16 scales, got {codes.dtype} and {d.dtype}")
-        if codes.ndim == 0 or codes.shape[-1] % BLOCK_WEIGHTS or d.shape != (*codes.shape[:-1], codes.shape[-1] // 32):
-            raise ShapeError(f"Q4_0 needs codes [..., 32k] and one d per 32 codes, got {codes.shape} and {d.shape}")
-        if codes.size and codes.max() > CODE_MAX:
-            raise DTypeError(f"Q4_0 codes are 4-bit, 0..15; got {int(codes.max())}")
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.codes.shape)
-
-    def dequantize(self) -> np.ndarray:
-        signed = grouped(self.codes.astype(np.float32) - np.float32(CODE_OFFSET), BLOCK_WEIGHTS)
-        with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d decodes as such, as in ggml
-            weights = self.d.astype(np.float32)[..., None] * signed
-        return weights.reshape(self.shape)
-
-    def explain(self, index) -> dict:
-        position = element_index(self.shape, index)
-        block, lane = divmod(position[-1], BLOCK_WEIGHTS)
-        d = float(self.d[(*position[:-1], block)])
-        code = int(self.codes[position])
-        weight = float(np.float32(d) * np.float32(code - CODE_OFFSET))
-        return {
-            "position": position,
-            "block": block,
-            "position_in_block": lane,
-            "byte": 2 + lane % 16,
-            "nibble": "low" if lane < 16 else "high",
-            "code": code,
-            "value": code - CODE_OFFSET,
-            "d": d,
-            "weight": weight,
-            "formula": f"{format_number(d)} \u00d7 ({code} \u2212 8) = {format_number(weight)}",
-        }
-
-    def to_gguf(self) -> np.ndarray:
-        """The blocks in GGUF's 18-byte layout, uint8 [..., K/32 * 18]."""
-        raw = np.concatenate([fp16_bytes(self.d), pack_halves(grouped(self.codes, BLOCK_WEIGHTS))], axis=-1)
-        return raw.reshape(*self.shape[:-1], -1)
+    def product_text(self, d_text: str, code: int) -> str:
+        return f"{d_text} \u00d7 ({code} \u2212 {CODE_OFFSET})"
 
 
 def quantize(w: ArrayLike) -> Q4_0Tensor:
@@ -115,11 +60,7 @@ def quantize(w: ArrayLike) -> Q4_0Tensor:
     return Q4_0Tensor(codes=codes.reshape(weights.shape), d=d16)
 
 
-def from_gguf(raw: ArrayLike) -> Q4_0Tensor:
-    """GGUF Q4_0 bytes [..., 18k] -> the tensor they hold."""
-    blocks = split_blocks(raw, BLOCK_BYTES, "Q4_0", "2 bytes of d + 16 bytes of nibbles")
-    codes = unpack_halves(blocks[..., 2:])
-    return Q4_0Tensor(codes=codes.reshape(*blocks.shape[:-2], -1), d=fp16_field(blocks, 0))
+from_gguf = Q4_0Tensor.from_gguf
 
 
 FORMAT = register(

@@ -14,17 +14,12 @@ stored as float16. A block of zeros stores d = 0. gguf-py's `quants.quantize` is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lab._arrays import as_byte_array
-from lab.errors import DTypeError, ShapeError
-from lab.formats._blocks import element_index, float_input, grouped
-from lab.formats._ggml import F16_MAX, reciprocal_or_zero, refuse_beyond_reach
+from lab.formats._blocks import float_input, grouped
+from lab.formats._ggml import F16_MAX, OneScaleTensor, reciprocal_or_zero, refuse_beyond_reach
 from lab.formats.registry import Format, register
-from lab.numbers import format_number
 
 BLOCK_WEIGHTS = 32
 BLOCK_BYTES = 34
@@ -32,62 +27,31 @@ BITS_PER_WEIGHT = BLOCK_BYTES * 8 / BLOCK_WEIGHTS  # 8.5
 CODE_MAX = 127
 
 
-@dataclass(frozen=True, eq=False)
-class Q8_0Tensor:
+class Q8_0Tensor(OneScaleTensor):
     """int8 codes [..., 32k] and one float16 scale d per 32 codes [..., k]."""
 
-    codes: np.ndarray
-    d: np.ndarray
-
+    title = "Q8_0"
+    block_bytes = BLOCK_BYTES
     bits_per_weight = BITS_PER_WEIGHT
-    block_size = BLOCK_WEIGHTS
+    code_dtype = np.int8
+    layout = "32 code bytes"
 
-    def __post_init__(self):
-        codes, d = np.asarray(self.codes), np.asarray(self.d)
-        if codes.dtype != np.int8 or d.dtype != np.float16:
-            raise DTypeError(f"Q8_0 holds int8 codes and float16 scales, got {codes.dtype} and {d.dtype}")
-        if (
-            codes.ndim == 0
-            or codes.shape[-1] % BLOCK_WEIGHTS
-            or d.shape
-            != (
-                *codes.shape[:-1],
-                codes.shape[-1] // BLOCK_WEIGHTS,
-            )
-        ):
-            raise ShapeError(f"Q8_0 needs codes [..., 32k] and one d per 32 codes, got {codes.shape} and {d.shape}")
+    @staticmethod
+    def levels(codes: np.ndarray) -> np.ndarray:
+        return codes.astype(np.float32)
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.codes.shape)
+    def code_bytes(self, codes: np.ndarray) -> np.ndarray:
+        return codes.view(np.uint8)
 
-    def dequantize(self) -> np.ndarray:
-        with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d decodes as such, as in ggml
-            weights = grouped(self.codes.astype(np.float32), BLOCK_WEIGHTS) * self.d.astype(np.float32)[..., None]
-        return weights.reshape(self.shape)
+    @classmethod
+    def codes_from_bytes(cls, code_bytes: np.ndarray) -> np.ndarray:
+        return code_bytes.copy().view(np.int8)  # a copy: the tensor must not alias the file it came from
 
-    def explain(self, index) -> dict:
-        position = element_index(self.shape, index)
-        block = position[-1] // BLOCK_WEIGHTS
-        d = float(self.d[(*position[:-1], block)])
-        code = int(self.codes[position])
-        weight = float(np.float32(d) * np.float32(code))
-        return {
-            "position": position,
-            "block": block,
-            "position_in_block": position[-1] % BLOCK_WEIGHTS,
-            "code": code,
-            "d": d,
-            "weight": weight,
-            "formula": f"{format_number(d)} \u00d7 {code} = {format_number(weight)}",
-        }
+    def code_fields(self, lane: int, code: int) -> dict:
+        return {"code": code}
 
-    def to_gguf(self) -> np.ndarray:
-        """The blocks in GGUF's 34-byte layout, uint8 [..., K/32 * 34]."""
-        d_bytes = self.d.astype("<f2")[..., None].view(np.uint8)
-        code_bytes = grouped(self.codes, BLOCK_WEIGHTS).view(np.uint8)
-        raw = np.concatenate([d_bytes, code_bytes], axis=-1)
-        return raw.reshape(*self.shape[:-1], -1)
+    def product_text(self, d_text: str, code: int) -> str:
+        return f"{d_text} \u00d7 {code}"
 
 
 def _round_half_away(values: np.ndarray) -> np.ndarray:
@@ -112,17 +76,7 @@ def quantize(w: ArrayLike) -> Q8_0Tensor:
     return Q8_0Tensor(codes=codes.astype(np.int8).reshape(weights.shape), d=d16)
 
 
-def from_gguf(raw: ArrayLike) -> Q8_0Tensor:
-    """GGUF Q8_0 bytes [..., 34k] -> the tensor they hold."""
-    data = as_byte_array(raw, what="GGUF Q8_0 bytes")
-    if data.ndim == 0 or data.shape[-1] == 0 or data.shape[-1] % BLOCK_BYTES:
-        raise ShapeError(
-            f"Q8_0 data must be whole {BLOCK_BYTES}-byte blocks (2 bytes of d + 32 code bytes), got shape {data.shape}"
-        )
-    blocks = np.ascontiguousarray(data).reshape(*data.shape[:-1], -1, BLOCK_BYTES)
-    d = blocks[..., :2].copy().view("<f2")[..., 0].astype(np.float16)
-    codes = blocks[..., 2:].copy().view(np.int8)
-    return Q8_0Tensor(codes=codes.reshape(*data.shape[:-1], -1), d=d)
+from_gguf = Q8_0Tensor.from_gguf
 
 
 FORMAT = register(

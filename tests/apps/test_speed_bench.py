@@ -1,4 +1,4 @@
-"""The bench's issue-13 rows: Q4_K quantize against the recorded baseline, and the real-model
+"""The bench's issue-13 rows: Q4_K quantize against the code before the speed work, and the real-model
 study cold and warm. Only what the rows say is checked here; speed itself is measured by the
 bench, never asserted in a test."""
 
@@ -8,18 +8,38 @@ import numpy as np
 from support import require_real_model
 
 from bench import run as bench
+from lab.formats import FORMATS
 from lab.teach import cache, real_weights
 
 
-def test_the_baseline_row_needs_the_baseline_shape(monkeypatch):
-    w = np.random.default_rng(0).normal(0, 0.02, (16, 256)).astype(np.float32)
-    assert bench.q4k_quantize_baseline_row(w, repeat=1) is None
-    monkeypatch.setitem(bench.Q4K_QUANTIZE_BASELINE, "rows", 16)
-    monkeypatch.setitem(bench.Q4K_QUANTIZE_BASELINE, "cols", 256)
-    row = bench.q4k_quantize_baseline_row(w, repeat=1)
-    assert row.peer_seconds == bench.Q4K_QUANTIZE_BASELINE["cpu_seconds"]
-    assert row.target_ratio == bench.Q4K_QUANTIZE_TARGET_SPEEDUP
-    assert bench.Q4K_QUANTIZE_BASELINE["commit"] in row.peer
+def _varied_weights() -> np.ndarray:
+    """Four rows of super-blocks that differ in every way the search cares about."""
+    rng = np.random.default_rng(13)
+    w = rng.normal(0, 0.02, (4, 1024)).astype(np.float32)
+    w[1] = rng.standard_t(2, 1024).astype(np.float32)  # heavy tails
+    w[2, :32] = 0.25  # a constant subblock: no step, the floor carries it
+    w[2, 32:64] = -0.5
+    w[2, 256:512] = 0.0  # an all-zero super-block
+    w[3] = rng.uniform(-1e-30, 3e-30, 1024).astype(np.float32)  # below float16's reach: d = 0
+    return w
+
+
+def test_the_peer_quantizer_writes_the_labs_bytes():
+    from bench.peers import q4k_quantize_ec60641
+
+    w = _varied_weights()
+    lab_raw = FORMATS["q4k"].quantize(w).to_gguf()
+    peer_raw = q4k_quantize_ec60641.quantize(w).to_gguf()
+    assert lab_raw.shape == (4, 4 * 144)
+    np.testing.assert_array_equal(peer_raw, lab_raw)
+
+
+def test_the_quantize_row_times_the_peer_in_the_same_run():
+    row = bench.q4k_quantize_peer_row(_varied_weights(), repeat=1)
+    assert row.peer_seconds is not None and row.peer_seconds > 0 and row.lab_seconds > 0
+    assert row.target_ratio == bench.Q4K_QUANTIZE_TARGET_SPEEDUP == 3.0
+    assert bench.Q4K_QUANTIZE_PEER_COMMIT in row.peer
+    assert "same run" in row.note and "CPU" in row.note
 
 
 def test_the_study_is_timed_cold_then_warm_in_a_cache_of_its_own(monkeypatch, tmp_path):
@@ -36,3 +56,11 @@ def test_the_study_is_timed_cold_then_warm_in_a_cache_of_its_own(monkeypatch, tm
     assert len(rows) == len(real_weights.study_rows()) + 2
     assert not user_cache.exists()  # the bench leaves the user's cache alone
     assert real_weights.MODEL_NAME in workload
+
+
+def test_every_standalone_explainer_has_a_timed_action():
+    # a page added without one would stop `bench --browser` with a KeyError
+    from bench import browser
+    from widgets.build import standalone
+
+    assert set(browser.EXPLAINER_ACTIONS) == set(standalone.PAGES)

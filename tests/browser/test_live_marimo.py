@@ -3,14 +3,13 @@ own cells (computed by the Python `lab`) react. Runs `marimo run` on 127.0.0.1 w
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from chromium import browser_page
+
+from labctl import marimo_server
 
 pytestmark = pytest.mark.browser
 
@@ -19,39 +18,9 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 @pytest.fixture
 def live_notebook():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "marimo",
-            "run",
-            str(NOTEBOOKS / "01_one_nibble.py"),
-            "--headless",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--no-token",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as client:
-                if client.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
-        else:
-            pytest.fail("marimo run did not start within 60 s")
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
+    # started as `labctl.py open` starts it: app view, the token through a private file
+    with marimo_server(Path(sys.executable), "run", NOTEBOOKS / "01_one_nibble.py", quiet=True, start_s=60) as server:
+        yield server.url()
 
 
 def test_a_click_in_the_widget_reaches_the_kernel(live_notebook):

@@ -41,11 +41,18 @@ def unpack_scale_min(b12: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _scale_min_from_words(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """unpack_scale_min on the metadata read as three little-endian uint32 words [..., 3].
+    """unpack_scale_min on the metadata read as three little-endian uint32 words [..., 3]."""
+    both = _scale_min_bytes(words)
+    return both[..., :SUBBLOCKS], both[..., SUBBLOCKS:]
+
+
+def _scale_min_bytes(words: np.ndarray) -> np.ndarray:
+    """s_0..s_7 then m_0..m_7 as one uint8 array [..., 16], from the metadata's uint32 words [..., 3].
 
     Word 0 holds B[0..3], word 1 B[4..7], word 2 B[8..11], byte i of a word in bits 8i..8i+7, so
     one integer operation works on four metadata bytes at once; the masks keep each byte's bits
-    from spilling into its neighbour, and no loop over the 12 bytes is needed.
+    from spilling into its neighbour, and no loop over the 12 bytes is needed. Decoding reads the
+    sixteen fields as one row (two 8-byte items) and so wants them whole, not split.
     """
     scale_word, min_word, split_word = words[..., 0], words[..., 1], words[..., 2]
     fields = np.empty((*words.shape[:-1], 4), dtype="<u4")
@@ -57,8 +64,7 @@ def _scale_min_from_words(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     fields[..., 1] = (split_word & 0x0F0F0F0F) | ((scale_word >> 2) & 0x30303030)
     fields[..., 3] = ((split_word >> 4) & 0x0F0F0F0F) | ((min_word >> 2) & 0x30303030)
     # Read back as bytes (little-endian words): s_0..s_7, then m_0..m_7.
-    by_field = fields.view(np.uint8)
-    return by_field[..., :SUBBLOCKS], by_field[..., SUBBLOCKS:]
+    return fields.view(np.uint8)
 
 
 def pack_scale_min(scales: ArrayLike, mins: ArrayLike) -> np.ndarray:

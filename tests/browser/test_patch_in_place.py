@@ -1,0 +1,83 @@
+"""The scale lab, the ownership view and the Q4_K explorer are built once and patched in place: a
+control change creates no elements (a widget drawn afresh creates hundreds), and the readouts still
+follow. How long a change takes is measured in bench/browser.py, never here."""
+
+from __future__ import annotations
+
+import pytest
+from chromium import browser_page
+
+from widgets.build import standalone
+
+pytestmark = pytest.mark.browser
+
+# Counts the elements the page creates from now on.
+COUNT_CREATED = """() => {
+  window.created = 0;
+  for (const name of ["createElement", "createElementNS"]) {
+    const original = Document.prototype[name];
+    Document.prototype[name] = function (...args) {
+      window.created += 1;
+      return original.apply(this, args);
+    };
+  }
+}"""
+
+# (what is done, how: a control clicked, a field committed or a key pressed, the readout that must change)
+CHANGES = {
+    "scale-lab": [
+        ("commit", "scale-entry", "0.125", "delta-y"),
+        ("click", "button[data-focus='power-0']", None, "delta-y"),
+        ("key", "[data-testid='drag-w_text-1']", "ArrowUp", "y"),
+        ("commit", "x", "1, 2, 3, 4", "y"),
+        ("commit", "w", "not a number", None),
+        ("click", "button[data-focus='fine']", None, None),
+    ],
+    "ownership": [
+        ("commit", "mx-byte", "0x80", "mx-trace"),
+        ("click", "button[data-focus='nvfp4-20']", None, "nv-trace"),
+        ("commit", "tensor-scale", "2", "nv-trace"),
+        ("commit", "mx-byte", "0xFF", "mx-trace"),
+        ("commit", "nv-byte-0", "300", None),
+    ],
+    "q4k-explorer": [
+        ("click", "button[data-focus='byte-17']", None, "low-formula"),
+        ("key", "[data-focus='explorer']", "ArrowDown", "low-formula"),
+        ("commit", "edit-d", "0.5", "low-formula"),
+        ("commit", "edit-byte", "0x5A", "low-formula"),
+        ("click", "button[data-focus='byte-100']", None, "low-formula"),
+        ("commit", "edit-dmin", "1e38", None),
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("standalone-patch")
+    standalone.write_all(directory)
+    return directory
+
+
+@pytest.mark.parametrize("slug", list(CHANGES))
+def test_a_change_creates_no_elements(pages, slug):
+    with browser_page() as (page, log):
+        page.goto((pages / f"{slug}.html").as_uri())
+        page.wait_for_selector("body[data-ready='true']")
+        controls = page.locator("#widget input, #widget button").count()
+        page.evaluate(COUNT_CREATED)
+        for how, target, value, readout in CHANGES[slug]:
+            before = page.get_by_test_id(readout).inner_text() if readout else None
+            if how == "commit":
+                field = page.locator(f"#widget input[data-focus='{target}']")
+                field.fill(value)
+                field.press("Enter")
+            elif how == "click":
+                page.locator(f"#widget {target}").click()
+            else:
+                page.locator(f"#widget {target}").focus()
+                page.keyboard.press(value)
+            if readout:
+                assert page.get_by_test_id(readout).inner_text() != before, (slug, how, target, value)
+            assert page.evaluate("window.created") == 0, (slug, how, target, value)
+        assert page.locator("#widget input, #widget button").count() == controls
+        assert log.blocked == [] and log.console_errors == []
