@@ -2,10 +2,10 @@
 
 The faster search (lab/formats/q4k/quantize.py) keeps its buffers between chunks, clamps codes
 at 0 only in the subblocks that need it, and runs the search a second time, keeping the winning
-codes, only for subblocks whose six-bit scale rounds to 0. reference_quantize() below is the
-search as it stood before that work (commit 6888445), written compactly but with the same
-float32 operations in the same order: every code clamped, the winner's grid carried through
-every candidate. Its bytes agreed with a build of ggml's C quantize_row_q4_K_ref (the commit and
+codes, only for subblocks whose six-bit scale rounds to 0. The reference is the plain search as it
+stood before issue 13's speed work, the bench's peer (bench/peers/q4k_quantize_ec60641.py): every
+code clamped, every candidate's codes kept, the same float32 operations in the same order. Its
+bytes agreed with a build of ggml's C quantize_row_q4_K_ref (the commit and
 flags of test_formats_cref.py) on every block of the inputs below except those holding float32
 subnormals, where C's nearest_int is undefined.
 
@@ -21,99 +21,11 @@ import numpy as np
 import pytest
 from test_quantizer_bytes import varied_weights
 
+from bench.peers import q4k_quantize_ec60641
 from lab.formats import q4k
-from lab.formats.q4k.layout import _F32, BLOCK_WEIGHTS, CODE_MAX, FIELD_MAX, SUBBLOCK_WEIGHTS, SUBBLOCKS
-from lab.formats.q4k.tensor import _assemble
+from lab.formats.q4k.layout import BLOCK_WEIGHTS, SUBBLOCK_WEIGHTS, SUBBLOCKS
 
 search = importlib.import_module("lab.formats.q4k.quantize")
-
-
-# --------------------------------------------------------------------------------------------
-# The reference: the search before its speed work
-# --------------------------------------------------------------------------------------------
-
-
-def reference_quantize(w: np.ndarray) -> np.ndarray:
-    """Q4_K bytes for float32 weights [..., 256k], by the previous implementation."""
-    x = np.ascontiguousarray(w, dtype=np.float32).reshape(-1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
-    step, floor, search_codes = _reference_fit(x.reshape(-1, SUBBLOCK_WEIGHTS))
-    step = step.reshape(-1, SUBBLOCKS)
-    depth = -floor.reshape(-1, SUBBLOCKS)
-    max_step = np.maximum(step.max(axis=1), _F32(0))
-    max_depth = np.maximum(depth.max(axis=1), _F32(0))
-    d16 = (max_step / _F32(FIELD_MAX)).astype(np.float16)
-    dmin16 = (max_depth / _F32(FIELD_MAX)).astype(np.float16)
-    scales = search._six_bit_fields(step, max_step)
-    mins = search._six_bit_fields(depth, max_depth)
-    gain = d16.astype(np.float32)[:, None] * scales.astype(np.float32)
-    offset = dmin16.astype(np.float32)[:, None] * mins.astype(np.float32)
-    has_gain = gain > 0
-    codes = np.add(x, offset[..., None])
-    codes /= np.where(has_gain, gain, _F32(1))[..., None]
-    np.clip(np.rint(codes, out=codes), 0, CODE_MAX, out=codes)
-    codes = np.where(has_gain[..., None], codes, search_codes.reshape(x.shape)).astype(np.uint8)
-    lead = np.shape(w)[:-1]
-    per_row = np.shape(w)[-1] // BLOCK_WEIGHTS
-    return _assemble(
-        d16.reshape(*lead, per_row),
-        dmin16.reshape(*lead, per_row),
-        scales.reshape(*lead, per_row, SUBBLOCKS),
-        mins.reshape(*lead, per_row, SUBBLOCKS),
-        codes.reshape(*lead, per_row, BLOCK_WEIGHTS),
-    )
-
-
-def _reference_fit(rows: np.ndarray):
-    x = np.ascontiguousarray(rows.T)  # (32, n): reductions over axis 0 run left to right, as in C
-    floor = np.minimum(x.min(axis=0), _F32(0))
-    top = x.max(axis=0)
-    flat = top == floor
-    rms = np.sqrt(np.sum(x * x, axis=0) / _F32(SUBBLOCK_WEIGHTS))
-    weight = rms + np.abs(x)
-    sum_w = weight.sum(axis=0)
-    sum_x = (weight * x).sum(axis=0)
-    inverse_step = _F32(CODE_MAX) / (top - floor)
-    best_step, best_floor = _F32(1) / inverse_step, floor
-    best_inverse_step, best_anchor = inverse_step, floor
-    best_error = _reference_error(best_step, best_floor, _reference_codes(inverse_step, x, floor), x, weight)
-    for step_number in range(search.SEARCH_STEPS):
-        stretch = _F32(search.SEARCH_START) + _F32(search.SEARCH_STEP) * _F32(step_number) + _F32(CODE_MAX)
-        inverse_step = stretch / (top - best_floor)
-        anchor = best_floor
-        codes = _reference_codes(inverse_step, x, anchor)
-        weighted = weight * codes
-        sum_l, sum_l2, sum_xl = weighted.sum(axis=0), (weighted * codes).sum(axis=0), (weighted * x).sum(axis=0)
-        determinant = sum_w * sum_l2 - sum_l * sum_l
-        step = (sum_w * sum_xl - sum_x * sum_l) / determinant
-        line_floor = (sum_l2 * sum_x - sum_l * sum_xl) / determinant
-        positive = line_floor > 0
-        step = np.where(positive, sum_xl / sum_l2, step)
-        line_floor = np.where(positive, _F32(0), line_floor)
-        error = _reference_error(step, line_floor, codes, x, weight)
-        better = (determinant > 0) & (error < best_error)
-        best_error = np.where(better, error, best_error)
-        best_step = np.where(better, step, best_step)
-        best_floor = np.where(better, line_floor, best_floor)
-        best_inverse_step = np.where(better, inverse_step, best_inverse_step)
-        best_anchor = np.where(better, anchor, best_anchor)
-    best_codes = _reference_codes(best_inverse_step, x, best_anchor)
-    best_codes[:, flat] = 0
-    return (
-        np.where(flat, _F32(0), best_step).astype(np.float32),
-        np.where(flat, floor, best_floor).astype(np.float32),
-        best_codes.T.astype(np.uint8),
-    )
-
-
-def _reference_codes(inverse_step, x, floor):
-    codes = np.rint(inverse_step * (x - floor))
-    codes[np.isnan(codes)] = 0  # only where the grid is degenerate (0 * inf, inf * 0)
-    return np.clip(codes, 0, CODE_MAX)
-
-
-def _reference_error(step, floor, codes, x, weight):
-    residual = step * codes + floor - x
-    return (weight * (residual * residual)).sum(axis=0)
 
 
 def quantized(w: np.ndarray) -> np.ndarray:
@@ -121,8 +33,7 @@ def quantized(w: np.ndarray) -> np.ndarray:
 
 
 def reference(w: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):  # the reference meets the same overflows, unguarded
-        return np.asarray(reference_quantize(w))
+    return np.asarray(q4k_quantize_ec60641.quantize(w).raw)
 
 
 # --------------------------------------------------------------------------------------------
