@@ -1,6 +1,6 @@
-"""The scale lab, the ownership view and the Q4_K explorer are built once and patched in place: a
-control change creates no elements (a widget drawn afresh creates hundreds), and the readouts still
-follow. How long a change takes is measured in bench/browser.py, never here."""
+"""The explainers are built once and patched in place: a control change creates no elements (a
+widget drawn afresh creates hundreds), and the readouts still follow. How long a change takes is
+measured in bench/browser.py, never here."""
 
 from __future__ import annotations
 
@@ -47,6 +47,14 @@ CHANGES = {
         ("commit", "edit-byte", "0x5A", "low-formula"),
         ("click", "button[data-focus='byte-100']", None, "low-formula"),
         ("commit", "edit-dmin", "1e38", None),
+    ],
+    "nibble-decoder": [
+        ("click", "button[data-focus='bit-0']", None, "e2m1-value"),
+        ("key", "input[data-focus='code']", "ArrowUp", "e2m1-value"),
+        ("commit", "code", "0b1111", "nf4-value"),
+        ("click", "button[data-focus='pick-2']", None, "e2m1-formula"),
+        ("key", "button[data-focus='bit-3']", "ArrowDown", "int4-value"),
+        ("commit", "code", "0x10", None),
     ],
 }
 
