@@ -197,23 +197,27 @@ export function mount({ model, el, className, traits, validate, build, controls 
  * changes, a refusal beside its field, a problem with the traits beside the field last committed
  * (or below the controls) while the figure is taken away. But nothing is rebuilt:
  *
- * - `controls(ui)` is called once and returns `{node, update(view)}`; `update` (optional) runs on
- *   every change, view being {problem} while the traits have one. `ui.field` takes `label` and
- *   `value` as text or as functions of the view, read again on every change.
- * - `figure(view)` is called with the first valid view and returns `{nodes, update(view, changed)}`;
+ * - `controls(ui)` (optional) is called once and returns `{node, update(view)}`; `update`
+ *   (optional) runs on every change, view being {problem} while the traits have one. `ui.field`
+ *   takes `label` and `value` as text or as functions of the view, read again on every change.
+ * - `figure(view, ui)` is called with the first valid view and returns `{nodes, update(view, changed)}`;
  *   `nodes` (read whenever the figure is put in or taken out, so it may be a getter) are the
  *   figure's top-level nodes in order; `update` gets the names of the traits whose values differ
- *   from the ones the figure shows (Object.is), and should patch only what depends on them.
+ *   from the ones the figure shows (Object.is), and should patch only what depends on them. The
+ *   figure may make fields too (the exercises' answers): they leave with it while the traits have
+ *   a problem, which is then shown below the controls.
  *
  * Nodes stay where they are, so focus, caret, scroll and pointer capture stay with them.
  * Returns the cleanup anywidget expects.
  */
-export function mountInPlace({ model, el, className, traits, validate, controls, figure }) {
+export function mountInPlace({ model, el, className, traits, validate, controls = null, figure }) {
   el.classList.add("four-bit-lab", className);
   mounted += 1;
   const prefix = `${className}-${mounted}`;
   const refused = new Map(); // field key -> {text, message}
-  const fields = [];
+  const fields = []; // the controls' fields, then the figure's
+  let figureFields = 0; // where the figure's fields start in `fields`
+  let buildingFigure = false;
   let lastField = null;
 
   function submit(key, text, commit) {
@@ -242,6 +246,7 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
         key,
         label,
         value,
+        inFigure: buildingFigure,
         labelNode: h("label", { for: inputId }),
         input: h("input", {
           id: inputId,
@@ -260,10 +265,12 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
     },
   };
 
-  // Each field's label, text and message for this view; true if the traits' problem went beside one.
+  // Each shown field's label, text and message for this view; true if the traits' problem went
+  // beside one (never a figure's field: the figure is away while there is a problem).
   function syncFields(view, problem) {
     let placed = false;
     for (const field of fields) {
+      if (field.inFigure && !attached) continue;
       const refusal = refused.get(field.key);
       let shown = refusal?.message ?? "";
       if (!shown && problem && field.key === lastField) {
@@ -293,9 +300,9 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
     },
     "Presenter view",
   );
-  let made;
+  let made = { node: null };
   try {
-    made = controls(ui);
+    if (controls) made = controls(ui);
   } catch (error) {
     made = { node: message(`The controls could not be drawn: ${error.message}`) };
   }
@@ -303,7 +310,8 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
   const updateControls = made.update ?? null;
   const controlsFailure = message("");
   const problemNode = message("");
-  el.replaceChildren(h("div", { class: "lab-toolbar" }, toggle), controlsNode);
+  const toolbar = h("div", { class: "lab-toolbar" }, toggle);
+  el.replaceChildren(...[toolbar, controlsNode].filter(Boolean));
 
   let drawn = null; // the figure, {nodes, update}, once it has been drawn
   let drawnFrom = null; // the trait values it shows
@@ -319,8 +327,15 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
 
   function showFigure(view, values) {
     try {
-      if (drawn === null) drawn = figure(view);
-      else {
+      if (drawn === null) {
+        figureFields = fields.length;
+        buildingFigure = true;
+        try {
+          drawn = figure(view, ui);
+        } finally {
+          buildingFigure = false;
+        }
+      } else {
         const changed = new Set(traits.filter((name) => !Object.is(values[name], drawnFrom[name])));
         if (changed.size) drawn.update(view, changed);
       }
@@ -332,6 +347,7 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
     } catch (error) {
       detachFigure();
       drawn = null;
+      fields.length = figureFields; // a figure drawn again makes its fields again
       figureFailure = message(`This figure could not be drawn: ${shorten(error.message)}`);
       el.append(figureFailure);
     }
@@ -352,6 +368,9 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
       view = { problem: error.message };
     }
     const problem = view.problem ? shorten(view.problem) : null;
+    // The figure first, so that the fields it made are there to be filled in.
+    if (problem) detachFigure();
+    else showFigure(view, values);
     let placed = false;
     try {
       updateControls?.(view);
@@ -359,19 +378,15 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
       controlsFailure.remove();
     } catch (error) {
       setText(controlsFailure, `The controls could not be drawn: ${error.message}`);
-      controlsNode.after(controlsFailure);
+      (controlsNode ?? toolbar).after(controlsFailure);
     }
     if (problem) {
-      detachFigure();
       if (placed) problemNode.remove();
       else {
         setText(problemNode, problem);
         if (problemNode.parentNode !== el) el.append(problemNode);
       }
-    } else {
-      problemNode.remove();
-      showFigure(view, values);
-    }
+    } else problemNode.remove();
     // Nothing focusable is rebuilt, but a figure taken away takes its focus with it; a control
     // with the same data-focus key gets it back if there is one.
     const key = active?.getAttribute("data-focus");

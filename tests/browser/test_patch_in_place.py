@@ -56,6 +56,23 @@ CHANGES = {
         ("key", "button[data-focus='bit-3']", "ArrowDown", "int4-value"),
         ("commit", "code", "0x10", None),
     ],
+    "exercises": [
+        ("commit", "answer-nibble-decode", "-1", "exercise-progress"),
+        ("commit", "answer-nibble-decode", "abc", None),
+        ("click", "button[data-focus='check-e2m1-code']", None, None),
+        ("commit", "answer-zoo-check", "1", None),
+        ("click", "button[data-focus='new-nibble-decode']", None, "exercise-progress"),
+    ],
+}
+
+# Changes made before counting: what appears only once there is something to show (an
+# exercise's worked arithmetic, with its first checked answer) is drawn here.
+FIRST = {
+    "exercises": [
+        ("commit", "answer-nibble-decode", "2", None),
+        ("commit", "answer-e2m1-code", "0", None),
+        ("commit", "answer-zoo-check", "2", None),
+    ],
 }
 
 
@@ -66,24 +83,30 @@ def pages(tmp_path_factory):
     return directory
 
 
+def _make(page, how, target, value):
+    if how == "commit":
+        field = page.locator(f"#widget input[data-focus='{target}']")
+        field.fill(value)
+        field.press("Enter")
+    elif how == "click":
+        page.locator(f"#widget {target}").click()
+    else:
+        page.locator(f"#widget {target}").focus()
+        page.keyboard.press(value)
+
+
 @pytest.mark.parametrize("slug", list(CHANGES))
 def test_a_change_creates_no_elements(pages, slug):
     with browser_page() as (page, log):
         page.goto((pages / f"{slug}.html").as_uri())
         page.wait_for_selector("body[data-ready='true']")
         controls = page.locator("#widget input, #widget button").count()
+        for change in FIRST.get(slug, []):
+            _make(page, *change[:3])
         page.evaluate(COUNT_CREATED)
         for how, target, value, readout in CHANGES[slug]:
             before = page.get_by_test_id(readout).inner_text() if readout else None
-            if how == "commit":
-                field = page.locator(f"#widget input[data-focus='{target}']")
-                field.fill(value)
-                field.press("Enter")
-            elif how == "click":
-                page.locator(f"#widget {target}").click()
-            else:
-                page.locator(f"#widget {target}").focus()
-                page.keyboard.press(value)
+            _make(page, how, target, value)
             if readout:
                 assert page.get_by_test_id(readout).inner_text() != before, (slug, how, target, value)
             assert page.evaluate("window.created") == 0, (slug, how, target, value)
