@@ -63,6 +63,18 @@ CHANGES = {
         ("commit", "answer-zoo-check", "1", None),
         ("click", "button[data-focus='new-nibble-decode']", None, "exercise-progress"),
     ],
+    "code-explorer": [
+        ("click", "button[data-focus='bit-0']", None, "code-value"),
+        ("click", "button[data-focus='format-E8M0']", None, "code-value"),
+        ("commit", "value", "3", "bracket"),
+        ("click", "button[data-focus='show-floor (OCP): 2^floor(log2 x)']", None, "code-formula"),
+        ("commit", "value", "-1", None),
+        ("click", "button[data-focus='format-E2M1']", None, "code-value"),
+        ("key", "button[data-focus='bit-3']", "Enter", "code-value"),
+        ("commit", "code", "16", None),
+        ("click", "button[data-focus='format-E4M3']", None, "code-value"),
+        ("commit", "value", "0.3", "bracket"),
+    ],
 }
 
 # Changes made before counting: what appears only once there is something to show (an
@@ -72,6 +84,11 @@ FIRST = {
         ("commit", "answer-nibble-decode", "2", None),
         ("commit", "answer-e2m1-code", "0", None),
         ("commit", "answer-zoo-check", "2", None),
+    ],
+    # E8M0 has three rounding rules, E4M3 one: the two extra cards are drawn with the first E8M0
+    "code-explorer": [
+        ("click", "button[data-focus='format-E8M0']", None, None),
+        ("click", "button[data-focus='format-E4M3']", None, None),
     ],
 }
 
