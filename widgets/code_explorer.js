@@ -8,7 +8,7 @@ import { e4m3Decode, e4m3Encode, e4m3Explain } from "./codec/codes/e4m3.js";
 import { e8m0Decode, e8m0Encode, e8m0Explain, e8m0Nearest } from "./codec/codes/e8m0.js";
 import { parseByte, parseNumber } from "./codec/numbers.js";
 import { scaleQuantizeCodes } from "./codec/teach/scale.js";
-import { h, formatNumber, mount, setTraits, checker } from "./ui.js";
+import { h, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker } from "./ui.js";
 
 // Each format: its width, which bits are which field (bit 7 or 3 first), its decoder and explain,
 // and its rounding rules, each a function from a real number to a code.
@@ -61,32 +61,40 @@ function validState(model) {
   return { name, format: FORMATS[name], code, x: typed.value };
 }
 
-function bitButtons(model, view) {
-  const { format, code, name } = view;
-  const buttons = format.fields.map((field, position) => {
-    const bit = format.width - 1 - position;
-    const on = (code >> bit) & 1;
-    return h(
-      "button",
-      {
-        type: "button",
-        class: `lab-bit lab-bit-${field === "mantissa" ? "fraction" : field} lab-bit-field-${field}`,
-        "aria-pressed": on ? "true" : "false",
-        "aria-label": `bit ${bit}, ${field}, is ${on}`,
-        "data-bit": bit,
-        "data-focus": `bit-${bit}`,
-        onclick: () => setTraits(model, { code: code ^ (1 << bit) }),
-      },
-      String(on),
-    );
+// Eight bit buttons, bit 7 first; a 4-bit format shows the last four. `shown()` is the code on
+// screen, which a button toggles a bit of.
+function bitButtons(model, shown) {
+  const buttons = Array.from({ length: 8 }, (_, position) => {
+    const bit = 7 - position;
+    return h("button", { type: "button", "data-bit": bit, "data-focus": `bit-${bit}`, onclick: () => setTraits(model, { code: shown() ^ (1 << bit) }) });
   });
-  const legend = ["sign", "exponent", "mantissa"].filter((field) => format.fields.includes(field));
-  return h(
-    "div",
-    { class: "lab-code-bits" },
-    h("div", { class: `lab-bits ${format.width === 8 ? "lab-bits-byte" : ""}`, role: "group", "aria-label": `the ${format.width} bits of the ${name} code` }, buttons),
-    h("p", { class: "lab-caption lab-field-legend" }, legend.map((field) => h("span", { class: `lab-legend lab-legend-${field}` }, field))),
-  );
+  const group = h("div", { role: "group" }, buttons);
+  const legend = ["sign", "exponent", "mantissa"].map((field) => ({ field, node: h("span", { class: `lab-legend lab-legend-${field}` }, field) }));
+  const legendLine = h("p", { class: "lab-caption lab-field-legend" });
+  let drawnFormat = null;
+  return {
+    node: h("div", { class: "lab-code-bits" }, group, legendLine),
+    patch(view) {
+      const { format, code, name } = view;
+      if (name !== drawnFormat) {
+        drawnFormat = name;
+        if (format.width === 4) for (const button of buttons.slice(0, 4)) button.remove();
+        else if (buttons[0].parentNode !== group) group.prepend(...buttons.slice(0, 4));
+        format.fields.forEach((field, position) => {
+          setAttr(buttons[8 - format.width + position], "class", `lab-bit lab-bit-${field === "mantissa" ? "fraction" : field} lab-bit-field-${field}`);
+        });
+        setAttrs(group, { class: format.width === 8 ? "lab-bits lab-bits-byte" : "lab-bits", "aria-label": `the ${format.width} bits of the ${name} code` });
+        legendLine.replaceChildren(...legend.filter(({ field }) => format.fields.includes(field)).map(({ node }) => node));
+      }
+      format.fields.forEach((field, position) => {
+        const bit = format.width - 1 - position;
+        const on = (code >> bit) & 1;
+        const button = buttons[7 - bit];
+        setAttrs(button, { "aria-pressed": on ? "true" : "false", "aria-label": `bit ${bit}, ${field}, is ${on}` });
+        setText(button, String(on));
+      });
+    },
+  };
 }
 
 function commitCode(name) {
@@ -104,48 +112,56 @@ function commitValue(text) {
   return parsed.ok ? { ok: true, values: { value_text: text.trim() } } : { ok: false, message: `value: ${parsed.message}` };
 }
 
-function controls(model, ui, view) {
-  const name = view.problem ? model.get("format") : view.name;
+// The format chips and the two fields, drawn once and kept even when the traits have a problem;
+// `update` marks the chip of the format the traits name.
+function controls(model, ui) {
   const chips = Object.keys(FORMATS).map((each) =>
     h(
       "button",
       {
         type: "button",
         class: "lab-chip",
-        "aria-pressed": each === name ? "true" : "false",
         "data-focus": `format-${each}`,
         onclick: () => setTraits(model, { format: each, code: Math.min(model.get("code"), 2 ** FORMATS[each].width - 1) }),
       },
       each,
     ),
   );
-  return h(
+  // A code is read against the format the traits name (E4M3's 0..255 while that is no format).
+  const commit = (text) => commitCode(Object.hasOwn(FORMATS, model.get("format")) ? model.get("format") : "E4M3")(text);
+  const node = h(
     "div",
     { class: "lab-controls" },
     h("div", { class: "lab-row", role: "group", "aria-label": "code format" }, chips),
     h(
       "div",
       { class: "lab-row" },
-      ui.field({ key: "code", label: "code (decimal, 0x… or 0b…)", value: String(model.get("code")), commit: commitCode(Object.hasOwn(FORMATS, name) ? name : "E4M3") }),
-      ui.field({ key: "value", label: "a real number to encode", value: String(model.get("value_text")), commit: commitValue }),
+      ui.field({ key: "code", label: "code (decimal, 0x… or 0b…)", value: () => String(model.get("code")), commit }),
+      ui.field({ key: "value", label: "a real number to encode", value: () => String(model.get("value_text")), commit: commitValue }),
     ),
   );
+  return {
+    node,
+    update() {
+      const name = model.get("format");
+      chips.forEach((chip, i) => setAttr(chip, "aria-pressed", Object.keys(FORMATS)[i] === name ? "true" : "false"));
+    },
+  };
 }
 
-function decoded(view) {
-  const parts = view.format.explain(view.code);
-  const bits = binary(view.code, view.format.width);
-  return h(
-    "div",
-    { class: "lab-readouts" },
-    h(
-      "div",
-      { class: "lab-card" },
-      h("h4", {}, `${view.name} code ${view.format.width === 8 ? hexByte(view.code) : view.code} = ${bits}`),
-      h("p", { class: "lab-big", "data-testid": "code-value" }, formatNumber(parts.value)),
-      h("p", { class: "lab-formula", "data-testid": "code-formula" }, parts.formula),
-    ),
-  );
+function decoded() {
+  const heading = h("h4", {});
+  const value = h("p", { class: "lab-big", "data-testid": "code-value" });
+  const formula = h("p", { class: "lab-formula", "data-testid": "code-formula" });
+  return {
+    node: h("div", { class: "lab-readouts" }, h("div", { class: "lab-card" }, heading, value, formula)),
+    patch(view) {
+      const parts = view.format.explain(view.code);
+      setText(heading, `${view.name} code ${view.format.width === 8 ? hexByte(view.code) : view.code} = ${binary(view.code, view.format.width)}`);
+      setText(value, formatNumber(parts.value));
+      setText(formula, parts.formula);
+    },
+  };
 }
 
 function neighbours(ladder, value) {
@@ -153,59 +169,119 @@ function neighbours(ladder, value) {
   return { below: index > 0 ? ladder[index - 1] : null, above: index >= 0 && index < ladder.length - 1 ? ladder[index + 1] : null };
 }
 
-function valueBox(model, view) {
-  const { x, format, name } = view;
-  if (format.positiveOnly && !(x > 0)) {
-    return h("p", { class: "lab-message lab-note", "data-testid": "encode-note" }, `${name} has no sign and no zero: it only stores powers of two, so type a positive number.`);
-  }
-  const ladder = LADDERS[name];
-  const below = ladder.filter((value) => value <= x).pop() ?? null;
-  const above = ladder.find((value) => value >= x) ?? null;
-  const rows = format.rules.map((rule) => {
-    const code = rule.encode(x);
-    const value = format.decode(code);
-    const near = neighbours(ladder, value);
-    const error = Number.isFinite(value) && x !== 0 ? Math.abs(value - x) / Math.abs(x) : null;
-    return h(
-      "div",
-      { class: "lab-card lab-rule", "data-rule": rule.name },
-      h("h4", {}, rule.name),
-      h(
-        "p",
-        {},
-        h("button", { type: "button", class: "lab-pick", "data-focus": `show-${rule.name}`, "aria-label": `show code ${hexByte(code)}`, onclick: () => setTraits(model, { code }) }, `${format.width === 8 ? hexByte(code) : code} = ${binary(code, format.width)}`),
-      ),
-      h("p", { class: "lab-big", "data-testid": "encoded-value" }, formatNumber(value)),
-      h("p", {}, `neighbours ${formatNumber(near.below)} and ${formatNumber(near.above)}`),
-      h("p", { "data-testid": "relative-error" }, `relative error ${error === null ? "—" : formatNumber(error)}`),
-    );
-  });
-  const step = below !== null && above !== null ? above - below : null;
-  return h(
-    "div",
-    { class: "lab-value-box" },
-    h(
-      "p",
-      { "data-testid": "bracket" },
-      below === null || above === null
-        ? `${formatNumber(x)} lies beyond ${name}'s range (${formatNumber(ladder[0])} to ${formatNumber(ladder[ladder.length - 1])}).`
-        : below === above
-          ? `${formatNumber(x)} is exactly a ${name} value.`
-          : `${formatNumber(x)} lies between ${formatNumber(below)} and ${formatNumber(above)}: the step there is ${formatNumber(step)}.`,
-    ),
-    h("div", { class: "lab-readouts", role: "group", "aria-label": "the code each rounding rule picks" }, rows),
-  );
+// One card per rounding rule: the code it picks (a button that shows that code), its value, the
+// neighbours there and the relative error.
+function ruleCard(model) {
+  let code = null; // the code the card shows
+  const heading = h("h4", {});
+  const pick = h("button", { type: "button", class: "lab-pick", onclick: () => setTraits(model, { code }) });
+  const value = h("p", { class: "lab-big", "data-testid": "encoded-value" });
+  const near = h("p", {});
+  const error = h("p", { "data-testid": "relative-error" });
+  const node = h("div", { class: "lab-card lab-rule" }, heading, h("p", {}, pick), value, near, error);
+  return {
+    node,
+    patch(rule, format, ladder, x) {
+      code = rule.encode(x);
+      const decoded = format.decode(code);
+      const around = neighbours(ladder, decoded);
+      const relative = Number.isFinite(decoded) && x !== 0 ? Math.abs(decoded - x) / Math.abs(x) : null;
+      setAttr(node, "data-rule", rule.name);
+      setText(heading, rule.name);
+      setAttrs(pick, { "data-focus": `show-${rule.name}`, "aria-label": `show code ${hexByte(code)}` });
+      setText(pick, `${format.width === 8 ? hexByte(code) : code} = ${binary(code, format.width)}`);
+      setText(value, formatNumber(decoded));
+      setText(near, `neighbours ${formatNumber(around.below)} and ${formatNumber(around.above)}`);
+      setText(error, `relative error ${relative === null ? "—" : formatNumber(relative)}`);
+    },
+  };
 }
 
+// The typed number: where it lies among the format's values and the code each rounding rule
+// picks, or a note in place of all that when the format cannot store it. It depends on the format
+// and the typed number, never on the code.
+function valueBox(model) {
+  const note = h("p", { class: "lab-message lab-note", "data-testid": "encode-note" });
+  const bracket = h("p", { "data-testid": "bracket" });
+  const group = h("div", { class: "lab-readouts", role: "group", "aria-label": "the code each rounding rule picks" });
+  const box = h("div", { class: "lab-value-box" }, bracket, group);
+  const cards = [];
+  let noted = false; // whether the note stands in for the box
+  return {
+    get node() {
+      return noted ? note : box;
+    },
+    patch(view) {
+      const { x, format, name } = view;
+      const noting = format.positiveOnly && !(x > 0);
+      if (noting !== noted) {
+        // On the page (the figure is shown), the one stands in for the other where it is.
+        const [from, to] = noting ? [box, note] : [note, box];
+        if (from.parentNode) from.replaceWith(to);
+        noted = noting;
+      }
+      if (noted) {
+        setText(note, `${name} has no sign and no zero: it only stores powers of two, so type a positive number.`);
+        return;
+      }
+      const ladder = LADDERS[name];
+      const below = ladder.filter((value) => value <= x).pop() ?? null;
+      const above = ladder.find((value) => value >= x) ?? null;
+      const step = below !== null && above !== null ? above - below : null;
+      setText(
+        bracket,
+        below === null || above === null
+          ? `${formatNumber(x)} lies beyond ${name}'s range (${formatNumber(ladder[0])} to ${formatNumber(ladder[ladder.length - 1])}).`
+          : below === above
+            ? `${formatNumber(x)} is exactly a ${name} value.`
+            : `${formatNumber(x)} lies between ${formatNumber(below)} and ${formatNumber(above)}: the step there is ${formatNumber(step)}.`,
+      );
+      // A card is kept once made: switching formats back and forth makes nothing new.
+      while (cards.length < format.rules.length) cards.push(ruleCard(model));
+      cards.forEach((card, i) => {
+        if (i >= format.rules.length) return card.node.remove();
+        if (card.node.parentNode !== group) group.append(card.node);
+        card.patch(format.rules[i], format, ladder, x);
+      });
+    },
+  };
+}
+
+// What depends on which trait: the bits and the decoded card on the format and the code, the
+// value box on the format and the typed number.
+function figure(model, first) {
+  let code = first.code;
+  const bits = bitButtons(model, () => code);
+  const card = decoded();
+  const box = valueBox(model);
+  function update(view, changed) {
+    code = view.code;
+    if (changed.has("format") || changed.has("code")) {
+      bits.patch(view);
+      card.patch(view);
+    }
+    if (changed.has("format") || changed.has("value_text")) box.patch(view);
+  }
+  update(first, new Set(TRAITS));
+  return {
+    get nodes() {
+      return [bits.node, card.node, box.node];
+    },
+    update,
+  };
+}
+
+const TRAITS = ["format", "code", "value_text"];
+
 function render({ model, el }) {
-  return mount({
+  return mountInPlace({
     model,
     el,
     className: "lab-code-explorer",
-    traits: ["format", "code", "value_text"],
+    traits: TRAITS,
     validate: validState,
-    controls: (ui, view) => controls(model, ui, view),
-    build: (view) => [bitButtons(model, view), decoded(view), valueBox(model, view)],
+    controls: (ui) => controls(model, ui),
+    figure: (view) => figure(model, view),
   });
 }
 

@@ -6,7 +6,7 @@
 // text last checked per kind) and progress ("correct" or "wrong" per kind).
 import { formatLabNumber } from "./codec/numbers.js";
 import { EXERCISE_KINDS, exerciseCheck, exerciseInstance, exerciseKinds } from "./codec/teach/exercises.js";
-import { h, mount, setTraits, checker } from "./ui.js";
+import { h, mountInPlace, setTraits, setText, setAttr, setAttrs, resize, checker } from "./ui.js";
 
 const KNOWN = new Set(EXERCISE_KINDS.map((entry) => entry.kind));
 const isRecord = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
@@ -31,24 +31,37 @@ function validExercises(model) {
   return { topic, seed, rounds, answers, progress, kinds: exerciseKinds(topic) };
 }
 
-function feedback(result) {
-  if (!result) return h("div", { class: "lab-exercise-feedback", "data-exercise-result": "none", role: "status" });
-  const correct = result.correct;
-  return h(
-    "div",
-    { class: `lab-message lab-exercise-feedback ${correct ? "lab-note" : "lab-error"}`, "data-exercise-result": correct ? "correct" : "wrong", role: "status" },
-    h("p", { class: "lab-exercise-verdict" }, correct ? "Correct." : `Not yet: you typed ${formatLabNumber(result.typed)}; the codec computes ${formatLabNumber(result.answer)}.`),
-    result.worked.map((line) => h("p", { class: "lab-formula lab-exercise-worked" }, line)),
-  );
+// The verdict and the worked arithmetic for a checked answer, or nothing before one is checked.
+function feedback() {
+  const node = h("div", { role: "status" });
+  const verdict = h("p", { class: "lab-exercise-verdict" });
+  const worked = [];
+  const makeLine = () => ({ nodes: [h("p", { class: "lab-formula lab-exercise-worked" })] });
+  return {
+    node,
+    patch(result) {
+      if (!result) {
+        setAttrs(node, { class: "lab-exercise-feedback", "data-exercise-result": "none" });
+        verdict.remove();
+        resize(node, worked, 0, makeLine);
+        return;
+      }
+      const correct = result.correct;
+      setAttrs(node, { class: `lab-message lab-exercise-feedback ${correct ? "lab-note" : "lab-error"}`, "data-exercise-result": correct ? "correct" : "wrong" });
+      if (verdict.parentNode !== node) node.prepend(verdict);
+      setText(verdict, correct ? "Correct." : `Not yet: you typed ${formatLabNumber(result.typed)}; the codec computes ${formatLabNumber(result.answer)}.`);
+      resize(node, worked, result.worked.length, makeLine);
+      worked.forEach(({ nodes: [line] }, i) => setText(line, result.worked[i]));
+    },
+  };
 }
 
-function exercise(model, ui, view, kind, number) {
-  const round = view.rounds[kind] ?? 0;
-  const instance = exerciseInstance(kind, view.seed, round);
-  const typed = view.answers[kind];
-  // The verdict is recomputed from the kept answer, so a link shows the same feedback.
-  const checked = typed === undefined ? null : exerciseCheck(kind, instance.params, typed);
-  const fieldKey = `answer-${kind}`;
+// One exercise, built once; `patch(view, number)` draws its instance (again only when the seed or
+// its round changes) and the feedback for the kept answer (again only when that changes).
+function exercise(model, ui, kind) {
+  let number = 0;
+  let instance = null;
+  let drawnFor = null; // the seed and round the instance was drawn for, and the answer checked
   const commit = (text) => {
     const result = exerciseCheck(kind, instance.params, text);
     if (!result.ok) return result;
@@ -60,22 +73,28 @@ function exercise(model, ui, view, kind, number) {
       },
     };
   };
-  const section = h(
+  const field = ui.field({
+    key: `answer-${kind}`,
+    label: () => `answer to exercise ${number}`,
+    value: (view) => view.answers[kind] ?? "",
+    commit,
+    // Enter always checks, even an empty or unchanged answer, which fires no change event.
+    onkeydown: (event) => {
+      if (event.key === "Enter") event.target.dispatchEvent(new Event("change"));
+    },
+  });
+  const input = field.querySelector("input");
+  const heading = h("h4", {});
+  const prompt = h("p", { class: "lab-exercise-prompt", "data-testid": `prompt-${kind}` });
+  const options = h("ol", { class: "lab-exercise-options" });
+  const items = [];
+  const result = feedback();
+  const node = h(
     "section",
-    { class: "lab-card lab-exercise", "data-exercise": kind, "aria-label": `exercise ${number}: ${instance.title}` },
-    h("h4", {}, `${number}. ${instance.title}`),
-    h("p", { class: "lab-exercise-prompt", "data-testid": `prompt-${kind}` }, instance.prompt),
-    instance.options.length ? h("ol", { class: "lab-exercise-options" }, instance.options.map((option) => h("li", {}, option.replace(/^\d+\. /, "")))) : null,
-    ui.field({
-      key: fieldKey,
-      label: `answer to exercise ${number}`,
-      value: typed ?? "",
-      commit,
-      // Enter always checks, even an empty or unchanged answer, which fires no change event.
-      onkeydown: (event) => {
-        if (event.key === "Enter") event.target.dispatchEvent(new Event("change"));
-      },
-    }),
+    { class: "lab-card lab-exercise", "data-exercise": kind },
+    heading,
+    prompt,
+    field,
     h(
       "div",
       { class: "lab-row" },
@@ -86,7 +105,7 @@ function exercise(model, ui, view, kind, number) {
           class: "lab-chip lab-chip-on",
           "data-focus": `check-${kind}`,
           // Checking is the field's commit: a change event runs it with the field's current text.
-          onclick: (event) => event.target.closest("section").querySelector("input").dispatchEvent(new Event("change")),
+          onclick: () => input.dispatchEvent(new Event("change")),
         },
         "Check",
       ),
@@ -98,37 +117,82 @@ function exercise(model, ui, view, kind, number) {
           "data-focus": `new-${kind}`,
           onclick: () => {
             const without = (record) => Object.fromEntries(Object.entries(record).filter(([name]) => name !== kind));
+            const round = model.get("rounds")[kind] ?? 0;
             setTraits(model, { rounds: { ...model.get("rounds"), [kind]: round + 1 }, answers: without(model.get("answers")), progress: without(model.get("progress")) });
           },
         },
         "New instance",
       ),
     ),
-    feedback(checked && checked.ok ? checked : null),
+    result.node,
   );
-  return section;
+  return {
+    node,
+    patch(view, shownNumber) {
+      number = shownNumber;
+      const round = view.rounds[kind] ?? 0;
+      const typed = view.answers[kind];
+      const fresh = drawnFor === null || drawnFor.seed !== view.seed || drawnFor.round !== round;
+      if (fresh) {
+        instance = exerciseInstance(kind, view.seed, round);
+        setText(prompt, instance.prompt);
+        resize(options, items, instance.options.length, () => ({ nodes: [h("li", {})] }));
+        items.forEach(({ nodes: [item] }, i) => setText(item, instance.options[i].replace(/^\d+\. /, "")));
+        if (!instance.options.length) options.remove();
+        else if (options.parentNode !== node) prompt.after(options);
+      }
+      setText(heading, `${number}. ${instance.title}`);
+      setAttr(node, "aria-label", `exercise ${number}: ${instance.title}`);
+      if (fresh || typed !== drawnFor.typed) {
+        // The verdict is recomputed from the kept answer, so a link shows the same feedback.
+        const checked = typed === undefined ? null : exerciseCheck(kind, instance.params, typed);
+        result.patch(checked && checked.ok ? checked : null);
+      }
+      drawnFor = { seed: view.seed, round, typed };
+    },
+  };
 }
 
+// The exercises of the topic, with the count above them. Every kind's exercise is built once (their
+// answer fields belong to the figure); the topic decides which are on the page, in the kinds' order.
+function figure(model, ui, first) {
+  const progress = h("p", { class: "lab-big lab-exercise-progress", "data-testid": "exercise-progress", role: "status" });
+  const seedNote = h("p", { class: "lab-caption" });
+  const exercises = new Map(EXERCISE_KINDS.map(({ kind }) => [kind, exercise(model, ui, kind)]));
+  const list = h("div", { class: "lab-exercise-list" }, progress, seedNote);
+  let shown = [];
+  function update(view, changed) {
+    if (changed.has("topic")) {
+      for (const kind of shown) if (!view.kinds.includes(kind)) exercises.get(kind).node.remove();
+      // Those already on the page stay where they are (a moved node would lose focus).
+      let next = null;
+      for (const kind of [...view.kinds].reverse()) {
+        const node = exercises.get(kind).node;
+        if (node.parentNode !== list || node.nextSibling !== next) list.insertBefore(node, next);
+        next = node;
+      }
+      shown = view.kinds;
+    }
+    const correct = view.kinds.filter((kind) => view.progress[kind] === "correct").length;
+    setText(progress, `${correct} of ${view.kinds.length} correct`);
+    setText(seedNote, `seed ${view.seed}: the same seed gives the same questions; New instance draws the next one for that exercise.`);
+    view.kinds.forEach((kind, i) => exercises.get(kind).patch(view, i + 1));
+  }
+  update(first, new Set(TRAITS));
+  return { nodes: [list], update };
+}
+
+const TRAITS = ["topic", "seed", "rounds", "answers", "progress"];
+
 function render({ model, el }) {
-  return mount({
+  return mountInPlace({
     model,
     el,
     className: "lab-exercises",
-    traits: ["topic", "seed", "rounds", "answers", "progress"],
+    traits: TRAITS,
     validate: validExercises,
-    // The exercises are the controls, with the count above them; nothing is drawn below.
-    controls: (ui, view) => {
-      if (view.problem) return null;
-      const correct = view.kinds.filter((kind) => view.progress[kind] === "correct").length;
-      return h(
-        "div",
-        { class: "lab-exercise-list" },
-        h("p", { class: "lab-big lab-exercise-progress", "data-testid": "exercise-progress", role: "status" }, `${correct} of ${view.kinds.length} correct`),
-        h("p", { class: "lab-caption" }, `seed ${view.seed}: the same seed gives the same questions; New instance draws the next one for that exercise.`),
-        view.kinds.map((kind, i) => exercise(model, ui, view, kind, i + 1)),
-      );
-    },
-    build: () => [],
+    // The exercises, answer fields and all, are the figure: they go while the traits have a problem.
+    figure: (view, ui) => figure(model, ui, view),
   });
 }
 

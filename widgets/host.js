@@ -5,6 +5,13 @@
 export function createModel(defaults, inputNames) {
   const state = { ...defaults };
   const listeners = new Map();
+  // The link is written once for all the saves one task makes, in a microtask: still before
+  // anything else (a reload, a copied address, a test reading location.hash) can read it.
+  let linkDue = false;
+  const writeLink = () => {
+    linkDue = false;
+    writeFragment(state, inputNames);
+  };
   const fire = (event) => {
     for (const callback of listeners.get(event) ?? []) callback();
   };
@@ -17,7 +24,9 @@ export function createModel(defaults, inputNames) {
       fire("change");
     },
     save_changes() {
-      writeFragment(state, inputNames);
+      if (linkDue) return;
+      linkDue = true;
+      queueMicrotask(writeLink);
     },
     on(event, callback) {
       if (!listeners.has(event)) listeners.set(event, new Set());
@@ -30,9 +39,11 @@ export function createModel(defaults, inputNames) {
   };
 }
 
+// replaceState costs a few tenths of a millisecond, so a link that would not change is left alone.
 function writeFragment(state, inputNames) {
   const shared = Object.fromEntries(inputNames.map((name) => [name, state[name]]));
-  history.replaceState(null, "", "#" + encodeURIComponent(JSON.stringify(shared)));
+  const fragment = "#" + encodeURIComponent(JSON.stringify(shared));
+  if (location.hash !== fragment) history.replaceState(null, "", fragment);
 }
 
 function sameShape(value, reference) {

@@ -9,7 +9,7 @@ import { iq4NlValue } from "./codec/formats/iq4_nl.js";
 import { nf4Level } from "./codec/formats/nf4.js";
 import { q4_0Value } from "./codec/formats/q4_0.js";
 import { formatFloat32, parseByte } from "./codec/numbers.js";
-import { h, svg, formatNumber, mount, setTraits, checker, scrollBox } from "./ui.js";
+import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, scrollBox } from "./ui.js";
 
 const BIT_NAMES = ["sign", "exponent bit 1", "exponent bit 0", "fraction bit"];
 
@@ -38,12 +38,12 @@ function commitCode(text) {
   return { ok: true, values: { code: parsed.value } };
 }
 
+// The code field, drawn once and kept even when the trait has a problem, so the learner can fix it.
 function codeField(model, ui) {
-  const current = model.get("code");
   return ui.field({
     key: "code",
     label: "code (0..15, 0x… or 0b…); ↑ ↓ step it",
-    value: String(current),
+    value: () => String(model.get("code")),
     commit: commitCode,
     onkeydown: (event) => {
       const step = { ArrowUp: 1, ArrowDown: -1 }[event.key];
@@ -54,24 +54,19 @@ function codeField(model, ui) {
   });
 }
 
-function bitButtons(model, code) {
-  const buttons = [3, 2, 1, 0].map((bit, position) => {
-    const on = (code >> bit) & 1;
-    return h(
-      "button",
-      {
-        type: "button",
-        class: `lab-bit lab-bit-${position === 0 ? "sign" : position < 3 ? "exponent" : "fraction"}`,
-        "aria-pressed": on ? "true" : "false",
-        "aria-label": `bit ${bit}, ${BIT_NAMES[position]}, is ${on}`,
-        "data-bit": bit,
-        "data-focus": `bit-${bit}`,
-        onclick: () => setTraits(model, { code: code ^ (1 << bit) }),
-      },
-      String(on),
-    );
-  });
-  return h(
+// Each part of the figure is built once for no code in particular; `patch(code)` writes what
+// depends on the code. `shown()` is the code on screen, which the buttons and keys step from.
+function bitButtons(model, shown) {
+  const buttons = [3, 2, 1, 0].map((bit, position) =>
+    h("button", {
+      type: "button",
+      class: `lab-bit lab-bit-${position === 0 ? "sign" : position < 3 ? "exponent" : "fraction"}`,
+      "data-bit": bit,
+      "data-focus": `bit-${bit}`,
+      onclick: () => setTraits(model, { code: shown() ^ (1 << bit) }),
+    }),
+  );
+  const node = h(
     "div",
     {
       class: "lab-bits",
@@ -82,73 +77,62 @@ function bitButtons(model, code) {
         const step = STEPS[event.key];
         if (step === undefined) return;
         event.preventDefault();
-        setTraits(model, { code: (code + step + 16) % 16 });
+        setTraits(model, { code: (shown() + step + 16) % 16 });
       },
     },
     buttons,
   );
+  return {
+    node,
+    patch(code) {
+      [3, 2, 1, 0].forEach((bit, position) => {
+        const on = (code >> bit) & 1;
+        setAttrs(buttons[position], { "aria-pressed": on ? "true" : "false", "aria-label": `bit ${bit}, ${BIT_NAMES[position]}, is ${on}` });
+        setText(buttons[position], String(on));
+      });
+    },
+  };
 }
 
-function readouts(code) {
-  const parts = e2m1Explain(code);
-  return h(
-    "div",
-    { class: "lab-readouts" },
-    h(
+function readouts() {
+  const card = (title, testid, note) => {
+    const value = h("p", { class: "lab-big", "data-testid": testid });
+    return { value, node: h("div", { class: "lab-card" }, h("h4", {}, title), value, note) };
+  };
+  const e2m1Value = h("p", { class: "lab-big", "data-testid": "e2m1-value" });
+  const e2m1Fields = h("p", {});
+  const e2m1Formula = h("p", { class: "lab-formula", "data-testid": "e2m1-formula" });
+  // The other readouts: each card, and its value's text for a code.
+  const others = [
+    [card("UINT4 (a Q4_K code)", "uint4-value", h("p", {}, "before the block's gain and offset")), (code) => String(uint4(code))],
+    [card("INT4 (two's complement)", "int4-value", h("p", {}, "bit 3 weighs −8")), (code) => formatNumber(int4(code))],
+    [card("Q4_0 (GGUF)", "q4_0-value", h("p", {}, "code − 8, before the block's scale d")), (code) => formatNumber(q4_0Value(code))],
+    // NF4's levels are float32 constants: the shortest text that reads back as that float32
+    [card("NF4 (QLoRA)", "nf4-value", h("p", {}, "a normal quantile, before the block's absmax")), (code) => formatFloat32(nf4Level(code))],
+    [card("IQ4_NL (GGUF)", "iq4_nl-value", h("p", {}, "a codebook entry, before the block's scale d")), (code) => formatNumber(iq4NlValue(code))],
+  ];
+  return {
+    node: h(
       "div",
-      { class: "lab-card lab-e2m1" },
-      h("h4", {}, "E2M1 (MXFP4, NVFP4)"),
-      h("p", { class: "lab-big", "data-testid": "e2m1-value" }, formatNumber(parts.value)),
-      h(
-        "p",
-        {},
-        `sign ${parts.sign} · exponent ${binary(parts.exponentField, 2)} · fraction ${parts.fraction} · ${parts.kind}`,
-      ),
-      h("p", { class: "lab-formula", "data-testid": "e2m1-formula" }, parts.formula),
+      { class: "lab-readouts" },
+      h("div", { class: "lab-card lab-e2m1" }, h("h4", {}, "E2M1 (MXFP4, NVFP4)"), e2m1Value, e2m1Fields, e2m1Formula),
+      others.map(([each]) => each.node),
     ),
-    h(
-      "div",
-      { class: "lab-card" },
-      h("h4", {}, "UINT4 (a Q4_K code)"),
-      h("p", { class: "lab-big", "data-testid": "uint4-value" }, String(uint4(code))),
-      h("p", {}, "before the block's gain and offset"),
-    ),
-    h(
-      "div",
-      { class: "lab-card" },
-      h("h4", {}, "INT4 (two's complement)"),
-      h("p", { class: "lab-big", "data-testid": "int4-value" }, formatNumber(int4(code))),
-      h("p", {}, "bit 3 weighs −8"),
-    ),
-    h(
-      "div",
-      { class: "lab-card" },
-      h("h4", {}, "Q4_0 (GGUF)"),
-      h("p", { class: "lab-big", "data-testid": "q4_0-value" }, formatNumber(q4_0Value(code))),
-      h("p", {}, "code − 8, before the block's scale d"),
-    ),
-    h(
-      "div",
-      { class: "lab-card" },
-      h("h4", {}, "NF4 (QLoRA)"),
-      // NF4's levels are float32 constants: the shortest text that reads back as that float32
-      h("p", { class: "lab-big", "data-testid": "nf4-value" }, formatFloat32(nf4Level(code))),
-      h("p", {}, "a normal quantile, before the block's absmax"),
-    ),
-    h(
-      "div",
-      { class: "lab-card" },
-      h("h4", {}, "IQ4_NL (GGUF)"),
-      h("p", { class: "lab-big", "data-testid": "iq4_nl-value" }, formatNumber(iq4NlValue(code))),
-      h("p", {}, "a codebook entry, before the block's scale d"),
-    ),
-  );
+    patch(code) {
+      const parts = e2m1Explain(code);
+      setText(e2m1Value, formatNumber(parts.value));
+      setText(e2m1Fields, `sign ${parts.sign} · exponent ${binary(parts.exponentField, 2)} · fraction ${parts.fraction} · ${parts.kind}`);
+      setText(e2m1Formula, parts.formula);
+      for (const [each, spell] of others) setText(each.value, spell(code));
+    },
+  };
 }
 
 // Each decoder's sixteen levels on one line, divided by the row's largest magnitude so every row
 // spans at most −1..1 with zero in one place: uniform, floating-point and quantile spacing side by
-// side. The current code's level is the thick mark in every row.
-function levelRows(code) {
+// side. The current code's level is the thick mark in every row; the thin marks show the other
+// fifteen, in code order.
+function levelRows() {
   const width = 640;
   const left = 150;
   const right = width - 20;
@@ -158,40 +142,51 @@ function levelRows(code) {
     const levels = Array.from({ length: 16 }, (_, each) => decoder.decode(each));
     const reach = Math.max(...levels.map(Math.abs));
     const y = 24 + row * rowHeight;
-    const value = decoder.decode(code);
-    const marks = levels.map((level, each) =>
-      each === code ? null : svg("line", { x1: x(level / reach), x2: x(level / reach), y1: y - 7, y2: y + 7, class: "lab-mark" }),
-    );
-    return svg(
+    const marks = Array.from({ length: 15 }, () => svg("line", { y1: y - 7, y2: y + 7, class: "lab-mark" }));
+    const current = svg("line", { y1: y - 12, y2: y + 12, class: "lab-mark lab-mark-current" });
+    const title = svg("title", {});
+    const node = svg(
       "g",
-      { "data-testid": `levels-${decoder.key}`, "data-value": String(value), "data-normalised": String(value / reach), "data-spacing": decoder.spacing },
+      { "data-testid": `levels-${decoder.key}`, "data-spacing": decoder.spacing },
       svg("text", { x: 4, y: y + 5, class: "lab-tick" }, decoder.title),
       svg("line", { x1: x(-1), x2: x(1), y1: y, y2: y, class: "lab-axis lab-axis-faint" }),
       marks,
-      svg("line", { x1: x(value / reach), x2: x(value / reach), y1: y - 12, y2: y + 12, class: "lab-mark lab-mark-current" }),
-      svg("title", {}, `${decoder.title} (${decoder.where}): code ${code} is ${formatNumber(value)}, ${formatNumber(value / reach)} of the row's reach ${formatNumber(reach)}; ${decoder.spacing} spacing`),
+      current,
+      title,
     );
+    return { decoder, levels, reach, node, marks, current, title };
   });
   const bottom = 24 + DECODERS.length * rowHeight;
-  return svg(
+  const node = svg(
     "svg",
-    {
-      viewBox: `0 0 ${width} ${bottom + 16}`,
-      class: "lab-ruler lab-levels",
-      role: "img",
-      "data-testid": "levels",
-      "aria-label": `the sixteen levels of each decoder on one line, scaled to its largest magnitude; code ${code} is ${DECODERS.map((d) => `${formatNumber(d.decode(code))} as ${d.title}`).join(", ")}`,
-    },
-    rows,
+    { viewBox: `0 0 ${width} ${bottom + 16}`, class: "lab-ruler lab-levels", role: "img", "data-testid": "levels" },
+    rows.map((row) => row.node),
     [-1, 0, 1].map((tick) => svg("text", { x: x(tick), y: bottom + 10, "text-anchor": "middle", class: "lab-tick" }, formatNumber(tick))),
   );
+  return {
+    node,
+    patch(code) {
+      for (const { decoder, levels, reach, node: group, marks, current, title } of rows) {
+        const value = levels[code];
+        setAttrs(group, { "data-value": String(value), "data-normalised": String(value / reach) });
+        marks.forEach((mark, i) => {
+          const level = levels[i < code ? i : i + 1];
+          setAttrs(mark, { x1: x(level / reach), x2: x(level / reach) });
+        });
+        setAttrs(current, { x1: x(value / reach), x2: x(value / reach) });
+        setText(title, `${decoder.title} (${decoder.where}): code ${code} is ${formatNumber(value)}, ${formatNumber(value / reach)} of the row's reach ${formatNumber(reach)}; ${decoder.spacing} spacing`);
+      }
+      setAttr(node, "aria-label", `the sixteen levels of each decoder on one line, scaled to its largest magnitude; code ${code} is ${rows.map((row) => `${formatNumber(row.levels[code])} as ${row.decoder.title}`).join(", ")}`);
+    },
+  };
 }
 
-function codeTable(model, code) {
+// All sixteen codes under every decoder; the current code's row is marked.
+function codeTable(model) {
   const rows = E2M1_VALUES.map((value, each) =>
     h(
       "tr",
-      { class: each === code ? "lab-current" : "", "aria-current": each === code ? "true" : null },
+      {},
       h("td", {}, binary(each, 4)),
       h("td", {}, String(each)),
       h("td", {}, formatNumber(value)),
@@ -207,56 +202,80 @@ function codeTable(model, code) {
       ),
     ),
   );
-  return scrollBox(
-    "all sixteen codes",
-    h(
-      "table",
-      { class: "lab-table", "aria-label": "all sixteen codes" },
-      h("thead", {}, h("tr", {}, ["bits", "code", "E2M1", "UINT4", "INT4", "Q4_0", "NF4", "IQ4_NL", ""].map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, rows),
+  return {
+    node: scrollBox(
+      "all sixteen codes",
+      h(
+        "table",
+        { class: "lab-table", "aria-label": "all sixteen codes" },
+        h("thead", {}, h("tr", {}, ["bits", "code", "E2M1", "UINT4", "INT4", "Q4_0", "NF4", "IQ4_NL", ""].map((t) => h("th", { scope: "col" }, t)))),
+        h("tbody", {}, rows),
+      ),
     ),
-  );
+    patch(code) {
+      rows.forEach((row, each) => setAttrs(row, { class: each === code ? "lab-current" : "", "aria-current": each === code ? "true" : null }));
+    },
+  };
 }
 
 // The representable E2M1 values on a number line: uneven gaps, and two codes at zero.
-function ruler(code) {
+function ruler() {
   const width = 640;
   const x = (value) => 30 + ((value + 6) / 12) * (width - 60);
-  const current = E2M1_VALUES[code];
   const marks = [];
+  const nodes = [];
   for (let each = 0; each < 16; each += 1) {
     const value = E2M1_VALUES[each];
     if (each === 8) continue; // −0 shares +0's position; labelled below
-    const selected = value === current;
-    marks.push(svg("line", { x1: x(value), x2: x(value), y1: 30, y2: selected ? 8 : 18, class: selected ? "lab-mark lab-mark-current" : "lab-mark" }));
+    const line = svg("line", { x1: x(value), x2: x(value), y1: 30 });
+    marks.push({ line, value });
     // Marks within 1.5 of zero are only 0.5 apart: stagger their labels so they stay legible.
     const lowered = Math.abs(value) <= 1.5 && Math.round(Math.abs(value) * 2) % 2 === 1;
-    marks.push(svg("text", { x: x(value), y: lowered ? 64 : 50, "text-anchor": "middle", class: "lab-tick" }, formatNumber(value)));
+    nodes.push(line, svg("text", { x: x(value), y: lowered ? 64 : 50, "text-anchor": "middle", class: "lab-tick" }, formatNumber(value)));
   }
-  marks.push(svg("text", { x: x(0), y: 84, "text-anchor": "middle", class: "lab-tick lab-zero-note" }, "+0 and −0 (codes 0000 and 1000)"));
-  return svg(
-    "svg",
-    { viewBox: `0 0 ${width} 92`, class: "lab-ruler", role: "img", "aria-label": "the E2M1 values on a number line: gaps of 0.5 near zero, 2 between 4 and 6" },
-    svg("line", { x1: x(-6), x2: x(6), y1: 30, y2: 30, class: "lab-axis" }),
-    marks,
-  );
+  nodes.push(svg("text", { x: x(0), y: 84, "text-anchor": "middle", class: "lab-tick lab-zero-note" }, "+0 and −0 (codes 0000 and 1000)"));
+  return {
+    node: svg(
+      "svg",
+      { viewBox: `0 0 ${width} 92`, class: "lab-ruler", role: "img", "aria-label": "the E2M1 values on a number line: gaps of 0.5 near zero, 2 between 4 and 6" },
+      svg("line", { x1: x(-6), x2: x(6), y1: 30, y2: 30, class: "lab-axis" }),
+      nodes,
+    ),
+    patch(code) {
+      const current = E2M1_VALUES[code];
+      for (const { line, value } of marks) {
+        const selected = value === current;
+        setAttrs(line, { y2: selected ? 8 : 18, class: selected ? "lab-mark lab-mark-current" : "lab-mark" });
+      }
+    },
+  };
+}
+
+// The figure, built once; every part depends on the one trait, the code.
+function figure(model, first) {
+  let code = first.code;
+  const bits = bitButtons(model, () => code);
+  const caption = h("span", { class: "lab-caption" });
+  const below = [readouts(), levelRows(), ruler(), codeTable(model)];
+  function update(view) {
+    code = view.code;
+    bits.patch(code);
+    setText(caption, `code ${code} = ${binary(code, 4)}`);
+    for (const part of below) part.patch(code);
+  }
+  update(first);
+  return { nodes: [h("div", { class: "lab-row" }, bits.node, caption), ...below.map((part) => part.node)], update };
 }
 
 function render({ model, el }) {
-  return mount({
+  return mountInPlace({
     model,
     el,
     className: "lab-nibble",
     traits: ["code"],
     validate: validCode,
-    controls: (ui) => codeField(model, ui),
-    build: ({ code }) => [
-      h("div", { class: "lab-row" }, bitButtons(model, code), h("span", { class: "lab-caption" }, `code ${code} = ${binary(code, 4)}`)),
-      readouts(code),
-      levelRows(code),
-      ruler(code),
-      codeTable(model, code),
-    ],
+    controls: (ui) => ({ node: codeField(model, ui) }),
+    figure: (view) => figure(model, view),
   });
 }
 

@@ -2,17 +2,14 @@
 // and their spellings (hex bytes, binary fields) come from the codec in codec/.
 import { formatLabNumber } from "./codec/numbers.js";
 
-// Event handlers are stored as properties (not addEventListener) so that a re-render can move
-// them onto the nodes it keeps; see morph below.
-const HANDLERS = ["onclick", "onchange", "onkeydown", "oninput", "onpointerdown", "onpointermove", "onpointerup"];
-
 export function h(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attributes)) {
     if (value === undefined || value === null || value === false) continue;
     if (name === "class") node.className = value;
     else if (name.startsWith("on")) {
-      if (!HANDLERS.includes(name)) throw new Error(`h(): add ${name} to HANDLERS so re-renders keep it`);
+      // An event handler, set as the node's property; a misspelt one would never fire.
+      if (!(name in node)) throw new Error(`h(): ${tag} has no event handler ${name}`);
       node[name] = value;
     } else node.setAttribute(name, value === true ? "" : String(value));
   }
@@ -58,162 +55,38 @@ function shorten(text) {
 let mounted = 0;
 
 /**
- * Render a widget and re-render it whenever one of `traits` changes.
+ * Render a widget once and patch it in place whenever one of `traits` changes, so a change costs
+ * what it changes; every widget mounts this way.
  *
- * `validate(model)` returns the view's values or {problem}; `build(view, ui)` returns the figure;
- * `controls(ui, view)` returns the inputs, drawn even while the traits have a problem so the learner
- * can always fix it (view may then be {problem}). Text inputs come from `ui.field`, which checks
- * what is typed before any trait changes: a refused entry keeps its text in the field and gets a
- * message beside it (role=alert, tied to the field by aria-describedby), and the traits stay as
- * they were. A problem with the traits themselves is shown beside the field last committed.
- * Every widget gets a presenter toggle (trait `presenter`) that enlarges it for a projector.
- * Each change builds the whole widget afresh and morphs the page onto it: simple, and fast enough
- * for a small widget; one with a big figure uses mountInPlace (below), which patches instead.
- * Returns the cleanup anywidget expects.
- */
-export function mount({ model, el, className, traits, validate, build, controls = null }) {
-  el.classList.add("four-bit-lab", className);
-  mounted += 1;
-  const prefix = `${className}-${mounted}`;
-  const refused = new Map(); // field key -> {text, message}
-  let lastField = null;
-  let pendingProblem = null; // the traits' problem this draw, and the field it is shown beside
-  let problemField = null;
-  let problemPlaced = false;
-
-  function submit(key, text, commit) {
-    let result;
-    try {
-      result = commit(text);
-    } catch (error) {
-      result = { ok: false, message: error.message };
-    }
-    if (result.ok) {
-      refused.delete(key);
-      lastField = key;
-      setTraits(model, result.values);
-    } else {
-      refused.set(key, { text, message: shorten(result.message) });
-    }
-    draw();
-  }
-
-  const ui = {
-    /** A labelled text input; `commit(text)` returns {ok, values (traits to set)} or {ok: false, message}. */
-    field({ key, label, value, commit, onkeydown = null }) {
-      const inputId = `${prefix}-${key}`;
-      const messageId = `${inputId}-message`;
-      const refusal = refused.get(key);
-      let shown = refusal?.message ?? "";
-      if (!shown && key === problemField && pendingProblem) {
-        shown = pendingProblem;
-        problemPlaced = true;
-      }
-      return h(
-        "div",
-        { class: "lab-field" },
-        h("label", { for: inputId }, label),
-        h("input", {
-          id: inputId,
-          type: "text",
-          value: refusal ? refusal.text : value,
-          spellcheck: "false",
-          autocomplete: "off",
-          "data-focus": key,
-          "aria-label": label,
-          "aria-describedby": messageId,
-          "aria-invalid": shown ? "true" : null,
-          onchange: (event) => submit(key, event.target.value, commit),
-          onkeydown,
-        }),
-        h("p", { id: messageId, class: "lab-message lab-error lab-field-message", role: "alert", hidden: !shown }, shown),
-      );
-    },
-  };
-
-  function safely(step, fallback) {
-    try {
-      return step();
-    } catch (error) {
-      return fallback(error);
-    }
-  }
-
-  function draw() {
-    followTheme(el);
-    const presenter = model.get("presenter") === true;
-    el.classList.toggle("lab-presenter", presenter);
-    const view = safely(
-      () => validate(model),
-      (error) => ({ problem: error.message }),
-    );
-    pendingProblem = view.problem ? shorten(view.problem) : null;
-    problemField = lastField;
-    problemPlaced = false;
-    const children = [
-      h(
-        "div",
-        { class: "lab-toolbar" },
-        h(
-          "button",
-          {
-            type: "button",
-            class: "lab-chip lab-presenter-toggle",
-            "aria-pressed": presenter ? "true" : "false",
-            "data-focus": "presenter",
-            onclick: () => setTraits(model, { presenter: !presenter }),
-          },
-          "Presenter view",
-        ),
-      ),
-    ];
-    if (controls) children.push(safely(() => controls(ui, view), (error) => message(`The controls could not be drawn: ${error.message}`)));
-    if (view.problem) {
-      if (!problemPlaced) children.push(message(pendingProblem));
-    } else {
-      children.push(...safely(() => build(view, ui), (error) => [message(`This figure could not be drawn: ${shorten(error.message)}`)]));
-    }
-    replaceKeepingFocus(el, children);
-  }
-  draw();
-  const handler = () => {
-    refused.clear();
-    draw();
-  };
-  const watched = [...traits, "presenter"];
-  for (const name of watched) model.on(`change:${name}`, handler);
-  const stopWatchingTheme = watchTheme(el);
-  return () => {
-    stopWatchingTheme();
-    for (const name of watched) model.off(`change:${name}`, handler);
-  };
-}
-
-/**
- * Render a widget once and patch it in place on every change: the widgets whose figures are big
- * (hundreds of nodes) use this instead of mount, so a change costs what it changes.
+ * `validate(model)` returns the view's values or {problem}. Every widget gets a presenter toggle
+ * (trait `presenter`) that enlarges it for a projector. Text inputs come from `ui.field`, which
+ * checks what is typed before any trait changes: a refused entry keeps its text in the field and
+ * gets a message beside it (role=alert, tied to the field by aria-describedby), and the traits
+ * stay as they were. A problem with the traits themselves is shown beside the field last
+ * committed (or below the controls) while the figure is taken away. Nothing is rebuilt:
  *
- * It keeps mount's promises: the same presenter toggle, and text fields checked before any trait
- * changes, a refusal beside its field, a problem with the traits beside the field last committed
- * (or below the controls) while the figure is taken away. But nothing is rebuilt:
- *
- * - `controls(ui)` is called once and returns `{node, update(view)}`; `update` (optional) runs on
- *   every change, view being {problem} while the traits have one. `ui.field` takes `label` and
+ * - `controls(ui)` (optional) is called once and returns `{node, update(view)}`; `update`
+ *   (optional) runs on every change, view being {problem} while the traits have one, so the
+ *   controls are there even then and the learner can always fix it. `ui.field` takes `label` and
  *   `value` as text or as functions of the view, read again on every change.
- * - `figure(view)` is called with the first valid view and returns `{nodes, update(view, changed)}`;
+ * - `figure(view, ui)` is called with the first valid view and returns `{nodes, update(view, changed)}`;
  *   `nodes` (read whenever the figure is put in or taken out, so it may be a getter) are the
  *   figure's top-level nodes in order; `update` gets the names of the traits whose values differ
- *   from the ones the figure shows (Object.is), and should patch only what depends on them.
+ *   from the ones the figure shows (Object.is), and should patch only what depends on them. The
+ *   figure may make fields too (the exercises' answers): they leave with it while the traits have
+ *   a problem, which is then shown below the controls.
  *
  * Nodes stay where they are, so focus, caret, scroll and pointer capture stay with them.
  * Returns the cleanup anywidget expects.
  */
-export function mountInPlace({ model, el, className, traits, validate, controls, figure }) {
+export function mountInPlace({ model, el, className, traits, validate, controls = null, figure }) {
   el.classList.add("four-bit-lab", className);
   mounted += 1;
   const prefix = `${className}-${mounted}`;
   const refused = new Map(); // field key -> {text, message}
-  const fields = [];
+  const fields = []; // the controls' fields, then the figure's
+  let figureFields = 0; // where the figure's fields start in `fields`
+  let buildingFigure = false;
   let lastField = null;
 
   function submit(key, text, commit) {
@@ -242,6 +115,7 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
         key,
         label,
         value,
+        inFigure: buildingFigure,
         labelNode: h("label", { for: inputId }),
         input: h("input", {
           id: inputId,
@@ -260,10 +134,12 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
     },
   };
 
-  // Each field's label, text and message for this view; true if the traits' problem went beside one.
+  // Each shown field's label, text and message for this view; true if the traits' problem went
+  // beside one (never a figure's field: the figure is away while there is a problem).
   function syncFields(view, problem) {
     let placed = false;
     for (const field of fields) {
+      if (field.inFigure && !attached) continue;
       const refusal = refused.get(field.key);
       let shown = refusal?.message ?? "";
       if (!shown && problem && field.key === lastField) {
@@ -293,9 +169,9 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
     },
     "Presenter view",
   );
-  let made;
+  let made = { node: null };
   try {
-    made = controls(ui);
+    if (controls) made = controls(ui);
   } catch (error) {
     made = { node: message(`The controls could not be drawn: ${error.message}`) };
   }
@@ -303,7 +179,8 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
   const updateControls = made.update ?? null;
   const controlsFailure = message("");
   const problemNode = message("");
-  el.replaceChildren(h("div", { class: "lab-toolbar" }, toggle), controlsNode);
+  const toolbar = h("div", { class: "lab-toolbar" }, toggle);
+  el.replaceChildren(...[toolbar, controlsNode].filter(Boolean));
 
   let drawn = null; // the figure, {nodes, update}, once it has been drawn
   let drawnFrom = null; // the trait values it shows
@@ -319,8 +196,15 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
 
   function showFigure(view, values) {
     try {
-      if (drawn === null) drawn = figure(view);
-      else {
+      if (drawn === null) {
+        figureFields = fields.length;
+        buildingFigure = true;
+        try {
+          drawn = figure(view, ui);
+        } finally {
+          buildingFigure = false;
+        }
+      } else {
         const changed = new Set(traits.filter((name) => !Object.is(values[name], drawnFrom[name])));
         if (changed.size) drawn.update(view, changed);
       }
@@ -332,6 +216,7 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
     } catch (error) {
       detachFigure();
       drawn = null;
+      fields.length = figureFields; // a figure drawn again makes its fields again
       figureFailure = message(`This figure could not be drawn: ${shorten(error.message)}`);
       el.append(figureFailure);
     }
@@ -352,6 +237,9 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
       view = { problem: error.message };
     }
     const problem = view.problem ? shorten(view.problem) : null;
+    // The figure first, so that the fields it made are there to be filled in.
+    if (problem) detachFigure();
+    else showFigure(view, values);
     let placed = false;
     try {
       updateControls?.(view);
@@ -359,19 +247,15 @@ export function mountInPlace({ model, el, className, traits, validate, controls,
       controlsFailure.remove();
     } catch (error) {
       setText(controlsFailure, `The controls could not be drawn: ${error.message}`);
-      controlsNode.after(controlsFailure);
+      (controlsNode ?? toolbar).after(controlsFailure);
     }
     if (problem) {
-      detachFigure();
       if (placed) problemNode.remove();
       else {
         setText(problemNode, problem);
         if (problemNode.parentNode !== el) el.append(problemNode);
       }
-    } else {
-      problemNode.remove();
-      showFigure(view, values);
-    }
+    } else problemNode.remove();
     // Nothing focusable is rebuilt, but a figure taken away takes its focus with it; a control
     // with the same data-focus key gets it back if there is one.
     const key = active?.getAttribute("data-focus");
@@ -477,58 +361,4 @@ export function checker(validate) {
       return error.message;
     }
   };
-}
-
-// Bring `node` in line with `fresh`, keeping `node` (and so focus, caret and scroll) wherever the
-// two have the same shape, and taking fresh's attributes, text, handlers and input value.
-function morph(node, fresh) {
-  if (node.nodeType !== fresh.nodeType || node.nodeName !== fresh.nodeName || node.namespaceURI !== fresh.namespaceURI) {
-    node.replaceWith(fresh);
-    return;
-  }
-  if (node.nodeType !== Node.ELEMENT_NODE) {
-    if (node.nodeValue !== fresh.nodeValue) node.nodeValue = fresh.nodeValue;
-    return;
-  }
-  for (const { name } of [...node.attributes]) if (!fresh.hasAttribute(name)) node.removeAttribute(name);
-  for (const { name, value } of fresh.attributes) if (node.getAttribute(name) !== value) node.setAttribute(name, value);
-  for (const name of HANDLERS) node[name] = fresh[name];
-  if (node instanceof HTMLInputElement && node.value !== fresh.value) node.value = fresh.value;
-  morphChildren(node, [...fresh.childNodes]);
-}
-
-function morphChildren(parent, freshChildren) {
-  const existing = [...parent.childNodes];
-  freshChildren.forEach((fresh, index) => {
-    if (index < existing.length) morph(existing[index], fresh);
-    else parent.append(fresh);
-  });
-  for (const extra of existing.slice(freshChildren.length)) extra.remove();
-}
-
-// Update a widget's content in place. The control that had focus keeps it, with its caret and
-// selection; if it had to be rebuilt, the control with the same data-focus key gets focus back.
-// The widget may render in a shadow root, whose activeElement is the one to ask.
-export function replaceKeepingFocus(el, children) {
-  const root = el.getRootNode();
-  const active = root.activeElement && el.contains(root.activeElement) ? root.activeElement : null;
-  const key = active?.getAttribute("data-focus") ?? null;
-  // Only text fields have a caret; a range input (the scale lab's slider) refuses selection calls.
-  const caret = active instanceof HTMLInputElement && active.type === "text" ? [active.selectionStart, active.selectionEnd, active.value] : null;
-  morphChildren(
-    el,
-    children.filter((child) => child !== null && child !== undefined),
-  );
-  if (!key) return;
-  let target = active;
-  if (!el.contains(active)) {
-    target = el.querySelector(`[data-focus="${key}"]`);
-    target?.focus();
-  }
-  if (caret && target instanceof HTMLInputElement && root.activeElement === target) {
-    // Same text: the caret stays put. Changed text (a stepped code): the caret goes to the end.
-    const [start, end, before] = caret;
-    if (target.value === before) target.setSelectionRange(start, end);
-    else if (target.selectionStart !== target.value.length) target.setSelectionRange(target.value.length, target.value.length);
-  }
 }
