@@ -8,14 +8,16 @@ installs one.
 
 from __future__ import annotations
 
+import json
 import os
 from contextlib import contextmanager
+from urllib.parse import quote
 
 import pytest
 
 from bench.browser import LAUNCH_ARGS, NO_CHROMIUM, chromium, find_chromium
 
-__all__ = ["LAUNCH_ARGS", "browser_page", "chromium_path"]
+__all__ = ["LAUNCH_ARGS", "browser_page", "chromium_path", "open_standalone"]
 
 
 def chromium_path() -> str:
@@ -34,3 +36,13 @@ def browser_page():
     pytest.importorskip("playwright.sync_api")
     with chromium(chromium_path()) as new_page, new_page() as (page, traffic):
         yield page, traffic
+
+
+def open_standalone(page, pages, slug: str, fragment=None) -> None:
+    """Open standalone page `slug` from the `pages` folder, with `fragment` (any JSON value) as its
+    link state, and wait until its widget has rendered."""
+    url = (pages / f"{slug}.html").as_uri()
+    if fragment is not None:
+        url += "#" + quote(json.dumps(fragment))
+    page.goto(url)
+    page.wait_for_selector("body[data-ready='true']")

@@ -6,29 +6,11 @@ Every non-local request is aborted and counted; the tests require none and no co
 from __future__ import annotations
 
 import json
-from urllib.parse import quote
 
 import pytest
-from chromium import browser_page
-
-from widgets.build import standalone
+from chromium import browser_page, open_standalone
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("standalone")
-    standalone.write_all(directory)
-    return directory
-
-
-def _open(page, pages, slug, fragment=None):
-    url = (pages / f"{slug}.html").as_uri()
-    if fragment is not None:
-        url += "#" + quote(json.dumps(fragment))
-    page.goto(url)
-    page.wait_for_selector("body[data-ready='true']")
 
 
 def _text(page, testid):
@@ -37,7 +19,7 @@ def _text(page, testid):
 
 def test_nibble_decoder_bits_and_keyboard(pages):
     with browser_page() as (page, log):
-        _open(page, pages, "nibble-decoder")
+        open_standalone(page, pages, "nibble-decoder")
         assert _text(page, "e2m1-value") == "3"
         assert _text(page, "uint4-value") == "5"
         page.get_by_role("button", name="bit 3, sign, is 0").click()  # 0101 -> 1101
@@ -59,7 +41,7 @@ def test_nibble_decoder_bits_and_keyboard(pages):
 
 def test_scale_lab_article_numbers_and_bad_input(pages):
     with browser_page() as (page, log):
-        _open(page, pages, "scale-lab")
+        open_standalone(page, pages, "scale-lab")
         assert _text(page, "y") == "\u22121.75" and _text(page, "delta-y") == "\u22120.25"
         page.get_by_role("button", name="2^\u22123").click()
         assert _text(page, "y-hat") == "\u22121.625" and _text(page, "delta-y") == "+0.125"
@@ -84,7 +66,7 @@ def test_scale_lab_article_numbers_and_bad_input(pages):
 
 def test_ownership_view_scale_bytes(pages):
     with browser_page() as (page, log):
-        _open(page, pages, "ownership")
+        open_standalone(page, pages, "ownership")
         assert _text(page, "mx-scale").endswith("= 0.5")
         assert _text(page, "mx-trace") == "element 0: 3 \u00d7 0.5 = 1.5"
         assert _text(page, "nv-trace") == "element 0: 3 \u00d7 0.3125 \u00d7 1 = 0.9375"
@@ -106,7 +88,7 @@ def test_ownership_view_scale_bytes(pages):
 
 def test_q4k_explorer_follows_bytes(pages):
     with browser_page() as (page, log):
-        _open(page, pages, "q4k-explorer")
+        open_standalone(page, pages, "q4k-explorer")
         assert _text(page, "low-weight") == "1" and _text(page, "high-weight") == "3.25"
         page.get_by_role("button", name="payload byte 1 = 0x00").click()
         assert _text(page, "low-weight") == "\u22120.25" and _text(page, "high-weight") == "\u22120.5"
@@ -129,15 +111,15 @@ def test_q4k_explorer_follows_bytes(pages):
 
 def test_standalone_pages_restore_state_from_the_fragment(pages):
     with browser_page() as (page, log):
-        _open(page, pages, "nibble-decoder", {"code": 7})
+        open_standalone(page, pages, "nibble-decoder", {"code": 7})
         assert _text(page, "e2m1-value") == "6"
         page.get_by_role("button", name="pick code 1000").click()
         assert json.loads(__import__("urllib.parse").parse.unquote(page.evaluate("location.hash")[1:])) == {"code": 8}
-        _open(page, pages, "ownership", {"mx_scale_byte": 128, "selected": 0})
+        open_standalone(page, pages, "ownership", {"mx_scale_byte": 128, "selected": 0})
         assert _text(page, "mx-trace") == "element 0: 3 \u00d7 2 = 6"
-        _open(page, pages, "q4k-explorer", {"payload_index": 1})
+        open_standalone(page, pages, "q4k-explorer", {"payload_index": 1})
         assert _text(page, "low-weight") == "\u22120.25"
-        _open(page, pages, "scale-lab", {"scale": 0.125, "evil": "alert(1)"})
+        open_standalone(page, pages, "scale-lab", {"scale": 0.125, "evil": "alert(1)"})
         assert _text(page, "delta-y") == "+0.125"
         assert "Ignored from the link: evil" in page.locator("#link-note").inner_text()
         assert log.blocked == [] and log.console_errors == []
@@ -149,18 +131,18 @@ def test_a_broken_or_out_of_range_link_says_so(pages):
         page.wait_for_selector("body[data-ready='true']")
         assert "could not be read" in page.locator("#link-note").inner_text()
         assert _text(page, "e2m1-value") == "3"  # the defaults
-        _open(page, pages, "nibble-decoder", {"code": 99})
+        open_standalone(page, pages, "nibble-decoder", {"code": 99})
         assert "0..15, got 99" in page.get_by_role("alert").inner_text()
-        _open(page, pages, "ownership", {"selected": 99})
+        open_standalone(page, pages, "ownership", {"selected": 99})
         assert "0..31, got 99" in page.get_by_role("alert").inner_text()
-        _open(page, pages, "ownership", {"tensor_scale": 1e306})
+        open_standalone(page, pages, "ownership", {"tensor_scale": 1e306})
         assert "global_scale" in page.get_by_role("alert").inner_text()
         assert log.blocked == [] and log.console_errors == []
 
 
 def test_scale_lab_slider_chart_and_draggable_numbers(pages):
     with browser_page() as (page, log):
-        _open(page, pages, "scale-lab")
+        open_standalone(page, pages, "scale-lab")
         chart = page.locator("svg.lab-error-chart")
         assert chart.locator("[data-mark='current']").get_attribute("data-scale") == "0.5"
         clips = chart.locator("[data-mark='clip']").evaluate_all("(marks) => marks.map((m) => Number(m.dataset.scale))")
@@ -194,7 +176,7 @@ def test_scale_lab_slider_chart_and_draggable_numbers(pages):
 def test_nibble_decoder_levels_of_every_decoder(pages):
     """The levels figure has one row per 4-bit decoder; each row's highlighted level follows the code."""
     with browser_page() as (page, log):
-        _open(page, pages, "nibble-decoder")
+        open_standalone(page, pages, "nibble-decoder")
 
         def row(key):
             return page.get_by_test_id(f"levels-{key}")

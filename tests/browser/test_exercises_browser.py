@@ -6,29 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import pytest
-from chromium import browser_page
-
-from widgets.build import standalone
+from chromium import browser_page, open_standalone
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("standalone-exercises")
-    standalone.write_all(directory)
-    return directory
-
-
-def _open(page, pages, slug, fragment=None):
-    url = (pages / f"{slug}.html").as_uri()
-    if fragment is not None:
-        url += "#" + quote(json.dumps(fragment))
-    page.goto(url)
-    page.wait_for_selector("body[data-ready='true']")
 
 
 def _answer(page, kind, text, press_enter=True):
@@ -48,7 +31,7 @@ def _fragment(page):
 
 def test_every_exercise_kind_wrong_then_right(pages):
     with browser_page() as (page, log):
-        _open(page, pages, "exercises")
+        open_standalone(page, pages, "exercises")
         kinds = page.locator("[data-exercise]").evaluate_all("(nodes) => nodes.map((n) => n.dataset.exercise)")
         assert len(kinds) == 16
         assert page.get_by_test_id("exercise-progress").inner_text() == "0 of 16 correct"
@@ -91,12 +74,12 @@ def test_every_exercise_kind_wrong_then_right(pages):
 
 def test_new_instance_and_the_seed_in_the_link(pages):
     with browser_page() as (page, log):
-        _open(page, pages, "exercises", {"seed": 5, "topic": 3})
+        open_standalone(page, pages, "exercises", {"seed": 5, "topic": 3})
         prompts = page.locator(".lab-exercise-prompt").all_inner_texts()
         assert len(prompts) == 2 and page.get_by_test_id("exercise-progress").inner_text() == "0 of 2 correct"
-        _open(page, pages, "exercises", {"seed": 6, "topic": 3})
+        open_standalone(page, pages, "exercises", {"seed": 6, "topic": 3})
         assert page.locator(".lab-exercise-prompt").all_inner_texts() != prompts
-        _open(page, pages, "exercises", {"seed": 5, "topic": 3})
+        open_standalone(page, pages, "exercises", {"seed": 5, "topic": 3})
         assert page.locator(".lab-exercise-prompt").all_inner_texts() == prompts
         section = _answer(page, "mxfp4-decode", "7")
         assert section.locator("[data-exercise-result]").count() == 1
@@ -114,7 +97,7 @@ def test_new_instance_and_the_seed_in_the_link(pages):
 
 def test_code_explorer_bits_and_value_box(pages):
     with browser_page() as (page, log):
-        _open(page, pages, "code-explorer")
+        open_standalone(page, pages, "code-explorer")
         assert page.get_by_test_id("code-value").inner_text() == "0.3125"
         assert (
             page.get_by_test_id("code-formula").inner_text() == "(+1) \u00d7 2^(5 \u2212 7) \u00d7 (1 + 2/8) = 0.3125"

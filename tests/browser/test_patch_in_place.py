@@ -7,8 +7,6 @@ from __future__ import annotations
 import pytest
 from chromium import browser_page
 
-from widgets.build import standalone
-
 pytestmark = pytest.mark.browser
 
 # Counts the elements the page creates from now on.
@@ -91,13 +89,6 @@ FIRST = {
         ("click", "button[data-focus='format-E4M3']", None, None),
     ],
 }
-
-
-@pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("standalone-patch")
-    standalone.write_all(directory)
-    return directory
 
 
 def _make(page, how, target, value):

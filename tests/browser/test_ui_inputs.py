@@ -7,11 +7,8 @@ by aria-describedby), log no console error, run no script, and never reach the p
 
 from __future__ import annotations
 
-import json
-from urllib.parse import quote
-
 import pytest
-from chromium import browser_page
+from chromium import browser_page, open_standalone
 
 from widgets.build import standalone
 
@@ -43,21 +40,6 @@ DEEP_ACTIVE = """() => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("standalone-ui")
-    standalone.write_all(directory)
-    return directory
-
-
-def _open(page, pages, slug, fragment=None):
-    url = (pages / f"{slug}.html").as_uri()
-    if fragment is not None:
-        url += "#" + quote(json.dumps(fragment))
-    page.goto(url)
-    page.wait_for_selector("body[data-ready='true']")
-
-
 def _field(probe, key):
     return next(field for field in probe["fields"] if field["key"] == key)
 
@@ -67,13 +49,13 @@ def test_every_text_field_survives_hostile_entries(pages, slug):
     with browser_page() as (page, log):
         dialogs = []
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-        _open(page, pages, slug)
+        open_standalone(page, pages, slug)
         before = page.evaluate(PROBE)
         keys = [field["key"] for field in before["fields"]]
         assert keys, f"{slug} has no text field"
         for key in keys:
             for entry in REFUSED + MAYBE:
-                _open(page, pages, slug)
+                open_standalone(page, pages, slug)
                 field = page.locator(f"#widget input[data-focus='{key}']")
                 field.fill(entry)
                 field.press("Enter")
@@ -97,7 +79,7 @@ def test_every_text_field_survives_hostile_entries(pages, slug):
 
 def test_ownership_tensor_scale_1e39_is_refused_in_the_labs_words(pages):
     with browser_page() as (page, log):
-        _open(page, pages, "ownership")
+        open_standalone(page, pages, "ownership")
         field = page.get_by_role("textbox", name="FP32 tensor scale (multiplier)")
         field.fill("1e39")
         field.press("Enter")
@@ -106,7 +88,7 @@ def test_ownership_tensor_scale_1e39_is_refused_in_the_labs_words(pages):
         assert _text(page, "nv-trace") == "element 0: 3 \u00d7 0.3125 \u00d7 1 = 0.9375"  # unchanged
         assert "tensor_scale" not in page.evaluate("decodeURIComponent(location.hash)")
         # the same value arriving in a link falls back to the defaults, with a message
-        _open(page, pages, "ownership", {"tensor_scale": 1e39})
+        open_standalone(page, pages, "ownership", {"tensor_scale": 1e39})
         assert "defaults" in page.locator("#link-note").inner_text()
         assert _text(page, "nv-trace").endswith("= 0.9375")
         assert page.evaluate(PROBE)["controls"] > 60
@@ -128,7 +110,7 @@ def _text(page, testid):
 )
 def test_bad_links_fall_back_to_the_defaults(pages, fragment):
     with browser_page() as (page, log):
-        _open(page, pages, "scale-lab", fragment)
+        open_standalone(page, pages, "scale-lab", fragment)
         assert "defaults" in page.locator("#link-note").inner_text()
         assert _text(page, "delta-y") == "\u22120.25"
         assert log.blocked == [] and log.console_errors == []
@@ -136,7 +118,7 @@ def test_bad_links_fall_back_to_the_defaults(pages, fragment):
 
 def test_scale_lab_saturates_a_huge_weight(pages):
     with browser_page() as (page, log):
-        _open(page, pages, "scale-lab", {"scale": 1})
+        open_standalone(page, pages, "scale-lab", {"scale": 1})
         field = page.get_by_role("textbox", name="weights w")
         field.fill("1e17, 0.3, 0.9, 1.7")
         field.press("Enter")
@@ -148,7 +130,7 @@ def test_scale_lab_saturates_a_huge_weight(pages):
 
 def test_focus_stays_on_the_control_through_re_renders(pages):
     with browser_page() as (page, log):
-        _open(page, pages, "nibble-decoder")
+        open_standalone(page, pages, "nibble-decoder")
         code = page.get_by_role("textbox", name="code (0..15, 0x\u2026 or 0b\u2026); \u2191 \u2193 step it")
         code.focus()
         page.keyboard.press("ArrowUp")
@@ -166,21 +148,21 @@ def test_focus_stays_on_the_control_through_re_renders(pages):
         page.keyboard.press("Space")
         assert page.evaluate(DEEP_ACTIVE) == "bit-0" and _text(page, "e2m1-value") == "\u22126"
 
-        _open(page, pages, "q4k-explorer")
+        open_standalone(page, pages, "q4k-explorer")
         explorer = page.locator("[data-focus='explorer']")
         explorer.focus()
         page.keyboard.press("ArrowRight")
         page.keyboard.press("ArrowRight")
         assert page.evaluate(DEEP_ACTIVE) == "explorer" and _text(page, "low-weight") == "3.5"
 
-        _open(page, pages, "ownership")
+        open_standalone(page, pages, "ownership")
         cell = page.get_by_role("button", name="element 3,", exact=False).first
         cell.focus()
         page.keyboard.press("Space")
         page.keyboard.press("Space")
         assert page.evaluate(DEEP_ACTIVE) == "mxfp4-3"
 
-        _open(page, pages, "scale-lab")
+        open_standalone(page, pages, "scale-lab")
         weights = page.get_by_role("textbox", name="weights w")
         weights.fill("1, 2, 3, 4")
         page.keyboard.press("Home")

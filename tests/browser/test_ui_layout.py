@@ -33,13 +33,6 @@ MEASURE = """() => {
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("standalone-layout")
-    standalone.write_all(directory)
-    return directory
-
-
-@pytest.fixture(scope="module")
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as playwright:
