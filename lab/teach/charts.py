@@ -291,9 +291,7 @@ def error_vs_scale_chart(w, inputs: dict[str, list[float]], scales) -> alt.Chart
     )
     zero = alt.Chart(alt.Data(values=[{"y": 0}])).mark_rule(color="#555").encode(y="y:Q")
     return _styled(
-        (zero + lines).properties(
-            height=300, title=_title("Error against scale", "The same weights, one line per input.")
-        )
+        (zero + lines).properties(height=300, title=_title("Error against scale", "Same weights; a line per input."))
     )
 
 
@@ -387,7 +385,7 @@ def bits_per_weight_chart(extra: dict[str, float] | None = None) -> alt.Chart:
     )
     return _styled(
         (bars + _row_names(alt.Chart(frame), "format", order, 1)).properties(
-            height=height, title=_title("Storage per weight", "Codes plus their scales, in bits.")
+            height=height, title=_title("Storage per weight", "Codes plus scales, in bits.")
         )
     )
 
@@ -421,7 +419,7 @@ def block_grid_chart(weights: ArrayLike, levels: ArrayLike, title: str = "A bloc
     )
     notes = (
         f"{weights.size} weights (orange bars).",
-        f"Blue rules: the {grid.size} values the codes decode to, {low:g} to {high:g}.",
+        f"Blue rules: the {grid.size} values the codes decode to, {low:g} to {high:g}.".replace("-", "\u2212"),
         "Shaded: beyond them, clipped.",
     )
     return _styled(alt.layer(shade, rules, bars).properties(height=220, title=_title(title, *notes)))
