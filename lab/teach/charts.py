@@ -1,8 +1,18 @@
 """Altair charts for the course, where a picture beats a table. Each takes plain inputs and
-computes nothing the codec modules do not already provide."""
+computes nothing the codec modules do not already provide.
+
+Every chart spans its output (width "container"), from a 390 px phone to a 1920 px projector. On
+the phone marimo leaves a chart about 316 px beside vega-embed's actions menu, and after the y
+axis the plot is about 265 px wide. Text never shrinks below 15 px, so whatever a chart writes is
+laid out for that narrowest plot: titles of a few words with the explanation wrapped into subtitle
+lines, y axis titles level above the plot, legends below it, category names written above their
+bars instead of beside them, and point labels only where they fit. Vega's fit sizing counts all of
+it, so anything wider than the plot would shrink the plot to make room.
+"""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING
 
@@ -15,11 +25,42 @@ from lab.numbers import position_text
 from lab.teach import scale, sizes
 
 if TYPE_CHECKING:
+    import marimo
+
     from lab.teach.pane.report import DeviceReport
 
 # Okabe–Ito colours, safe for the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
-_AXIS = {"labelFontSize": 15, "titleFontSize": 16}
+
+NARROWEST_PLOT = 260  # px: the plot on a 390 px phone, less a little
+TEXT_PX = 15  # no text in a chart is smaller
+CHAR_PX = 8  # the mean advance of a character of 15 px sans-serif prose (DejaVu Sans: about 7.8)
+LINE_CHARS = int(NARROWEST_PLOT // CHAR_PX)  # 32: a subtitle or label line that fits the narrowest plot
+LINE_PX = 19  # one line of 15 px text
+
+# Tick labels closer than labelSeparation are thinned out (the binned axes have many).
+_AXIS = {"labelFontSize": TEXT_PX, "titleFontSize": 16, "labelSeparation": 8}
+# The y axis title sits level above the plot, where it takes height instead of plot width, and
+# the grid lines stand in for tick marks there.
+_AXIS_Y = {
+    "titleAngle": 0,
+    "titleAlign": "left",
+    "titleBaseline": "bottom",
+    "titleX": 0,
+    "titleY": -10,
+    "ticks": False,
+    "labelPadding": 4,
+}
+
+# Text and the traced lanes are drawn in the foreground colour of the chart's theme: black, or
+# white on the dark grey of marimo's dark theme, where black would vanish. (Vega-Lite writes a
+# text mark's colour out as black, whatever the theme says for axis labels.)
+FOREGROUND = {"expr": "luminance(background) < 0.5 ? '#ffffff' : '#000000'"}
+
+# Drawn as SVG rather than marimo's default canvas: text stays sharp when a projector or a
+# browser zooms in, and the chart's layout (its plot area, its labels) is in the page, where the
+# browser tests measure it at phone and projector widths.
+EMBED_OPTIONS = {"renderer": "svg"}
 
 
 def _data(columns: dict) -> alt.Data:
@@ -29,22 +70,171 @@ def _data(columns: dict) -> alt.Data:
     return alt.Data(values=[dict(zip(names, row, strict=True)) for row in rows])
 
 
+def _wrap(text: str, chars: int = LINE_CHARS) -> list[str]:
+    """Lines of at most `chars` characters, broken at spaces; a longer word (a tensor's name)
+    breaks after a dot."""
+    pieces: list[tuple[str, str]] = []  # (text, what joins it to the piece before it)
+    for word in text.split():
+        parts = re.findall(r"[^.]+\.?|\.", word) if len(word) > chars else [word]
+        pieces += [(part, " " if i == 0 else "") for i, part in enumerate(parts)]
+    lines: list[str] = []
+    for piece, joint in pieces:
+        if lines and len(lines[-1]) + len(joint) + len(piece) <= chars:
+            lines[-1] += joint + piece
+        else:
+            lines.append(piece)
+    return lines
+
+
+def _title(text: str, *notes: str) -> alt.Title:
+    """A title of a few words over the plot, each note wrapped into subtitle lines below it. None
+    may be wider than the plot (`limit`): a line that is gets an ellipsis rather than squeezing
+    the plot."""
+    lines = [line for note in notes for line in _wrap(note)]
+    return alt.Title(text, subtitle=lines or alt.Undefined, anchor="start", frame="group", limit=alt.ExprRef("width"))
+
+
 def _styled(chart: alt.Chart) -> alt.Chart:
+    """The chart spanning its output, in the course's type sizes."""
     return (
-        chart.configure_axis(**_AXIS).configure_legend(labelFontSize=15, titleFontSize=16).configure_title(fontSize=18)
+        chart.properties(
+            width="container",
+            autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
+            padding={"left": 2, "top": 5, "right": 5, "bottom": 5},
+            usermeta={"embedOptions": EMBED_OPTIONS},
+        )
+        .configure_axis(**_AXIS)
+        .configure_axisY(**_AXIS_Y)
+        .configure_legend(
+            orient="bottom", labelFontSize=TEXT_PX, titleFontSize=16, labelLimit=NARROWEST_PLOT - 30, symbolSize=120
+        )
+        .configure_title(fontSize=18, subtitleFontSize=TEXT_PX, subtitlePadding=6, offset=14)
     )
 
 
-RULER_WIDTH = 620
+def _text_px(lines: list[str]) -> tuple[float, float]:
+    """The width and height of a label of these lines, generously estimated: capitals and digits
+    are wider than the mean (format names are mostly capitals)."""
+
+    def width(line: str) -> float:
+        return len(line) * CHAR_PX + 2.5 * sum(char.isupper() or char.isdigit() for char in line)
+
+    return max(map(width, lines)), len(lines) * LINE_PX
+
+
+def _span(values, *, log: bool = False, pad: float = 0.06) -> list[float]:
+    """A scale domain around `values`: padded a little, or whole decades on a log axis, so that
+    the pixel position of every point is known here, where the labels are placed."""
+    low, high = float(np.min(values)), float(np.max(values))
+    if log:
+        return [10.0 ** math.floor(math.log10(low)), 10.0 ** math.ceil(math.log10(high))]
+    reach = (high - low) or abs(high) or 1.0
+    return [low - pad * reach, high + pad * reach]
+
+
+def _position(value: float, domain: list[float], pixels: float, *, log: bool = False) -> float:
+    if log:
+        value, domain = math.log(value), [math.log(end) for end in domain]
+    return (value - domain[0]) / (domain[1] - domain[0]) * pixels
+
+
+def _place_labels(points, marks, height: float, width: float = NARROWEST_PLOT, gap: float = 8) -> list[str | None]:
+    """Where each scatter point's label goes: "left" (the text starts just right of the point) or
+    "right" (it ends just left of it), or None where neither fits inside the plot without covering
+    a label already placed or any of the `marks` (every point drawn, as (x px, y px)). `points`
+    are (x px, y px, lines of text), most important first. Positions are in the narrowest plot;
+    the plot only widens from there, and what fits there fits at every width."""
+    placed: list[tuple[float, float, float, float, float]] = []  # a label's box and its point's x
+    radius = 6  # of a drawn point
+
+    def clear(box, x) -> bool:
+        # Beside each other, a label must be on the same side of the other as its point is: as
+        # the plot widens the points part, and labels that cross would meet.
+        return all(
+            box[3] <= b[1] or b[3] <= box[1] or (box[2] <= b[0] and x <= bx) or (b[2] <= box[0] and bx <= x)
+            for *b, bx in placed
+        )
+
+    sides: list[str | None] = []
+    for x, y, lines in points:
+        w, h = _text_px(lines)
+        side = None
+        for align, left in (("left", x + gap), ("right", x - gap - w)):
+            box = (left, y - h / 2, left + w, y + h / 2)
+            inside = box[0] >= 0 and box[2] <= width and box[1] >= 0 and box[3] <= height
+            covers = any(
+                box[0] - radius < mx < box[2] + radius and box[1] - radius < my < box[3] + radius for mx, my in marks
+            )
+            if inside and not covers and clear(box, x):
+                placed.append((*box, x))
+                side = align
+                break
+        sides.append(side)
+    return sides
+
+
+def _label_sides(xs, ys, labels, order, height: float, marks=()) -> list[str | None]:
+    """_place_labels for the points whose pixel positions are `xs`, `ys` (in the narrowest plot),
+    trying them in `order`; every one of them, and any other `marks`, is kept clear. The sides come
+    back in the points' own order."""
+    placed = _place_labels(
+        [(xs[i], ys[i], labels[i]) for i in order], [*zip(xs, ys, strict=True), *marks], height=height
+    )
+    sides: list[str | None] = [None] * len(xs)
+    for i, side in zip(order, placed, strict=True):
+        sides[i] = side
+    return sides
+
+
+def _point_labels(base: alt.Chart) -> list[alt.Chart]:
+    """Text layers for the labels _place_labels placed, one per side: Vega-Lite aligns a text
+    mark's items all alike."""
+    return [
+        base.transform_filter(alt.datum["label side"] == side)
+        .mark_text(align=side, dx=8 if side == "left" else -8, fontSize=TEXT_PX, lineHeight=LINE_PX, color=FOREGROUND)
+        .encode(text="label:N")
+        for side in ("left", "right")
+    ]
+
+
+def _row_scale(rows: int, label_lines: int, bar_px: int) -> tuple[alt.Scale, int]:
+    """A band scale for horizontal bars with their names written above them, and the chart's
+    height: each row is `label_lines` lines of text, then a bar (or group of bars) `bar_px` high."""
+    step = _label_px(label_lines) + bar_px
+    gap = _label_px(label_lines) / step
+    # align=1 puts all the outer padding at the top, where the first row's name goes.
+    return alt.Scale(paddingInner=gap, paddingOuter=gap / 2, align=1), rows * step
+
+
+def _label_px(label_lines: int) -> int:
+    """The gap above a row's bars that holds its name: more space above the name than below, so
+    that it reads with the bars under it."""
+    return label_lines * LINE_PX + 10
+
+
+def _row_names(base: alt.Chart, field: str, sort, label_lines: int) -> alt.Chart:
+    """The rows' names (a "name" field, a list of lines) written left-aligned in the gap above each
+    row's bars, on the same band scale."""
+    return base.mark_text(
+        align="left",
+        baseline="top",
+        dy=8 - _label_px(label_lines),
+        fontSize=TEXT_PX,
+        lineHeight=LINE_PX,
+        color=FOREGROUND,
+    ).encode(x=alt.value(0), y=alt.Y(f"{field}:N", sort=sort, bandPosition=0, axis=None), text="name:N")
+
+
 RULER_DOMAIN = (-6.5, 6.5)
-# Label rows sit this far below the ticks. Neighbouring marks near zero are 0.5 apart, about 24 px
-# at this width, narrower than a label like "−0.5", so neighbours take alternate rows.
-RULER_LABEL_OFFSETS = (30, 50)
+# Label rows, in px from the ticks: below and above, near and far. Neighbouring marks near zero
+# are 0.5 apart, about 10 px on the narrowest plot, far narrower than a label like "−0.5", so
+# four neighbours in a row take four rows and labels in one row are at least 2 apart (40 px).
+RULER_LABEL_OFFSETS = (34, -34, 54, -54)
 
 
 def e2m1_ruler_chart() -> alt.Chart:
-    """The fifteen distinct E2M1 values on a line, with the gap to the next mark; labels alternate
-    between two rows so that no two in a row overlap."""
+    """The fifteen distinct E2M1 values on a line, with the gap to the next mark; labels take
+    turns between four rows so that no two in a row overlap."""
     values = np.unique(e2m1.VALUES.astype(np.float64) + 0.0)
     gaps = np.append(np.diff(values), 0.0)
     rows = np.arange(values.size) % len(RULER_LABEL_OFFSETS)
@@ -60,13 +250,13 @@ def e2m1_ruler_chart() -> alt.Chart:
     labels = [
         alt.Chart(frame)
         .transform_filter(alt.datum["label row"] == row)
-        .mark_text(dy=offset, fontSize=14)
+        .mark_text(dy=offset, fontSize=TEXT_PX, color=FOREGROUND)
         .encode(x="value:Q", text="label:N")
         for row, offset in enumerate(RULER_LABEL_OFFSETS)
     ]
     return _styled(
         alt.layer(marks, *labels).properties(
-            height=130, width=RULER_WIDTH, title="Every E2M1 value: dense near zero, sparse at the top"
+            height=150, title=_title("Every E2M1 value", "Dense near zero, sparse far out.")
         )
     )
 
@@ -85,18 +275,29 @@ def error_vs_scale_chart(w, inputs: dict[str, list[float]], scales) -> alt.Chart
         .encode(
             x=alt.X("scale:Q", scale=alt.Scale(type="log", base=2), title="scale (log₂ axis)"),
             y=alt.Y("Δy:Q", title="signed output error Δy"),
-            color=alt.Color("input:N", scale=alt.Scale(range=PALETTE), title="input x"),
+            color=alt.Color(
+                "input:N",
+                scale=alt.Scale(range=PALETTE),
+                title="input x",
+                # "last weight dominant [0, 0, 0, 4]": the name over the vector, in two lines.
+                legend=alt.Legend(
+                    columns=1,
+                    labelExpr="indexof(datum.label, ' [') > 0 ? [slice(datum.label, 0, indexof(datum.label, ' [')),"
+                    " slice(datum.label, indexof(datum.label, ' [') + 1)] : datum.label",
+                ),
+            ),
             tooltip=["input:N", "scale:Q", "Δy:Q"],
         )
     )
     zero = alt.Chart(alt.Data(values=[{"y": 0}])).mark_rule(color="#555").encode(y="y:Q")
     return _styled(
-        (zero + lines).properties(height=300, width=620, title="The same weights, different inputs, different errors")
+        (zero + lines).properties(height=300, title=_title("Error against scale", "Same weights; a line per input."))
     )
 
 
-# Black is kept for the traced lanes, so the eight subblocks take the other seven colours and a grey.
-TRACED_COLOUR = "#000000"
+# The foreground (black, or white on a dark chart) is kept for the traced lanes, so the eight
+# subblocks take the Okabe–Ito colours but black, and a grey.
+TRACED_COLOUR = FOREGROUND
 SUBBLOCK_COLOURS = [*PALETTE[:7], "#8C8C8C"]
 
 
@@ -114,7 +315,12 @@ def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> alt.Chart:
         .encode(
             x=x,
             y=alt.Y("weight:Q", title="reconstructed weight"),
-            color=alt.Color("subblock:N", scale=alt.Scale(range=SUBBLOCK_COLOURS), title="subblock j"),
+            color=alt.Color(
+                "subblock:N",
+                scale=alt.Scale(range=SUBBLOCK_COLOURS),
+                title="subblock j",
+                legend=alt.Legend(columns=4, symbolType="square"),
+            ),
             tooltip=["lane:Q", "weight:Q", "subblock:N"],
         )
     )
@@ -126,6 +332,8 @@ def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> alt.Chart:
             "label": [f"lane {lane}: {weights[lane]:g}" for lane in traced_lanes],
             # Pixel rows for the labels, alternating, so two nearby lanes' labels never collide.
             "label y": [12 + 20 * (i % 2) for i in range(len(traced_lanes))],
+            # A label reads away from the nearer edge, so it stays inside the plot.
+            "label side": ["left" if lane < weights.size / 2 else "right" for lane in traced_lanes],
         }
     )
     rule = alt.Chart(traced).mark_rule(color=TRACED_COLOUR, strokeWidth=2, strokeDash=[4, 3]).encode(x="lane:Q")
@@ -135,14 +343,19 @@ def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> alt.Chart:
         .mark_point(color=TRACED_COLOUR, filled=True, size=120, shape="diamond")
         .encode(x="lane:Q", y="weight:Q", tooltip=["label:N"])
     )
-    label = (
+    labels = [
         alt.Chart(traced)
-        .mark_text(align="left", dx=5, fontSize=15, fontWeight="bold", color=TRACED_COLOUR)
+        .transform_filter(alt.datum["label side"] == side)
+        .mark_text(align=side, dx=5 if side == "left" else -5, fontSize=15, fontWeight="bold", color=TRACED_COLOUR)
         .encode(x="lane:Q", y=alt.Y("label y:Q", scale=None), text="label:N")
-    )
+        for side in ("left", "right")
+    ]
     return _styled(
-        alt.layer(bars, rule, bar, point, label).properties(
-            height=280, width=660, title="256 lanes, eight subblocks of 32 (traced lanes in black)"
+        alt.layer(bars, rule, bar, point, *labels).properties(
+            height=300,
+            title=_title(
+                "One Q4_K block", "256 lanes in eight subblocks of 32; a traced lane is dashed and named at the top."
+            ),
         )
     )
 
@@ -154,31 +367,30 @@ def bits_per_weight_chart(extra: dict[str, float] | None = None) -> alt.Chart:
         if bits in (4, 8):
             entries[f"MLX affine {bits}-bit g{group}"] = bpw
     entries.update(extra or {})
-    frame = _data({"format": list(entries), "bits per weight": list(entries.values())})
+    frame = alt.Data(
+        values=[
+            {"format": name, "bits per weight": bpw, "name": [f"{name}: {bpw:.4g}"]} for name, bpw in entries.items()
+        ]
+    )
+    rows, height = _row_scale(len(entries), 1, 12)
+    order = alt.EncodingSortField("bits per weight", order="ascending")
     bars = (
         alt.Chart(frame)
         .mark_bar(color=PALETTE[0])
         .encode(
             x=alt.X("bits per weight:Q"),
-            y=alt.Y("format:N", sort="x", title=None),
+            y=alt.Y("format:N", sort=order, scale=rows, axis=None),
             tooltip=["format:N", "bits per weight:Q"],
         )
     )
-    text = (
-        alt.Chart(frame)
-        .mark_text(align="left", dx=4, fontSize=14)
-        .encode(x="bits per weight:Q", y=alt.Y("format:N", sort="x"), text=alt.Text("bits per weight:Q", format=".4g"))
-    )
     return _styled(
-        (bars + text).properties(
-            height=28 * len(entries), width=560, title="Storage per weight: codes plus their scales"
+        (bars + _row_names(alt.Chart(frame), "format", order, 1)).properties(
+            height=height, title=_title("Storage per weight", "Codes plus scales, in bits.")
         )
     )
 
 
-def block_grid_chart(
-    weights: ArrayLike, levels: ArrayLike, title: str = "The block's weights on the format's grid"
-) -> alt.LayerChart:
+def block_grid_chart(weights: ArrayLike, levels: ArrayLike, title: str = "A block on its grid") -> alt.LayerChart:
     """A histogram of a block's weights with the values its codes decode to at this block's scale
     drawn as vertical rules, and the range beyond the outermost level shaded: weights there clip."""
     weights = np.asarray(weights, dtype=np.float64).ravel()
@@ -205,10 +417,12 @@ def block_grid_chart(
             y=alt.Y("count():Q", title="weights"),
         )
     )
-    subtitle = f"{weights.size} weights; blue rules: the {grid.size} values the codes decode to, {low:g} to {high:g}; shaded: clipped"
-    return _styled(
-        alt.layer(shade, rules, bars).properties(height=220, width=620, title=alt.Title(title, subtitle=subtitle))
+    notes = (
+        f"{weights.size} weights (orange bars).",
+        f"Blue rules: the {grid.size} values the codes decode to, {low:g} to {high:g}.".replace("-", "\u2212"),
+        "Shaded: beyond them, clipped.",
     )
+    return _styled(alt.layer(shade, rules, bars).properties(height=220, title=_title(title, *notes)))
 
 
 def difference_rows(report: DeviceReport) -> list[dict]:
@@ -239,23 +453,43 @@ def difference_chart(report: DeviceReport) -> alt.LayerChart | None:
     rows = difference_rows(report)
     if not rows:
         return None
+    compared = list(dict.fromkeys(row["compared"] for row in rows))
+    groups = list(dict.fromkeys(row["group"] for row in rows))
+    names = [_wrap(name) for name in compared]
+    y_scale, height = _row_scale(len(compared), max(map(len, names)), 10 * len(groups))
     frame = alt.Data(values=rows)
     bars = (
         alt.Chart(frame)
         .mark_bar()
         .encode(
-            x=alt.X("max abs diff:Q", title="largest |difference| in the group (0: bit-identical)"),
-            y=alt.Y("compared:N", title=None),
-            yOffset=alt.YOffset("group:N"),
-            color=alt.Color("group:N", scale=alt.Scale(range=SUBBLOCK_COLOURS), title="group"),
+            x=alt.X("max abs diff:Q", title="largest |difference|"),
+            y=alt.Y("compared:N", sort=compared, scale=y_scale, axis=None),
+            yOffset=alt.YOffset("group:N", sort=groups),
+            color=alt.Color(
+                "group:N",
+                sort=groups,
+                scale=alt.Scale(range=SUBBLOCK_COLOURS),
+                title="group",
+                # Two columns where the names are short ("subblock 3"), else one.
+                legend=alt.Legend(columns=2 if max(map(len, groups)) <= 12 else 1),
+            ),
             tooltip=["compared:N", "group:N", "max abs diff:Q", "not identical:Q"],
         )
     )
-    groups = len({row["group"] for row in rows})
-    compared = len({row["compared"] for row in rows})
+    # The names come from a lookup, so the chart's own data stays the report's rows.
+    lines = alt.Data(values=[{"compared": name, "name": lines} for name, lines in zip(compared, names, strict=True)])
+    row_names = _row_names(
+        alt.Chart(frame)
+        .transform_filter(alt.datum.group == groups[0])
+        .transform_lookup(lookup="compared", from_=alt.LookupData(data=lines, key="compared", fields=["name"])),
+        "compared",
+        compared,
+        max(map(len, names)),
+    )
     return _styled(
-        bars.properties(
-            height=max(60, 14 * groups * compared), width=420, title="On device: where MLX and the lab differ"
+        (bars + row_names).properties(
+            height=height,
+            title=_title("MLX beside the lab", "The largest |MLX − lab| in each group; 0: bit-identical."),
         )
     )
 
@@ -275,29 +509,41 @@ def _measured(records: list[dict], format_name: str) -> list[dict]:
     return [row for row in records if row["format"] == format_name and not row["skipped"]]
 
 
+def _short_tensor(tensor: str) -> str:
+    """'encoder.layer.3.attention.self.query.weight' -> 'layer.3.attention.self.query'."""
+    return tensor.removeprefix("encoder.").removesuffix(".weight")
+
+
 def tensor_error_chart(records: list[dict], format_name: str) -> alt.Chart:
     """Relative RMSE of every tensor the format took (worst first), coloured by layer type;
     `records` are a real-weights report's records()."""
     rows = _measured(records, format_name)
-    frame = _data(
-        {
-            "tensor": [row["tensor"] for row in rows],
-            "layer type": [layer_type(row["tensor"]) for row in rows],
-            "relative RMSE": [row["relative_rmse"] for row in rows],
-        }
+    frame = alt.Data(
+        values=[
+            {
+                "tensor": row["tensor"],
+                "layer type": layer_type(row["tensor"]),
+                "relative RMSE": row["relative_rmse"],
+                "name": _wrap(_short_tensor(row["tensor"])),
+            }
+            for row in rows
+        ]
     )
-    bars = (
-        alt.Chart(frame)
-        .mark_bar()
-        .encode(
-            x=alt.X("relative RMSE:Q"),
-            y=alt.Y("tensor:N", sort="-x", title=None, axis=alt.Axis(labelFontSize=10)),
-            color=alt.Color("layer type:N", scale=alt.Scale(range=LAYER_COLOURS)),
-            tooltip=["tensor:N", "layer type:N", "relative RMSE:Q"],
-        )
+    order = alt.EncodingSortField("relative RMSE", order="descending")
+    label_lines = max([len(_wrap(_short_tensor(row["tensor"]))) for row in rows] or [1])
+    y_scale, height = _row_scale(len(rows), label_lines, 7)
+    base = alt.Chart(frame)
+    bars = base.mark_bar().encode(
+        x=alt.X("relative RMSE:Q"),
+        y=alt.Y("tensor:N", sort=order, scale=y_scale, axis=None),
+        color=alt.Color("layer type:N", scale=alt.Scale(range=LAYER_COLOURS), legend=alt.Legend(columns=1)),
+        tooltip=["tensor:N", "layer type:N", "relative RMSE:Q"],
     )
+    names = _row_names(base, "tensor", order, label_lines)
     return _styled(
-        bars.properties(height=max(80, 12 * len(rows)), width=420, title=f"{format_name}: relative RMSE per tensor")
+        (bars + names).properties(
+            height=max(80, height), title=_title("Relative RMSE per tensor", f"{format_name}, worst first.")
+        )
     )
 
 
@@ -318,61 +564,103 @@ def outlier_chart(records: list[dict], format_name: str) -> alt.Chart:
         .encode(
             x=alt.X("outlier share:Q", axis=alt.Axis(format="%")),
             y=alt.Y("relative RMSE:Q"),
-            color=alt.Color("layer type:N", scale=alt.Scale(range=LAYER_COLOURS)),
+            color=alt.Color("layer type:N", scale=alt.Scale(range=LAYER_COLOURS), legend=alt.Legend(columns=1)),
             tooltip=["tensor:N", "outlier share:Q", "relative RMSE:Q"],
         )
     )
-    return _styled(points.properties(height=300, width=520, title=f"{format_name}: do outliers cost accuracy?"))
+    note = f"{format_name}, one point per tensor. Outliers: weights beyond 6 × the tensor's RMS."
+    return _styled(points.properties(height=300, title=_title("Outliers against error", note)))
 
 
-def _heatmap(matrix, labels: list[str], title: str) -> alt.Chart:
+def _heatmap(matrix, labels: list[str], title: str, legend: bool) -> alt.Chart:
+    """One cosine matrix; rows and columns are numbered, and a cell's tooltip names its sentences."""
     rows, cols = np.indices(np.shape(matrix))
+    numbers = [str(i + 1) for i in range(len(labels))]
     frame = _data(
         {
-            "row": [labels[i] for i in rows.ravel()],
-            "column": [labels[j] for j in cols.ravel()],
+            "row": [numbers[i] for i in rows.ravel()],
+            "column": [numbers[j] for j in cols.ravel()],
+            "row sentence": [labels[i] for i in rows.ravel()],
+            "column sentence": [labels[j] for j in cols.ravel()],
             "cosine": np.round(np.asarray(matrix, dtype=np.float64).ravel(), 4),
         }
     )
-    return (
+    colour = alt.Color(
+        "cosine:Q",
+        scale=alt.Scale(scheme="viridis", domain=[0, 1]),
+        title="cosine",
+        legend=alt.Legend(direction="horizontal", gradientLength=220, values=[0, 0.5, 1]) if legend else None,
+    )
+    return _styled(
         alt.Chart(frame)
         .mark_rect()
         .encode(
-            x=alt.X("column:N", sort=labels, title=None, axis=alt.Axis(labels=False, ticks=False)),
-            y=alt.Y("row:N", sort=labels, title=None),
-            color=alt.Color("cosine:Q", scale=alt.Scale(scheme="viridis", domain=[0, 1]), title="cosine"),
-            tooltip=["row:N", "column:N", "cosine:Q"],
+            x=alt.X("column:N", sort=numbers, title=None, axis=alt.Axis(labelAngle=0, orient="top")),
+            y=alt.Y("row:N", sort=numbers, title=None),
+            color=colour,
+            tooltip=["row sentence:N", "column sentence:N", "cosine:Q"],
         )
-        .properties(width=260, height=260, title=title)
+        .properties(height=300, title=_title(title, "Sentences 1 to 10, in pairs."))
     )
 
 
-def similarity_heatmaps_chart(fp32, quantized, labels: list[str], format_title: str) -> alt.Chart:
-    """The sentences' cosine matrix from the float32 model beside the same from a quantized one."""
-    return _styled(
-        alt.hconcat(_heatmap(fp32, labels, "float32"), _heatmap(quantized, labels, format_title)).resolve_scale(
-            color="shared"
-        )
-    )
+def similarity_heatmaps_chart(fp32, quantized, labels: list[str], format_title: str) -> marimo.Html:
+    """The sentences' cosine matrix from the float32 model beside the same from a quantized one:
+    two charts side by side where they fit (each at least 22 rem wide), one above the other on a
+    phone. Vega-Lite sizes a concatenation only in fixed pixels, so the two are separate charts,
+    placed by a CSS grid."""
+    import marimo as mo
+
+    charts = [_heatmap(fp32, labels, "float32", legend=False), _heatmap(quantized, labels, format_title, legend=True)]
+    grid = "display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 22rem), 1fr)); gap: 1rem 2rem"
+    return mo.Html(f'<div style="{grid}">{"".join(mo.as_html(chart).text for chart in charts)}</div>')
 
 
 def per_sentence_cosine_chart(cosines, labels: list[str], format_title: str) -> alt.Chart:
-    """How far each sentence's quantized embedding turned from its float32 one: 1 − cosine, per sentence."""
-    frame = _data({"sentence": labels, "1 − cosine": 1.0 - np.asarray(cosines, dtype=np.float64)})
+    """How far each sentence's quantized embedding turned from its float32 one: 1 − cosine, per
+    sentence, numbered as in the heatmaps."""
+    names = [_wrap(f"{i + 1} · {label}") for i, label in enumerate(labels)]
+    distance = (1.0 - np.asarray(cosines, dtype=np.float64)).tolist()
+    frame = alt.Data(
+        values=[
+            {"sentence": label, "1 − cosine": value, "name": name}
+            for label, value, name in zip(labels, distance, names, strict=True)
+        ]
+    )
+    y_scale, height = _row_scale(len(labels), max(map(len, names)), 12)
     bars = (
         alt.Chart(frame)
         .mark_bar(color=PALETTE[3])
         .encode(
-            x=alt.X("1 − cosine:Q", title="1 − cosine(float32, quantized)"),
-            y=alt.Y("sentence:N", sort=labels, title=None),
+            x=alt.X("1 − cosine:Q", title="1 − cosine to float32"),
+            y=alt.Y("sentence:N", sort=labels, scale=y_scale, axis=None),
             tooltip=["sentence:N", alt.Tooltip("1 − cosine:Q", format=".2e")],
         )
     )
-    return _styled(bars.properties(width=460, height=24 * len(labels), title=f"Each sentence, {format_title}"))
+    return _styled(
+        (bars + _row_names(alt.Chart(frame), "sentence", labels, max(map(len, names)))).properties(
+            height=height, title=_title("Each sentence", f"{format_title} against float32.")
+        )
+    )
 
 
 def retrieval_quality_chart(rows: list[dict]) -> alt.Chart:
-    """Top-1 accuracy and MRR of every format against its bits per weight (log axis)."""
+    """Top-1 accuracy and MRR of every format against its bits per weight (log axis); formats are
+    named beside their top-1 points where a name fits."""
+    height = 340
+    bits = [row["bits_per_weight"] for row in rows]
+    scores = [row[key] for row in rows for key in ("top1", "mrr")]
+    x_domain = [2.0 ** math.floor(math.log2(min(bits))), 2.0 ** math.ceil(math.log2(max(bits)))]
+    y_domain = _span(scores)
+    xs = [_position(b, x_domain, NARROWEST_PLOT, log=True) for b in bits]
+    top1 = [height - _position(row["top1"], y_domain, height) for row in rows]
+    mrr = [height - _position(row["mrr"], y_domain, height) for row in rows]
+    # The extremes first: they carry the story (where answers break, and the float32 reference).
+    ends = (bits.index(min(bits)), bits.index(max(bits)))
+    order = sorted(range(len(rows)), key=lambda i: (i not in ends, bits[i]))
+    sides = _label_sides(
+        xs, top1, [[row["title"]] for row in rows], order, height, marks=list(zip(xs, mrr, strict=True))
+    )
     frame = alt.Data(
         values=[
             {
@@ -381,15 +669,20 @@ def retrieval_quality_chart(rows: list[dict]) -> alt.Chart:
                 "measure": measure,
                 "score": row[key],
                 "Linears kept float32": row["fallbacks"],
+                "label": row["title"],
+                "label side": sides[i] if key == "top1" else None,
             }
-            for row in rows
+            for i, row in enumerate(rows)
             for measure, key in (("top-1", "top1"), ("MRR", "mrr"))
         ]
     )
     base = alt.Chart(frame).encode(
-        x=alt.X("bits per weight:Q", scale=alt.Scale(type="log", base=2), title="bits per weight (log₂ axis)"),
-        y=alt.Y("score:Q", scale=alt.Scale(zero=False), title="retrieval score"),
-        color=alt.Color("measure:N", scale=alt.Scale(range=PALETTE), title=None),
+        x=alt.X(
+            "bits per weight:Q",
+            scale=alt.Scale(type="log", base=2, domain=x_domain, nice=False),
+            title="bits per weight (log₂ axis)",
+        ),
+        y=alt.Y("score:Q", scale=alt.Scale(domain=y_domain, nice=False, zero=False), title="retrieval score"),
         tooltip=[
             "format:N",
             "bits per weight:Q",
@@ -398,17 +691,42 @@ def retrieval_quality_chart(rows: list[dict]) -> alt.Chart:
             "Linears kept float32:Q",
         ],
     )
-    points = base.mark_point(size=120, filled=True)
-    labels = base.transform_filter(alt.datum.measure == "top-1").mark_text(dy=-12, fontSize=12).encode(text="format:N")
-    return _styled((points + labels).properties(width=620, height=340, title="Where answers start to break"))
+    points = base.mark_point(size=120, filled=True).encode(
+        color=alt.Color("measure:N", scale=alt.Scale(range=PALETTE), title=None)
+    )
+    return _styled(
+        alt.layer(points, *_point_labels(base)).properties(
+            height=height,
+            title=_title("Where answers break", "Named where a name fits; every point names itself on hover."),
+        )
+    )
 
 
 def layer_errors_chart(records: list[dict], format_title: str) -> alt.Chart:
-    """Each Linear's weight error against its output error on real inputs; disagreeing layers labelled."""
-    frame = alt.Data(values=[dict(record, short=record["layer"].removeprefix("encoder.")) for record in records])
+    """Each Linear's weight error against its output error on real inputs; disagreeing layers
+    named where a name fits."""
+    height = 360
+    x_domain = _span([record["weight_error"] for record in records])
+    y_domain = _span([record["output_error"] for record in records])
+    shorts = [record["layer"].removeprefix("encoder.") for record in records]
+    # "layer.5.attention.output.dense" -> "layer 5" over "attention.output.dense"
+    labels = [
+        [f"layer {m[1]}", m[2]] if (m := re.fullmatch(r"layer\.(\d+)\.(.+)", short)) else _wrap(short)
+        for short in shorts
+    ]
+    xs = [_position(record["weight_error"], x_domain, NARROWEST_PLOT) for record in records]
+    ys = [height - _position(record["output_error"], y_domain, height) for record in records]
+    disagreeing = [i for i, record in enumerate(records) if record["disagreeing"]]
+    sides = _label_sides(xs, ys, labels, disagreeing, height)
+    frame = alt.Data(
+        values=[
+            dict(record, short=short, label=label, **{"label side": sides[i]})
+            for i, (record, short, label) in enumerate(zip(records, shorts, labels, strict=True))
+        ]
+    )
     base = alt.Chart(frame).encode(
-        x=alt.X("weight_error:Q", scale=alt.Scale(zero=False), title="weight error ‖Ŵ − W‖ / ‖W‖"),
-        y=alt.Y("output_error:Q", scale=alt.Scale(zero=False), title="output error ‖(Ŵ − W)x‖ / ‖Wx‖"),
+        x=alt.X("weight_error:Q", scale=alt.Scale(domain=x_domain, nice=False), title="weight error ‖Ŵ−W‖/‖W‖"),
+        y=alt.Y("output_error:Q", scale=alt.Scale(domain=y_domain, nice=False), title="output error ‖(Ŵ−W)x‖/‖Wx‖"),
         tooltip=[
             "short:N",
             alt.Tooltip("weight_error:Q", format=".4f"),
@@ -421,11 +739,14 @@ def layer_errors_chart(records: list[dict], format_title: str) -> alt.Chart:
     points = base.mark_point(size=90, filled=True).encode(
         color=alt.Color("disagreeing:N", scale=alt.Scale(range=[PALETTE[0], PALETTE[3]]), title="rank moves most")
     )
-    labels = (
-        base.transform_filter("datum.disagreeing").mark_text(align="left", dx=8, fontSize=12).encode(text="short:N")
-    )
     return _styled(
-        (points + labels).properties(width=620, height=360, title=f"{format_title}: weight error is not output error")
+        alt.layer(points, *_point_labels(base)).properties(
+            height=height,
+            title=_title(
+                "Weight vs output error",
+                f"{format_title}, one point per Linear: the two errors rank layers differently.",
+            ),
+        )
     )
 
 
@@ -443,16 +764,41 @@ def channel_outliers_chart(rms, top_channels, layer: str) -> alt.Chart:
             tooltip=["channel:Q", alt.Tooltip("RMS:Q", format=".3f")],
         )
     )
-    return _styled(bars.properties(width=660, height=240, title=f"Inputs of {layer.removeprefix('encoder.')}"))
+    return _styled(bars.properties(height=240, title=_title("Input channels", f"Of {layer.removeprefix('encoder.')}.")))
 
 
 def pareto_chart(rows: list[dict], source: str) -> alt.Chart:
-    """Relative error against bits per weight for every format on one source; the Pareto front joined and filled."""
+    """Relative error against bits per weight for every format on one source; the Pareto front
+    joined, and formats named where a name fits (the front's first)."""
+    height = 360
     measured = [row for row in rows if row["source"] == source and row["relative_error"] is not None]
-    frame = alt.Data(values=[dict(row, front="on the front" if row["on_front"] else "dominated") for row in measured])
+    x_domain = [
+        math.floor(min(row["bits_per_weight"] for row in measured)),
+        math.ceil(max(row["bits_per_weight"] for row in measured)),
+    ]
+    y_domain = _span([row["relative_error"] for row in measured], log=True)
+    xs = [_position(row["bits_per_weight"], x_domain, NARROWEST_PLOT) for row in measured]
+    ys = [height - _position(row["relative_error"], y_domain, height, log=True) for row in measured]
+    order = sorted(range(len(measured)), key=lambda i: (not measured[i]["on_front"], measured[i]["bits_per_weight"]))
+    sides = _label_sides(xs, ys, [[row["title"]] for row in measured], order, height)
+    frame = alt.Data(
+        values=[
+            dict(
+                row,
+                front="on the front" if row["on_front"] else "dominated",
+                label=row["title"],
+                **{"label side": sides[i]},
+            )
+            for i, row in enumerate(measured)
+        ]
+    )
     base = alt.Chart(frame).encode(
-        x=alt.X("bits_per_weight:Q", scale=alt.Scale(zero=False), title="bits per weight"),
-        y=alt.Y("relative_error:Q", scale=alt.Scale(type="log"), title="relative error ‖ŵ − w‖ / ‖w‖ (log axis)"),
+        x=alt.X("bits_per_weight:Q", scale=alt.Scale(domain=x_domain, nice=False), title="bits per weight"),
+        y=alt.Y(
+            "relative_error:Q",
+            scale=alt.Scale(type="log", domain=y_domain, nice=False),
+            title="relative error (log axis)",
+        ),
         tooltip=["title:N", "bits_per_weight:Q", alt.Tooltip("relative_error:Q", format=".4f"), "front:N"],
     )
     points = base.mark_point(size=110, filled=True).encode(
@@ -461,28 +807,38 @@ def pareto_chart(rows: list[dict], source: str) -> alt.Chart:
         )
     )
     front = base.transform_filter("datum.on_front").mark_line(color=PALETTE[3]).encode(order="bits_per_weight:Q")
-    labels = base.mark_text(align="left", dx=8, fontSize=11).encode(text="title:N")
-    return _styled((front + points + labels).properties(width=620, height=360, title=f"Error against cost: {source}"))
+    return _styled(
+        alt.layer(front, points, *_point_labels(base)).properties(
+            height=height, title=_title("Error against cost", source, "Relative error ‖ŵ − w‖ / ‖w‖.")
+        )
+    )
 
 
 def block_outlier_chart(rows: list[dict]) -> alt.Chart:
     """RMS error of the other weights in the block holding one outlier, per format, with and without it."""
+    cases = ["with the outlier", "without"]
+    formats = [row["title"] for row in rows]
     frame = alt.Data(
         values=[
-            {"format": row["title"], "case": case, "RMS error of the others": row[key]}
+            {"format": row["title"], "case": case, "RMS error of the others": row[key], "name": [row["title"]]}
             for row in rows
-            for case, key in (("with the outlier", "others_rms_error"), ("without", "others_rms_error_without_outlier"))
+            for case, key in zip(cases, ("others_rms_error", "others_rms_error_without_outlier"), strict=True)
         ]
     )
+    y_scale, height = _row_scale(len(rows), 1, 16)
     bars = (
         alt.Chart(frame)
         .mark_bar()
         .encode(
-            y=alt.Y("format:N", sort=None, title=None),
+            y=alt.Y("format:N", sort=formats, scale=y_scale, axis=None),
             x=alt.X("RMS error of the others:Q"),
-            yOffset=alt.YOffset("case:N"),
-            color=alt.Color("case:N", scale=alt.Scale(range=[PALETTE[3], PALETTE[0]]), title=None),
+            yOffset=alt.YOffset("case:N", sort=cases),
+            color=alt.Color("case:N", sort=cases, scale=alt.Scale(range=[PALETTE[3], PALETTE[0]]), title=None),
             tooltip=["format:N", "case:N", alt.Tooltip("RMS error of the others:Q", format=".4f")],
         )
     )
-    return _styled(bars.properties(width=560, height=36 * len(rows), title="One weight of 20 in a block of N(0, 1)"))
+    return _styled(
+        (
+            bars + _row_names(alt.Chart(frame).transform_filter(alt.datum.case == cases[0]), "format", formats, 1)
+        ).properties(height=height, title=_title("One outlier in a block", "A weight of 20 among N(0, 1) weights."))
+    )
