@@ -61,3 +61,14 @@ def planted_weights(rows: int, cols: int, seed: int, group_size: int = 32) -> np
 @pytest.fixture
 def weights_with_ties():
     return planted_weights(24, 256, seed=20261129)
+
+
+@pytest.fixture(scope="session")
+def pages(tmp_path_factory):
+    """A folder holding every standalone explainer page (widgets/build/standalone.py), written once
+    per run for the browser tests, which only read it."""
+    from widgets.build import standalone
+
+    directory = tmp_path_factory.mktemp("standalone")
+    standalone.write_all(directory)
+    return directory
