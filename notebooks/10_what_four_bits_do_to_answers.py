@@ -51,11 +51,15 @@ def _(mo, real_weights):
 @app.cell(hide_code=True)
 def _(behaviour, mo):
     _names = behaviour.study_formats()
-    # The bar goes when the work is done: the table below is the result.
+    # The bar goes when the work is done: the table below is the result. cache=True: each
+    # format's embeddings are kept on disk (lab.teach.cache), so opening this page again reads
+    # them back instead of quantizing and running the model once per format.
     with mo.status.progress_bar(
         total=len(_names), title="Embedding the retrieval task with every format", remove_on_exit=True
     ) as _bar:
-        study = behaviour.retrieval_study(progress=lambda done, total, name: _bar.update(subtitle=name))
+        study = behaviour.retrieval_study(
+            progress=lambda done, total, name: _bar.update(subtitle=name), cache=True
+        )
     return (study,)
 
 
@@ -86,7 +90,7 @@ def _(mo):
 def _(behaviour, charts, format_choice, study):
     chosen = format_choice.value
     chosen_title = next(row["title"] for row in study if row["format"] == chosen)
-    similarity = behaviour.format_similarity(chosen)
+    similarity = behaviour.format_similarity(chosen, cache=True)
     _labels = [sentence[:28] + "…" for sentence in behaviour.SIMILARITY_SENTENCES]
     charts.similarity_heatmaps_chart(similarity.fp32, similarity.quantized, _labels, chosen_title)
     return chosen, chosen_title, similarity
@@ -140,11 +144,14 @@ def _(mo):
 
 @app.cell(hide_code=True)
 def _(behaviour, chosen, mo):
-    # Cached per format in lab.teach.behaviour: choosing a format again recomputes nothing.
+    # Cached per format in lab.teach.behaviour, in memory and (cache=True) on disk: choosing a
+    # format again recomputes nothing, and neither does opening this page again.
     with mo.status.progress_bar(
         total=36, title="Weight error and output error, Linear by Linear", remove_on_exit=True
     ) as _bar:
-        layers = behaviour.layer_study(chosen, progress=lambda done, total, name: _bar.update(subtitle=name))
+        layers = behaviour.layer_study(
+            chosen, progress=lambda done, total, name: _bar.update(subtitle=name), cache=True
+        )
     return (layers,)
 
 
@@ -221,7 +228,7 @@ def _(mo):
 def _(mo, run_model):
     @mo.cache
     def device_report(name):
-        return run_model(name)
+        return run_model(name, cache=True)
 
     return (device_report,)
 

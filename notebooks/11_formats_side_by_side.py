@@ -31,7 +31,8 @@ def _(mo):
 @app.cell(hide_code=True)
 def _(compare):
     weights = compare.sources()
-    error_rows = compare.pareto_front(compare.error_rows(weights))
+    # cache=True: each source's errors are kept on disk (lab.teach.cache), keyed by its bytes.
+    error_rows = compare.pareto_front(compare.error_rows(weights, cache=True))
     return error_rows, weights
 
 

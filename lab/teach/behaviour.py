@@ -16,11 +16,16 @@ activations all-MiniLM-L6-v2 really sees and names the channels.
 Every format of lab.formats.FORMATS runs with its default preset, as `lab.teach.model.load(name)`
 quantizes; a Linear a format cannot hold stays float32 and the rows say how many did. Embeddings
 and layer studies are cached in memory per format, so a notebook control that changes only which
-format is shown recomputes nothing.
+format is shown recomputes nothing. With `cache=True` they are also kept on disk (lab.teach.cache),
+keyed by the model's files, the format, the lab's version, the versions of numpy and tokenizers and
+the source code that computes them, so opening the notebook again reads them back instead of
+quantizing and running the model once per format.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -29,6 +34,7 @@ import numpy as np
 from lab.errors import InputError
 from lab.formats import FORMATS
 from lab.formats.registry import get
+from lab.teach import cache as result_cache
 from lab.teach import model as sentence_model
 from lab.teach.retrieval_data import PASSAGES, QUERIES
 
@@ -82,6 +88,50 @@ def _checked_sentences(sentences) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------
+# The on-disk cache's key
+# --------------------------------------------------------------------------------------------
+
+#: the code behind every number of this module, relative to the lab package: the formats and the
+#: codes beneath them, the forward pass, the weights loader, the texts and this module itself
+STUDY_SOURCES = (
+    "codes",
+    "formats",
+    "_arrays.py",
+    "errors.py",
+    "teach/real_weights.py",
+    "teach/model.py",
+    "teach/retrieval_data.py",
+    "teach/behaviour.py",
+)
+CACHE_NAMESPACE = "behaviour"
+
+
+@functools.cache
+def _package_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def model_key() -> str:
+    """What every cached result of this module depends on besides its format: the model's files
+    (weights, configuration, tokenizer), the lab's version and source code, numpy and tokenizers."""
+    files = [path for path in sentence_model.model_folder().rglob("*") if path.is_file()]
+    return result_cache.digest(
+        result_cache.lab_version(),
+        np.__version__,
+        _package_version("tokenizers"),
+        result_cache.lab_source_digest(STUDY_SOURCES),
+        result_cache.files_digest(files),
+    )
+
+
+def _store(cache: bool):
+    return result_cache.ResultCache(CACHE_NAMESPACE) if cache else None
+
+
+# --------------------------------------------------------------------------------------------
 # Embeddings per format, cached
 # --------------------------------------------------------------------------------------------
 
@@ -101,22 +151,52 @@ class Embeddings:
 _EMBEDDINGS: dict[str, Embeddings] = {}
 
 
-def embeddings(name: str) -> Embeddings:
-    """The model quantized with format `name` (or fp32) applied to every text of the study; cached."""
+def _embeddings_to_json(found: Embeddings) -> dict:
+    return {
+        "bits_per_weight": found.bits_per_weight,
+        "fallbacks": [list(pair) for pair in found.fallbacks],
+        **{part: result_cache.encode_array(getattr(found, part)) for part in ("queries", "passages", "sentences")},
+    }
+
+
+def _embeddings_from_json(name: str, entry: dict) -> Embeddings:
+    return Embeddings(
+        name=name,
+        bits_per_weight=float(entry["bits_per_weight"]),
+        fallbacks=tuple((layer, reason) for layer, reason in entry["fallbacks"]),
+        **{part: result_cache.decode_array(entry[part]) for part in ("queries", "passages", "sentences")},
+    )
+
+
+def embeddings(name: str, cache: bool = False) -> Embeddings:
+    """The model quantized with format `name` (or fp32) applied to every text of the study; cached
+    in memory, and with `cache=True` on disk too (read back bit for bit)."""
     name = _checked_name(name)
-    if name not in _EMBEDDINGS:
-        model = sentence_model.load(None if name == FP32 else name)
-        texts = [*QUERIES, *PASSAGES, *SIMILARITY_SENTENCES]
-        vectors = model.embed(texts)
-        queries, passages, sentences = np.split(vectors, np.cumsum([len(QUERIES), len(PASSAGES)]))
-        _EMBEDDINGS[name] = Embeddings(
-            name=name,
-            bits_per_weight=32.0 if name == FP32 else float(FORMATS[name].bits_per_weight),
-            fallbacks=model.fallbacks,
-            queries=queries,
-            passages=passages,
-            sentences=sentences,
-        )
+    if name in _EMBEDDINGS:
+        return _EMBEDDINGS[name]
+    store = _store(cache)
+    key = result_cache.digest(model_key(), "embeddings", name) if store else None
+    entry = store.load(key) if store else None
+    if entry is not None:
+        try:
+            _EMBEDDINGS[name] = _embeddings_from_json(name, entry)
+            return _EMBEDDINGS[name]
+        except (KeyError, TypeError, ValueError):
+            pass  # a damaged entry is a miss, and is written again below
+    model = sentence_model.load(None if name == FP32 else name)
+    texts = [*QUERIES, *PASSAGES, *SIMILARITY_SENTENCES]
+    vectors = model.embed(texts)
+    queries, passages, sentences = np.split(vectors, np.cumsum([len(QUERIES), len(PASSAGES)]))
+    _EMBEDDINGS[name] = Embeddings(
+        name=name,
+        bits_per_weight=32.0 if name == FP32 else float(FORMATS[name].bits_per_weight),
+        fallbacks=model.fallbacks,
+        queries=queries,
+        passages=passages,
+        sentences=sentences,
+    )
+    if store:
+        store.store(key, _embeddings_to_json(_EMBEDDINGS[name]))
     return _EMBEDDINGS[name]
 
 
@@ -170,9 +250,10 @@ def similarity(model_fp32, model_q, sentences: list[str]) -> Similarity:
     return similarity_of(model_fp32.embed(sentences), model_q.embed(sentences))
 
 
-def format_similarity(name: str) -> Similarity:
-    """similarity() for SIMILARITY_SENTENCES with format `name`, from the cached embeddings."""
-    return similarity_of(embeddings(FP32).sentences, embeddings(name).sentences)
+def format_similarity(name: str, cache: bool = False) -> Similarity:
+    """similarity() for SIMILARITY_SENTENCES with format `name`, from the cached embeddings
+    (`cache`: see embeddings())."""
+    return similarity_of(embeddings(FP32, cache).sentences, embeddings(name, cache).sentences)
 
 
 # --------------------------------------------------------------------------------------------
@@ -204,9 +285,9 @@ def score_retrieval(queries: np.ndarray, passages: np.ndarray) -> RetrievalScore
     return RetrievalScore(top1=float(np.mean(ranks == 1)), mrr=float(np.mean(1.0 / ranks)), ranks=ranks)
 
 
-def retrieval_row(name: str) -> dict:
-    """One format's row of the retrieval study, from the cached embeddings."""
-    ours, reference = embeddings(name), embeddings(FP32)
+def retrieval_row(name: str, cache: bool = False) -> dict:
+    """One format's row of the retrieval study, from the cached embeddings (`cache`: see embeddings())."""
+    ours, reference = embeddings(name, cache), embeddings(FP32, cache)
     score = score_retrieval(ours.queries, ours.passages)
     mine = np.concatenate([ours.queries, ours.passages])
     theirs = np.concatenate([reference.queries, reference.passages])
@@ -221,18 +302,38 @@ def retrieval_row(name: str) -> dict:
     }
 
 
-def retrieval_study(formats: tuple[str, ...] | None = None, progress: Progress | None = None) -> list[dict]:
+#: a retrieval row's fields, as retrieval_row() makes them
+ROW_FIELDS = ("format", "title", "bits_per_weight", "top1", "mrr", "mean_cosine_to_fp32", "fallbacks")
+
+
+def retrieval_study(
+    formats: tuple[str, ...] | None = None, progress: Progress | None = None, cache: bool = False
+) -> list[dict]:
     """Top-1 accuracy and MRR on the lab's retrieval task for fp32 and every format.
 
     Rows: {format, title, bits_per_weight, top1, mrr, mean_cosine_to_fp32, fallbacks}. `formats`
     defaults to study_formats(); `progress(done, total, name)` is called after each format.
+    `cache=True` keeps the rows, and each format's embeddings, on disk and reads them back when
+    nothing they depend on has changed (see model_key()); the rows are the same either way. A row
+    read back needs no embeddings: those are read (or computed) only when a row is missing.
     """
     names = study_formats() if formats is None else tuple(_checked_name(name) for name in formats)
+    store = _store(cache)
+    # one file for every format's row (one file to open, not twenty), joined by formats added later
+    key = result_cache.digest(model_key(), "retrieval_rows") if store else None
+    saved = (store.load(key) or {}) if store else {}
+    changed = False
     rows = []
     for done, name in enumerate(names, start=1):
-        rows.append(retrieval_row(name))
+        row = saved.get(name)
+        if not (isinstance(row, dict) and tuple(row) == ROW_FIELDS and row["format"] == name):
+            row = retrieval_row(name, cache)
+            saved[name], changed = row, True
+        rows.append(dict(row))
         if progress is not None:
             progress(done, len(names), name)
+    if store and changed:
+        store.store(key, saved)
     return rows
 
 
@@ -398,16 +499,78 @@ def captured_inputs() -> tuple[Mapping[str, np.ndarray], dict[str, np.ndarray]]:
     return _FP32_PARTS["inputs"]
 
 
-def layer_study(name: str, progress: Progress | None = None) -> LayerStudy:
-    """The layer study of format `name` on the float32 model's real inputs; cached per format.
+#: LayerStudy's array fields, and ChannelOutliers', as the on-disk entry keeps them
+_STUDY_ARRAYS = ("weight_error", "output_error", "weight_rank", "output_rank", "peak_to_median")
+_OUTLIER_ARRAYS = ("rms", "top_channels")
+_OUTLIER_NUMBERS = ("peak_to_median", "error_share", "signal_share", "channel_share")
+
+
+def _layer_study_to_json(study: LayerStudy) -> dict:
+    return {
+        "layers": list(study.layers),
+        "kept_float": list(study.kept_float),
+        "spearman": study.spearman,
+        "disagreeing": list(study.disagreeing),
+        "tokens": study.tokens,
+        **{field: result_cache.encode_array(getattr(study, field)) for field in _STUDY_ARRAYS},
+        "outliers": {
+            layer: {
+                **{field: result_cache.encode_array(getattr(found, field)) for field in _OUTLIER_ARRAYS},
+                **{field: getattr(found, field) for field in _OUTLIER_NUMBERS},
+            }
+            for layer, found in study.outliers.items()
+        },
+    }
+
+
+def _layer_study_from_json(name: str, entry: dict) -> LayerStudy:
+    return LayerStudy(
+        format=name,
+        layers=tuple(entry["layers"]),
+        kept_float=tuple(entry["kept_float"]),
+        spearman=float(entry["spearman"]),
+        disagreeing=tuple(entry["disagreeing"]),
+        tokens=int(entry["tokens"]),
+        **{field: result_cache.decode_array(entry[field]) for field in _STUDY_ARRAYS},
+        outliers={
+            layer: ChannelOutliers(
+                layer=layer,
+                **{field: result_cache.decode_array(found[field]) for field in _OUTLIER_ARRAYS},
+                **{field: float(found[field]) for field in _OUTLIER_NUMBERS},
+            )
+            for layer, found in entry["outliers"].items()
+        },
+    )
+
+
+def layer_study(name: str, progress: Progress | None = None, cache: bool = False) -> LayerStudy:
+    """The layer study of format `name` on the float32 model's real inputs; cached per format in
+    memory, and with `cache=True` on disk too (see model_key()).
 
     Every Linear sees the same inputs, the float32 model's, so the output error of a layer is its
-    own weights' doing and not what earlier quantized layers passed on.
+    own weights' doing and not what earlier quantized layers passed on. `progress(done, total,
+    layer)` is called after each layer that is computed; a study read back from disk calls it once.
     """
     name = get(name).name
-    if name not in _LAYER_STUDIES:
-        weights, inputs = captured_inputs()
-        model = sentence_model.load(name)
-        kept = tuple(layer for layer, _ in model.fallbacks)
-        _LAYER_STUDIES[name] = layer_errors(name, weights, model.linear_weights, inputs, kept, progress=progress)
+    if name in _LAYER_STUDIES:
+        return _LAYER_STUDIES[name]
+    store = _store(cache)
+    key = result_cache.digest(model_key(), "layer_study", name) if store else None
+    entry = store.load(key) if store else None
+    if entry is not None:
+        try:
+            _LAYER_STUDIES[name] = _layer_study_from_json(name, entry)
+        except (KeyError, TypeError, ValueError):
+            pass  # a damaged entry is a miss, and is written again below
+        else:
+            if progress is not None:
+                layers = _LAYER_STUDIES[name].layers
+                progress(len(layers), len(layers), layers[-1])
+            return _LAYER_STUDIES[name]
+    weights, inputs = captured_inputs()
+    model = sentence_model.load(name)
+    kept = tuple(layer for layer, _ in model.fallbacks)
+    _LAYER_STUDIES[name] = layer_errors(name, weights, model.linear_weights, inputs, kept, progress=progress)
+    if store:
+        store.store(key, _layer_study_to_json(_LAYER_STUDIES[name]))
     return _LAYER_STUDIES[name]

@@ -14,6 +14,8 @@ safe.
 
 from __future__ import annotations
 
+import base64
+import functools
 import hashlib
 import inspect
 import json
@@ -60,6 +62,22 @@ def array_digest(array: np.ndarray) -> str:
     return digest(contiguous.dtype.str, repr(contiguous.shape), memoryview(contiguous).cast("B"))
 
 
+def encode_array(array: np.ndarray) -> dict:
+    """A JSON-able form of an array that gives back the same dtype, shape and bytes (decode_array)."""
+    contiguous = np.ascontiguousarray(array)
+    return {
+        "dtype": contiguous.dtype.str,
+        "shape": list(contiguous.shape),
+        "bytes": base64.b64encode(memoryview(contiguous).cast("B")).decode("ascii"),
+    }
+
+
+def decode_array(entry: dict) -> np.ndarray:
+    """The array encode_array() wrote, bit for bit (a writable copy)."""
+    data = base64.b64decode(entry["bytes"])
+    return np.frombuffer(data, dtype=np.dtype(entry["dtype"])).reshape(entry["shape"]).copy()
+
+
 def source_files(module: ModuleType) -> list[Path]:
     """The source files behind a module: every .py of its package when it lives in one below
     lab.formats (a format such as Q4_K is split over several files), else its own file; [] when
@@ -75,11 +93,57 @@ def source_files(module: ModuleType) -> list[Path]:
 
 
 def source_digest(paths: list[Path]) -> str:
-    """The digest of the named source files' names and bytes."""
+    """The digest of the named files' names and bytes."""
     parts: list[str | bytes] = []
     for path in sorted(paths):
         parts += [path.name, path.read_bytes()]
     return digest(*parts)
+
+
+#: the lab package's folder: lab_source_digest() names files relative to it
+LAB_ROOT = Path(lab.__file__).resolve().parent
+
+
+@functools.cache
+def lab_source_digest(names: tuple[str, ...]) -> str:
+    """The digest of the lab's own source files named relative to the lab package (a folder
+    stands for every .py below it), e.g. ("codes", "formats", "teach/model.py"). Worked out once
+    per process, as the code a process runs does not change under it."""
+    paths = []
+    for name in names:
+        path = LAB_ROOT / name
+        paths += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return source_digest(paths)
+
+
+def _file_signature(path: Path) -> list:
+    status = path.stat()
+    return [str(path), status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino]
+
+
+#: files_digest's memo: digests of files already hashed, by their paths and stat signatures
+_FILES_DIGESTS: dict[str, str] = {}
+
+
+def files_digest(paths: list[Path]) -> str:
+    """The digest of the named data files' names and bytes (a model's weights and configuration).
+
+    Hashing 90 MB of weights takes a tenth of a second and reads every byte, so the digest is
+    remembered, in the process and in the cache folder, under the files' paths and stat signatures
+    (size, modification and change times, inode), as git's index remembers file contents: any
+    write to a file changes its signature, and the files are hashed again.
+    """
+    paths = sorted(Path(path) for path in paths)
+    signature = digest(json.dumps([_file_signature(path) for path in paths]))
+    if signature not in _FILES_DIGESTS:
+        store = ResultCache("file_digests")
+        entry = store.load(signature)
+        if isinstance(entry, dict) and isinstance(entry.get("digest"), str):
+            _FILES_DIGESTS[signature] = entry["digest"]
+        else:
+            _FILES_DIGESTS[signature] = source_digest(paths)
+            store.store(signature, {"digest": _FILES_DIGESTS[signature]})
+    return _FILES_DIGESTS[signature]
 
 
 def lab_version() -> str:

@@ -1,6 +1,7 @@
 """Every registry format side by side (notebook 11): error against cost, one outlier, one byte.
 
     error_rows(sources)          relative error of every format on every source, with bits per weight
+                                 (cache=True: kept on disk, keyed by each source's bytes and the code)
     pareto_front(rows)           the same rows, each marked on or off its source's Pareto front
     outlier_rows()               a block of N(0, 1) with one weight of 20: what it costs the others
     byte_trace(byte, payload)    one payload byte of each GGUF layout: the weights its nibbles land on
@@ -14,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.formats import FORMATS
+from lab.teach import cache as result_cache
 from lab.teach import real_weights
 
 #: the real tensors of all-MiniLM-L6-v2 the comparison uses: two feed-forward down projections
@@ -47,19 +49,48 @@ def relative_error(w: np.ndarray, w_hat: np.ndarray) -> float:
     return float(np.linalg.norm(np.asarray(w_hat, np.float64) - w64) / np.linalg.norm(w64))
 
 
-def error_rows(weights: dict[str, np.ndarray]) -> list[dict]:
+#: the code behind error_rows' numbers, relative to the lab package: a change to any of it misses
+ERROR_SOURCES = ("codes", "formats", "_arrays.py", "errors.py", "teach/compare.py")
+CACHE_NAMESPACE = "compare"
+
+
+def _source_key(w32: np.ndarray) -> str:
+    """The cache file of one source: its bytes, the lab's version and code, and numpy's version."""
+    return result_cache.digest(
+        result_cache.lab_version(),
+        np.__version__,
+        result_cache.lab_source_digest(ERROR_SOURCES),
+        result_cache.array_digest(w32),
+    )
+
+
+def error_rows(weights: dict[str, np.ndarray], cache: bool = False) -> list[dict]:
     """One row per (source, format): relative error and the registry's bits per weight.
 
     A format whose blocks do not fit the source's rows gets relative_error None and the reason
     its converter would give. Bits per weight are the registry's: what the format stores per
     weight (MLX's affine scales and biases in float16, as MLX keeps them beside float16 weights).
+
+    `cache=True` keeps each source's errors on disk (lab.teach.cache), one file per source
+    holding an entry per format, and reads them back while the source's bytes, the lab's code
+    and version and numpy's version are unchanged; the rows are the same either way.
     """
+    store = result_cache.ResultCache(CACHE_NAMESPACE) if cache else None
     rows = []
     for source, w in weights.items():
         w32 = np.asarray(w, np.float32)
+        key = _source_key(w32) if store else None
+        entries = (store.load(key) or {}) if store else {}
+        new_entries = False
         for fmt in FORMATS.values():
             skipped = fmt.skip_reason(w32.shape[-1])
-            error = None if skipped else relative_error(w32, fmt.round_trip(w32))
+            if skipped:
+                error = None
+            elif isinstance(entries.get(fmt.name), float):
+                error = entries[fmt.name]
+            else:
+                error = relative_error(w32, fmt.round_trip(w32))
+                entries[fmt.name], new_entries = error, True
             rows.append(
                 {
                     "source": source,
@@ -71,6 +102,8 @@ def error_rows(weights: dict[str, np.ndarray]) -> list[dict]:
                     "skipped": skipped or "",
                 }
             )
+        if store and new_entries:
+            store.store(key, entries)
     return rows
 
 

@@ -3,10 +3,12 @@ and that each input of the key (weights, format, source code) is enough to miss.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
+from support import require_real_model
 
 from lab.teach import cache, real_weights
 
@@ -123,3 +125,134 @@ def test_a_damaged_entry_is_a_miss_and_is_rewritten(cache_folder):
 def test_without_cache_nothing_is_written(cache_folder):
     real_weights.evaluate_model(WEIGHTS, formats=["NVFP4"])
     assert not cache_folder.exists()
+
+
+# --------------------------------------------------------------------------------------------
+# The other cached results: arrays, data files, notebook 10's model study, notebook 11's errors
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.array([[1.5, -0.0], [np.nan, np.inf]], np.float32),
+        np.arange(12, dtype=np.int64).reshape(3, 2, 2),
+        np.array([True, False]),
+        np.float64(0.1) * np.ones(0),
+    ],
+    ids=["float32 specials", "int64 3-D", "bool", "empty"],
+)
+def test_an_encoded_array_decodes_to_the_same_dtype_shape_and_bytes(array):
+    back = cache.decode_array(json.loads(json.dumps(cache.encode_array(array))))
+    assert back.dtype == array.dtype and back.shape == array.shape and back.tobytes() == array.tobytes()
+    assert back.flags.writeable
+
+
+def test_a_data_file_digest_follows_its_bytes_and_is_remembered_on_disk(cache_folder, tmp_path, monkeypatch):
+    data = tmp_path / "weights.bin"
+    data.write_bytes(b"\x00" * 64)
+    first = cache.files_digest([data])
+    assert first == cache.source_digest([data])
+    assert any((cache_folder / "file_digests").glob("*.json"))
+    # a second process (an empty memo) reads the digest back instead of hashing the file again
+    with monkeypatch.context() as patched:
+        patched.setattr(cache, "_FILES_DIGESTS", {})
+        patched.setattr(cache, "source_digest", lambda paths: pytest.fail("hashed again"))
+        assert cache.files_digest([data]) == first
+    # the same size, other bytes: the file's signature changes, so it is hashed again
+    data.write_bytes(b"\x01" * 64)
+    assert cache.files_digest([data]) != first
+
+
+def test_compare_errors_read_back_are_the_computed_ones(cache_folder, monkeypatch):
+    from lab.teach import compare
+
+    sources = {"w": synthetic(4, 1536), "short": synthetic(2, 384, seed=1)}
+    computed = compare.error_rows(sources)
+    assert compare.error_rows(sources, cache=True) == computed
+    assert len(list((cache_folder / "compare").glob("*.json"))) == 2
+    with monkeypatch.context() as patched:
+        patched.setattr(compare, "relative_error", lambda *a: pytest.fail("computed again"))
+        assert json.dumps(compare.error_rows(sources, cache=True)) == json.dumps(computed)
+    changed = sources["w"].copy()
+    changed[0, 0] += 0.01
+    compare.error_rows({"w": changed}, cache=True)
+    assert len(list((cache_folder / "compare").glob("*.json"))) == 3
+
+
+def test_the_model_study_read_back_is_the_computed_one_bit_for_bit(cache_folder, monkeypatch):
+    require_real_model()
+    from lab.teach import behaviour
+    from lab.teach import model as sentence_model
+
+    behaviour.clear_caches()
+    names = ("fp32", "nvfp4")
+    computed = behaviour.retrieval_study(names, cache=True)
+    embedded = {name: behaviour.embeddings(name) for name in names}
+    layers = behaviour.layer_study("nvfp4", cache=True)
+    behaviour.clear_caches()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the model ran again")
+
+    monkeypatch.setattr(sentence_model, "load", refuse)
+    monkeypatch.setattr(behaviour, "captured_inputs", refuse)
+    steps = []
+    again = behaviour.retrieval_study(names, progress=lambda *step: steps.append(step), cache=True)
+    assert json.dumps(again) == json.dumps(computed) and len(steps) == len(names)
+    assert not behaviour._EMBEDDINGS  # rows read back need no embeddings
+    for name in names:
+        back = behaviour.embeddings(name, cache=True)
+        for part in ("queries", "passages", "sentences"):
+            assert getattr(back, part).tobytes() == getattr(embedded[name], part).tobytes()
+        assert (back.fallbacks, back.bits_per_weight) == (embedded[name].fallbacks, embedded[name].bits_per_weight)
+    layers_back = behaviour.layer_study("nvfp4", cache=True)
+    assert json.dumps(layers_back.records()) == json.dumps(layers.records())
+    assert (layers_back.spearman, layers_back.disagreeing, layers_back.tokens) == (
+        layers.spearman,
+        layers.disagreeing,
+        layers.tokens,
+    )
+    for layer, found in layers.outliers.items():
+        back = layers_back.outliers[layer]
+        assert back.rms.tobytes() == found.rms.tobytes()
+        assert back.top_channels.tolist() == found.top_channels.tolist()
+        assert (back.error_share, back.signal_share, back.peak_to_median) == (
+            found.error_share,
+            found.signal_share,
+            found.peak_to_median,
+        )
+    behaviour.clear_caches()
+
+
+def test_the_model_key_names_the_code_and_the_model_files(monkeypatch):
+    require_real_model()
+    from lab.teach import behaviour
+
+    before = behaviour.model_key()
+    for name, other in (("lab_version", lambda: "0.0.0-other"), ("files_digest", lambda paths: "other weights")):
+        with monkeypatch.context() as patched:
+            patched.setattr(cache, name, other)
+            assert behaviour.model_key() != before
+    with monkeypatch.context() as patched:
+        patched.setattr(np, "__version__", "0.0.0-other")
+        assert behaviour.model_key() != before
+    assert behaviour.model_key() == before
+
+
+def test_a_device_report_read_back_is_the_one_that_ran(cache_folder, mx, monkeypatch):
+    require_real_model()
+    from lab.teach.pane import model as pane_model
+
+    sentences = ["One sentence.", "Another, longer sentence."]
+    ran = pane_model.run_model("mxfp4", sentences=sentences, cache=True)
+    assert ran.runs and any((cache_folder / "device_model").glob("*.json"))
+    monkeypatch.setattr(pane_model, "_run_on_devices", lambda *a: pytest.fail("ran again"))
+    back = pane_model.run_model("mxfp4", sentences=sentences, cache=True)
+    assert back == ran and back.to_markdown() == ran.to_markdown()
+    # other sentences, or another MLX, are another key
+    rerun = dataclasses.replace(ran, message="ran again")
+    monkeypatch.setattr(pane_model, "_run_on_devices", lambda *a: rerun)
+    assert pane_model.run_model("mxfp4", sentences=sentences[:1], cache=True) is rerun
+    monkeypatch.setattr(pane_model, "mlx_version", lambda mx: "0.0.0-other")
+    assert pane_model.run_model("mxfp4", sentences=sentences, cache=True) is rerun

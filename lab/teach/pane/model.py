@@ -26,11 +26,16 @@ rounding errors mostly cancel, and the report shows how much of the bound each l
 
 Without MLX the report says so and how to install it; a Linear MLX refuses is a line in the report
 and the lab's own product stands in for it, so the pass still completes.
+
+`run_model(fmt, cache=True)` keeps the report on disk (lab.teach.cache), keyed by everything it
+depends on: the model's files and the lab's code (lab.teach.behaviour.model_key), this pane's code,
+the MLX version, every device's name, the format and the sentences. A report read back is the one
+that run computed, on the same MLX and the same devices.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -38,6 +43,7 @@ from lab.errors import LabError
 from lab.formats import mlx_layout, q4k
 from lab.formats.registry import Format, get
 from lab.teach import behaviour
+from lab.teach import cache as result_cache
 from lab.teach import model as sentence_model
 from lab.teach.pane.compare import FLOAT32_UNIT_ROUNDOFF
 from lab.teach.pane.steps import Steps, device_name, mlx_devices, mlx_version
@@ -219,10 +225,42 @@ class _DeviceLinears(sentence_model.SentenceModel):
         return y + self._weights[f"{name}.bias"]
 
 
-def run_model(fmt: str, sentences: list[str] | None = None) -> ModelDeviceReport:
+#: this pane's code, beside behaviour.model_key()'s: what a cached report also depends on
+PANE_SOURCES = ("teach/pane",)
+CACHE_NAMESPACE = "device_model"
+
+
+def _report_key(mx, spec: Format, sentences: list[str], devices) -> str:
+    return result_cache.digest(
+        behaviour.model_key(),
+        result_cache.lab_source_digest(PANE_SOURCES),
+        mlx_version(mx),
+        *(f"{label}={device_name(mx, device)}" for label, device in devices),
+        spec.name,
+        *sentences,
+    )
+
+
+def _report_from_json(entry: dict) -> ModelDeviceReport:
+    runs = tuple(
+        ModelDeviceRun(
+            **{
+                **run,
+                "layers": tuple(LayerDifference(**layer) for layer in run["layers"]),
+                "refusals": tuple(run["refusals"]),
+            }
+        )
+        for run in entry["runs"]
+    )
+    return ModelDeviceReport(**{**entry, "runs": runs})
+
+
+def run_model(fmt: str, sentences: list[str] | None = None, cache: bool = False) -> ModelDeviceReport:
     """all-MiniLM-L6-v2 quantized with `fmt`, its Linears on every MLX device, against the lab's numpy.
 
-    sentences: what to embed (default: lab.teach.behaviour.SIMILARITY_SENTENCES).
+    sentences: what to embed (default: lab.teach.behaviour.SIMILARITY_SENTENCES). cache: keep the
+    report on disk and read it back while nothing it depends on has changed (see the module's
+    docstring).
     """
     spec = get(fmt)
     sentences = list(behaviour.SIMILARITY_SENTENCES if sentences is None else sentences)
@@ -244,12 +282,28 @@ def run_model(fmt: str, sentences: list[str] | None = None) -> ModelDeviceReport
             mlx_version=mlx_version(mx),
             message=f"MLX has no {spec.title} mode and the lab has no rewrite of it into one, so nothing runs on a device.",
         )
+    devices = mlx_devices(mx)
+    store = result_cache.ResultCache(CACHE_NAMESPACE) if cache else None
+    key = _report_key(mx, spec, sentences, devices) if store else None
+    entry = store.load(key) if store else None
+    if entry is not None:
+        try:
+            return _report_from_json(entry)
+        except (KeyError, TypeError, ValueError):
+            pass  # a damaged entry is a miss, and is written again below
+    report = _run_on_devices(mx, spec, sentences, devices)
+    if store:
+        store.store(key, asdict(report))
+    return report
+
+
+def _run_on_devices(mx, spec: Format, sentences: list[str], devices) -> ModelDeviceReport:
     original = sentence_model.load().linear_weights
     base = sentence_model.load(spec.name)
     arrays = _device_arrays(spec.name, original, base)
     lab_embeddings = base.embed(sentences)
     runs = []
-    for label, device in mlx_devices(mx):
+    for label, device in devices:
         device_model = _DeviceLinears(base, mx, device, arrays)
         device_embeddings = device_model.embed(sentences)
         layers = tuple(
