@@ -99,7 +99,7 @@ def _(behaviour, charts, format_choice, study):
 @app.cell(hide_code=True)
 def _(behaviour, charts, chosen_title, similarity):
     charts.per_sentence_cosine_chart(
-        similarity.per_sentence, [sentence[:40] for sentence in behaviour.SIMILARITY_SENTENCES], chosen_title
+        similarity.per_sentence, list(behaviour.SIMILARITY_SENTENCES), chosen_title
     )
     return
 
