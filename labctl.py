@@ -96,6 +96,7 @@ def marimo_server(
     extra: list[str] | tuple[str, ...] = (),
     quiet: bool = False,
     start_s: float = 120,
+    env: dict[str, str] | None = None,
 ):
     """Start `marimo <mode> <target>` on a free port of 127.0.0.1 and yield a MarimoServer once it
     accepts connections; stop it when the block ends. labctl's open and edit, the bench and the
@@ -103,7 +104,7 @@ def marimo_server(
 
     The access token goes to marimo through a private file, never on the command line, where any
     local user's process listing would show it. A marimo that exits while starting raises
-    MarimoExited with its return code.
+    MarimoExited with its return code. `env`, when given, is marimo's whole environment.
     """
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -133,6 +134,7 @@ def marimo_server(
                 *extra,
             ],
             cwd=ROOT,
+            env=env,
             **({"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL} if quiet else {}),
         )
         try:
