@@ -197,7 +197,6 @@ def link_notebooks(page: str) -> str:
 
 # marimo's UI elements that only a kernel can act on (the lab's anywidgets are not among them).
 CONTROLS = "marimo-slider, marimo-number, marimo-dropdown, marimo-switch, marimo-checkbox, marimo-radio, marimo-text, marimo-button"
-LIVE_LAB = "Interactive in the live lab: run <code>python3 labctl.py open</code>."
 # Injected into every exported notebook. In a static page marimo's own controls (sliders,
 # dropdowns, switches, number fields) have no kernel behind them: moving one recomputes nothing.
 # They are shown disabled, and readouts the notebooks mark with course.READOUT_CLASS are labelled
@@ -208,7 +207,7 @@ STATIC_STYLE = f"""<style id="lab-static-style">
 body {{ display: flex; flex-direction: column; height: 100vh; margin: 0; }}
 #root {{ flex: 1 1 auto; min-height: 0; position: relative; }}
 .lab-static-banner {{ font: 16px/1.45 system-ui, sans-serif; background: #fff4d6; color: #1a1a1a;
-  border-bottom: 2px solid #e69f00; padding: 0.6rem 1rem; }}
+  border-bottom: 2px solid #e69f00; padding: 0.4rem 1rem; }}
 .lab-static-banner a {{ color: #0072b2; }}
 .lab-fallback {{ font: 19px/1.5 system-ui, sans-serif; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; }}
 /* marimo draws its controls as display: contents elements, which take no opacity or filter; give
@@ -231,10 +230,12 @@ new MutationObserver(() => {{
 }}).observe(document.documentElement, {{ childList: true, subtree: true }});
 </script>
 """
+# Kept short: it holds its own row above the page, and on a 390 px phone every line of it is a
+# line less of the course.
 STATIC_BANNER = (
-    '<div class="lab-static-banner" role="note"><strong>Static page.</strong> The lab\'s widgets work here; '
-    "marimo's sliders, dropdowns and switches are fixed at the settings the page was built with, and "
-    f'readouts marked "computed at build time" show those settings. {LIVE_LAB} <a href="index.html">Contents</a></div>'
+    '<div class="lab-static-banner" role="note"><strong>Static page:</strong> the lab\'s widgets work; '
+    "marimo's sliders and menus stay where the page was built (readouts say so). "
+    'Live lab: <code>python3 labctl.py open</code> \u00b7 <a href="index.html">Contents</a></div>'
 )
 # Shown until marimo's app mounts: React replaces everything inside #root when it renders. Opened
 # from disk (file://) the browser refuses marimo's module scripts, so this is what stays.
