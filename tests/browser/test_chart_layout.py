@@ -203,4 +203,3 @@ def test_every_chart_fits_a_phone_and_uses_a_wide_screen(server, name):
         assert small and len(small) == len(large), (name, i, widths)
         assert min(small) >= PHONE_PLOT, f"{name} chart {i}: plot {small} px wide on a phone"
         assert all(b >= 1.5 * a for a, b in zip(small, large, strict=True)), f"{name} chart {i}: {small} -> {large}"
-    print(f"{name}: plot widths (390 px, 1440 px): {widths}")
