@@ -176,10 +176,9 @@ def open_lab(python: Path, extra: list[str], mode: str = "run") -> int:
             url = server.url("00_index.py")
             print(f"\nThe four-bit lab is open at {url}\n(Ctrl+C stops it.)\n", flush=True)
             webbrowser.open(url)
-            try:
-                return server.process.wait()
-            except KeyboardInterrupt:
-                return 0
+            return server.process.wait()
+    except KeyboardInterrupt:  # also while marimo is still starting; marimo_server has stopped it
+        return 0
     except MarimoExited as exited:
         return exited.returncode
     except TimeoutError as late:
