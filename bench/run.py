@@ -11,7 +11,7 @@ in timed tests. The real-model rows time all-MiniLM-L6-v2 (lab.real_weights, the
 through every format once, format by format and in total, first with an empty result cache and
 then again with it warm; they have no peer, and are skipped with a note when the extra is not
 installed. Q4_K quantize is also timed against the lab's own quantizer from before issue 13's
-speed work (kept unchanged in bench/peers/), in CPU seconds in the same run. The run also records
+speed work (read from the repository's history), in CPU seconds in the same run. The run also records
 what the article's last check asks for: the workload, tensor types, hardware, build and thread
 settings and the load average, so a number can be traced to the machine that made it.
 """
@@ -22,9 +22,11 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
+import types
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -113,8 +115,9 @@ TARGET_RATIOS = {
 
 #: issue 13: Q4_K quantize at least this many times faster than the code before the speed work
 Q4K_QUANTIZE_TARGET_SPEEDUP = 3.0
-#: the commit whose quantizer bench/peers/q4k_quantize_ec60641.py keeps, unchanged
+#: the commit before issue 13's speed work, whose Q4_K quantizer is the peer of the row below
 Q4K_QUANTIZE_PEER_COMMIT = "ec60641"
+Q4K_QUANTIZE_SOURCE = "lab/formats/q4k/quantize.py"
 
 
 def best_cpu_of(function, repeat: int) -> float:
@@ -126,18 +129,38 @@ def best_cpu_of(function, repeat: int) -> float:
     return best
 
 
+def quantizer_at(commit: str):
+    """The Q4_K quantize function as the lab had it at `commit`, read with `git show` from this
+    repository's history (it imports today's layout helpers, whose names have not changed), or
+    None where that history is not at hand (a shallow clone, a source archive). Keeping the old
+    code in history rather than as a second copy in the tree leaves one quantizer in the lab."""
+    try:
+        shown = subprocess.run(
+            ["git", "show", f"{commit}:{Q4K_QUANTIZE_SOURCE}"], cwd=ROOT, capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    module = types.ModuleType(f"q4k_quantize_{commit}")
+    exec(compile(shown.stdout, f"{commit}:{Q4K_QUANTIZE_SOURCE}", "exec"), module.__dict__)
+    return module.quantize
+
+
 def q4k_quantize_peer_row(w: np.ndarray, repeat: int) -> Row:
     """Q4_K quantize against the quantizer of the commit before issue 13's speed work, both timed
     here in CPU seconds (other people's work on a shared machine disturbs them far less than the
     wall clock). The two write the same bytes (tests/apps/test_speed_bench.py)."""
-    from bench.peers import q4k_quantize_ec60641
-
     fmt = FORMATS["q4k"]
+    lab_seconds = best_cpu_of(lambda: fmt.quantize(w), repeat)
+    title = f"{fmt.title} quantize CPU s vs the code before the speed work"
+    previous = quantizer_at(Q4K_QUANTIZE_PEER_COMMIT)
+    if previous is None:
+        peer = f"(lab at {Q4K_QUANTIZE_PEER_COMMIT}: no git history here)"
+        return Row(title, lab_seconds, peer, None, Q4K_QUANTIZE_TARGET_SPEEDUP, note="CPU seconds")
     return Row(
-        f"{fmt.title} quantize CPU s vs the code before the speed work",
-        best_cpu_of(lambda: fmt.quantize(w), repeat),
-        f"lab at {Q4K_QUANTIZE_PEER_COMMIT} (bench/peers/)",
-        best_cpu_of(lambda: q4k_quantize_ec60641.quantize(w), repeat),
+        title,
+        lab_seconds,
+        f"lab at {Q4K_QUANTIZE_PEER_COMMIT} (from git history)",
+        best_cpu_of(lambda: previous(w), repeat),
         Q4K_QUANTIZE_TARGET_SPEEDUP,
         note="CPU seconds, same run",
     )
