@@ -108,7 +108,7 @@ def _(behaviour, charts, chosen_title, similarity):
 def _(mo, study):
     _rows = "\n".join(
         f"| {row['title']} | {row['bits_per_weight']:g} | {row['top1']:.3f} | {row['mrr']:.3f} "
-        f"| {row['mean_cosine_to_fp32']:.4f} | {row['fallbacks']} of 36 |"
+        f"| {row['median_margin']:.3f} | {row['mean_cosine_to_fp32']:.4f} | {row['fallbacks']} of 36 |"
         for row in study
     )
     mo.md(
@@ -116,10 +116,12 @@ def _(mo, study):
         "Each question is embedded, each passage is embedded, and the passage with the highest cosine "
         "is the model's answer. **Top-1** is the share of questions answered with the right passage; "
         "**MRR** (mean reciprocal rank) also gives half credit for second place, a third for third, "
-        "and so on. *Kept float32* counts the Linears a format could not hold (a row length that is "
+        "and so on. The **margin** of a question is the right passage's cosine minus the best "
+        "distractor's: above 0 it is answered right, and the larger it is, the safer the answer. "
+        "*Kept float32* counts the Linears a format could not hold (a row length that is "
         "not a multiple of its block), which stay in float32 as a converter would leave them.\n\n"
-        "| format | bits/weight | top-1 | MRR | mean cosine to float32 | kept float32 |\n"
-        "|---|---:|---:|---:|---:|---:|\n" + _rows
+        "| format | bits/weight | top-1 | MRR | median margin | mean cosine to float32 | kept float32 |\n"
+        "|---|---:|---:|---:|---:|---:|---:|\n" + _rows
     )
     return
 
@@ -139,6 +141,41 @@ def _(mo):
     four bits the margin runs out and answers start to flip. The cosine to float32 falls long
     before top-1 does, which is why a single summary number is a poor guide: measure the task.
     """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(behaviour, chosen):
+    answers = behaviour.retrieval_answers(chosen, cache=True)
+    return (answers,)
+
+
+@app.cell(hide_code=True)
+def _(answers, mo):
+    def _listed(indices, heading):
+        if not len(indices):
+            return ""
+        _records = answers.records()
+        _lines = "\n".join(f"- *{_records[i]['question']}* answered with: {_records[i]['picked']}" for i in indices)
+        return f"\n\n**{heading}**\n\n{_lines}"
+
+    mo.md(
+        "### Behind top-1: how close each answer was\n\n"
+        "Top-1 only asks whether the right passage came first. The margin says by how much, so it "
+        "shows damage long before an answer flips. "
+        f"With **{answers.format_title}**, {answers.closer} of {len(answers.questions)} questions came "
+        f"closer to a wrong answer, and the median margin moved by {answers.median_shift:+.3f}; "
+        f"{len(answers.lost)} answers were lost and {len(answers.gained)} gained. "
+        "Pick another format at the top of the page and watch the cloud sink below the diagonal."
+        + _listed(answers.lost, f"Right in float32, wrong in {answers.format_title}")
+        + _listed(answers.gained, f"Wrong in float32, right in {answers.format_title}")
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(answers, charts):
+    charts.retrieval_margins_chart(answers.records(), answers.format_title)
     return
 
 
@@ -248,7 +285,8 @@ def _(mo):
     ## Try this
 
     1. Which is the lowest bit width where top-1 still matches float32? *(Check the table: the
-       answers hold down to 3.5 bits here and break at 2.5.)*
+       answers hold down to 3.5 bits here and break at 2.5.)* Top-1 cannot tell the 4-bit formats
+       apart; which column can? *(The median margin: pick them one by one and watch the cloud.)*
     2. Compare MXFP4 and MLX affine 4-bit g128: the same 4.25 bits per weight. Which keeps the
        embeddings closer to float32? *(Check the cosine column: nearly a tie.)*
     3. Pick Q4_K. Why does it look almost perfect? *(Check "kept float32": its 256-weight blocks fit

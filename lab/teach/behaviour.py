@@ -3,7 +3,10 @@
     similarity(model_fp32, model_q, sentences)   cosine matrices of both models, and each sentence's
                                                  cosine between its two embeddings
     format_similarity("mxfp4")                   the same for the lab's SIMILARITY_SENTENCES, cached
-    retrieval_study(progress=...)                top-1 and MRR on the lab's retrieval task, per format
+    retrieval_study(progress=...)                top-1, MRR and median margin on the lab's retrieval
+                                                 task, per format
+    retrieval_answers("mxfp4")                   each question's margin under float32 and the format,
+                                                 and the passage it picks
     layer_study("mxfp4")                         each Linear's weight error beside its output error on
                                                  real activations, and the input channels behind it
 
@@ -266,23 +269,33 @@ class RetrievalScore:
     top1: float  # share of queries whose right passage scores highest
     mrr: float  # mean of 1 / rank of the right passage
     ranks: np.ndarray  # rank of each query's right passage, 1 = first
+    margins: np.ndarray  # right passage's cosine minus the best distractor's: >= 0 where answered right
+    picks: np.ndarray  # index of each query's highest-scoring passage (its own where the margin is >= 0)
 
 
 def score_retrieval(queries: np.ndarray, passages: np.ndarray) -> RetrievalScore:
     """Query i's right passage is passage i; every other passage is a distractor.
 
     A passage ranks above the right one only if its cosine is strictly larger, so a tie goes to
-    the right passage.
+    the right passage, and a margin of exactly 0 is still a right answer.
     """
     queries, passages = np.asarray(queries), np.asarray(passages)
-    if queries.ndim != 2 or queries.shape != passages.shape or not len(queries):
+    if queries.ndim != 2 or queries.shape != passages.shape or len(queries) < 2:
         raise InputError(
-            f"retrieval needs as many queries as passages, one embedding a row; got {queries.shape} and {passages.shape}"
+            "retrieval needs as many queries as passages, at least two, one embedding a row; "
+            f"got {queries.shape} and {passages.shape}"
         )
     scores = cosine_matrix(queries, passages)
-    right = np.diagonal(scores)[:, None]
-    ranks = 1 + np.count_nonzero(scores > right, axis=1)
-    return RetrievalScore(top1=float(np.mean(ranks == 1)), mrr=float(np.mean(1.0 / ranks)), ranks=ranks)
+    right = np.diagonal(scores).copy()
+    ranks = 1 + np.count_nonzero(scores > right[:, None], axis=1)
+    distractors = scores.copy()
+    np.fill_diagonal(distractors, -np.inf)
+    best_distractor = distractors.argmax(axis=1)
+    margins = right - distractors[np.arange(len(right)), best_distractor]
+    picks = np.where(margins >= 0, np.arange(len(right)), best_distractor)
+    return RetrievalScore(
+        top1=float(np.mean(ranks == 1)), mrr=float(np.mean(1.0 / ranks)), ranks=ranks, margins=margins, picks=picks
+    )
 
 
 def retrieval_row(name: str, cache: bool = False) -> dict:
@@ -297,13 +310,98 @@ def retrieval_row(name: str, cache: bool = False) -> dict:
         "bits_per_weight": ours.bits_per_weight,
         "top1": score.top1,
         "mrr": score.mrr,
+        "median_margin": float(np.median(score.margins)),
         "mean_cosine_to_fp32": float(np.mean(row_cosines(mine, theirs))),
         "fallbacks": len(ours.fallbacks),
     }
 
 
+@dataclass(frozen=True)
+class RetrievalAnswers:
+    """Each question's answer from the float32 model and from one format, side by side."""
+
+    format_title: str
+    questions: tuple[str, ...]
+    fp32_margins: np.ndarray  # as RetrievalScore.margins, float32 model
+    margins: np.ndarray  # the same with the format's weights
+    picks: np.ndarray  # the passage the format's model answers each question with
+
+    @property
+    def lost(self) -> np.ndarray:
+        """Questions float32 answers right and the format answers wrong."""
+        return np.flatnonzero((self.fp32_margins >= 0) & (self.margins < 0))
+
+    @property
+    def gained(self) -> np.ndarray:
+        """Questions float32 answers wrong and the format answers right."""
+        return np.flatnonzero((self.fp32_margins < 0) & (self.margins >= 0))
+
+    @property
+    def closer(self) -> int:
+        """How many questions came closer to a wrong answer (a smaller margin) with the format."""
+        return int(np.count_nonzero(self.margins < self.fp32_margins))
+
+    @property
+    def median_shift(self) -> float:
+        """The median change of margin, format minus float32: below 0 where answers got closer calls."""
+        return float(np.median(self.margins - self.fp32_margins))
+
+    def records(self) -> list[dict]:
+        """One row per question: question, both margins, both outcomes, and the passage picked."""
+        return [
+            {
+                "question": question,
+                "fp32_margin": float(fp32_margin),
+                "margin": float(margin),
+                "outcome": _outcome(fp32_margin >= 0, margin >= 0),
+                "picked": PASSAGES[pick],
+            }
+            for question, fp32_margin, margin, pick in zip(
+                self.questions, self.fp32_margins, self.margins, self.picks, strict=True
+            )
+        ]
+
+
+#: a question's outcome, by (float32 right, format right)
+OUTCOMES = {
+    (True, True): "right in both",
+    (True, False): "lost: now wrong",
+    (False, True): "gained: now right",
+    (False, False): "wrong in both",
+}
+
+
+def _outcome(fp32_right, format_right) -> str:
+    return OUTCOMES[bool(fp32_right), bool(format_right)]
+
+
+def retrieval_answers(name: str, cache: bool = False) -> RetrievalAnswers:
+    """Every question's margin under float32 and under format `name`, and the passage it picks
+    (`cache`: see embeddings()). The margin is how far the right passage's cosine stands above
+    the best distractor's: top-1 counts only its sign, so it shows damage top-1 cannot."""
+    name = _checked_name(name)
+    ours, reference = embeddings(name, cache), embeddings(FP32, cache)
+    score = score_retrieval(ours.queries, ours.passages)
+    return RetrievalAnswers(
+        format_title="float32" if name == FP32 else FORMATS[name].title,
+        questions=QUERIES,
+        fp32_margins=score_retrieval(reference.queries, reference.passages).margins,
+        margins=score.margins,
+        picks=score.picks,
+    )
+
+
 #: a retrieval row's fields, as retrieval_row() makes them
-ROW_FIELDS = ("format", "title", "bits_per_weight", "top1", "mrr", "mean_cosine_to_fp32", "fallbacks")
+ROW_FIELDS = (
+    "format",
+    "title",
+    "bits_per_weight",
+    "top1",
+    "mrr",
+    "median_margin",
+    "mean_cosine_to_fp32",
+    "fallbacks",
+)
 
 
 def retrieval_study(
@@ -311,7 +409,7 @@ def retrieval_study(
 ) -> list[dict]:
     """Top-1 accuracy and MRR on the lab's retrieval task for fp32 and every format.
 
-    Rows: {format, title, bits_per_weight, top1, mrr, mean_cosine_to_fp32, fallbacks}. `formats`
+    Rows: {format, title, bits_per_weight, top1, mrr, median_margin, mean_cosine_to_fp32, fallbacks}. `formats`
     defaults to study_formats(); `progress(done, total, name)` is called after each format.
     `cache=True` keeps the rows, and each format's embeddings, on disk and reads them back when
     nothing they depend on has changed (see model_key()); the rows are the same either way. A row

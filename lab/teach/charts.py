@@ -702,6 +702,64 @@ def retrieval_quality_chart(rows: list[dict]) -> alt.Chart:
     )
 
 
+#: each retrieval outcome's colour and shape: shape as well as colour, so no one needs the hue
+_OUTCOME_MARKS = {
+    "right in both": (PALETTE[0], "circle"),
+    "lost: now wrong": (PALETTE[3], "triangle-down"),
+    "gained: now right": (PALETTE[2], "triangle-up"),
+    "wrong in both": ("#9aa5b1", "square"),
+}
+
+
+def retrieval_margins_chart(records: list[dict], format_title: str) -> alt.Chart:
+    """Each question's margin (right passage's cosine minus the best distractor's) with the format
+    against float32's. On the diagonal nothing moved; below it the question came closer to a wrong
+    answer; below the zero line the format answers it wrong."""
+    height = 340
+    margins = [record[key] for record in records for key in ("fp32_margin", "margin")]
+    domain = _span([*margins, 0.0])
+    frame = alt.Data(values=[dict(record) for record in records])
+    base = alt.Chart(frame).encode(
+        x=alt.X("fp32_margin:Q", scale=alt.Scale(domain=domain, nice=False), title="margin in float32"),
+        y=alt.Y("margin:Q", scale=alt.Scale(domain=domain, nice=False), title=f"margin in {format_title}"),
+    )
+    outcomes = [outcome for outcome in _OUTCOME_MARKS if any(r["outcome"] == outcome for r in records)]
+    points = base.mark_point(size=90, filled=True, opacity=0.85).encode(
+        color=alt.Color(
+            "outcome:N",
+            scale=alt.Scale(domain=outcomes, range=[_OUTCOME_MARKS[o][0] for o in outcomes]),
+            title=None,
+        ),
+        shape=alt.Shape(
+            "outcome:N", scale=alt.Scale(domain=outcomes, range=[_OUTCOME_MARKS[o][1] for o in outcomes]), title=None
+        ),
+        tooltip=[
+            alt.Tooltip("question:N"),
+            alt.Tooltip("fp32_margin:Q", format=".3f", title="margin in float32"),
+            alt.Tooltip("margin:Q", format=".3f", title=f"margin in {format_title}"),
+            alt.Tooltip("outcome:N"),
+            alt.Tooltip("picked:N", title="answered with"),
+        ],
+    )
+    guides = alt.Data(values=[{"from": domain[0], "to": domain[1], "zero": 0.0}])
+    diagonal = (
+        alt.Chart(guides)
+        .mark_rule(strokeDash=[6, 4], color="#9aa5b1")
+        .encode(x="from:Q", y="from:Q", x2="to:Q", y2="to:Q")
+    )
+    zero = alt.Chart(guides).mark_rule(color=PALETTE[3], opacity=0.6).encode(y="zero:Q")
+    return _styled(
+        alt.layer(diagonal, zero, points).properties(
+            height=height,
+            title=_title(
+                "Margin per question",
+                f"One point per question. Dashed: as in float32; below it, closer to a wrong answer. "
+                f"Below the solid line at zero, {format_title} answers wrong.",
+            ),
+        )
+    )
+
+
 def layer_errors_chart(records: list[dict], format_title: str) -> alt.Chart:
     """Each Linear's weight error against its output error on real inputs; disagreeing layers
     named where a name fits."""

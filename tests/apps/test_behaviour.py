@@ -52,6 +52,23 @@ def test_retrieval_scoring_on_a_hand_made_case():
     assert score.top1 == 0.5 and score.mrr == pytest.approx((1 + 1 / 2) / 2)
 
 
+def test_margins_and_picks_on_the_hand_made_case():
+    # cosines: query 0 -> (1/sqrt(1.01), 0); query 1 -> (0.86/sqrt(1.01), 0.6)
+    queries = np.array([[1.0, 0.0], [0.8, 0.6]])
+    passages = np.array([[1.0, 0.1], [0.0, 1.0]])
+    score = behaviour.score_retrieval(queries, passages)
+    np.testing.assert_allclose(score.margins, [1 / np.sqrt(1.01) - 0.0, 0.6 - 0.86 / np.sqrt(1.01)])
+    assert score.picks.tolist() == [0, 0]  # query 1 is answered with passage 0, its distractor
+
+
+def test_a_tie_is_a_right_answer_with_margin_zero():
+    queries = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    passages = np.array([[1.0, 0.0], [2.0, 0.0], [0.0, 3.0]])  # queries 0 and 1 tie on passages 0 and 1
+    score = behaviour.score_retrieval(queries, passages)
+    assert score.ranks.tolist() == [1, 1, 1] and score.top1 == 1.0
+    assert score.margins.tolist() == [0.0, 0.0, 1.0] and score.picks.tolist() == [0, 1, 2]
+
+
 def test_spearman_matches_the_textbook_formula_without_ties():
     rng = np.random.default_rng(3)
     a, b = rng.normal(size=20), rng.normal(size=20)
@@ -73,6 +90,10 @@ def test_bad_inputs_raise_typed_errors():
         behaviour.layer_study("fp16")
     with pytest.raises(InputError):
         behaviour.score_retrieval(np.ones((3, 4)), np.ones((2, 4)))
+    with pytest.raises(InputError):  # one passage: nothing to be wrong about
+        behaviour.score_retrieval(np.ones((1, 4)), np.ones((1, 4)))
+    with pytest.raises(UnknownFormatError):
+        behaviour.retrieval_answers("q4")
 
 
 def test_the_top_channels_share_is_their_terms_alone():
@@ -103,6 +124,41 @@ def test_fp32_top1_equals_a_plain_cosine_argmax(retrieval_embeddings):
     assert row["top1"] == pytest.approx(direct)
     assert row["mean_cosine_to_fp32"] == pytest.approx(1.0) and row["fallbacks"] == 0
     assert direct > 0.9  # the task is answerable: a float32 model gets nearly all of it
+
+
+def test_fp32_margins_match_sorted_cosines(retrieval_embeddings):
+    queries, passages = retrieval_embeddings
+    q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    p = passages / np.linalg.norm(passages, axis=1, keepdims=True)
+    scores = q @ p.T
+    order = np.argsort(-scores, axis=1)
+    first, second = np.take_along_axis(scores, order[:, :2], axis=1).T
+    own = np.arange(len(q))
+    # Answered right: the gap down to second place. Answered wrong: below first place.
+    expected = np.where(order[:, 0] == own, first - second, scores[own, own] - first)
+    score = behaviour.score_retrieval(queries, passages)
+    np.testing.assert_allclose(score.margins, expected, atol=1e-6)
+    assert np.array_equal(score.margins >= 0, score.ranks == 1)
+    assert np.array_equal(score.picks, order[:, 0])
+    row = behaviour.retrieval_study(formats=("fp32",))[0]
+    assert row["median_margin"] == pytest.approx(np.median(expected), abs=1e-6)
+
+
+def test_two_bit_answers_account_for_every_change_of_top1():
+    require_real_model()
+    rows = {row["format"]: row for row in behaviour.retrieval_study(formats=("fp32", "affine2_g64"))}
+    answers = behaviour.retrieval_answers("affine2_g64")
+    n = len(answers.questions)
+    assert (len(answers.gained) - len(answers.lost)) / n == pytest.approx(
+        rows["affine2_g64"]["top1"] - rows["fp32"]["top1"]
+    )
+    assert len(answers.lost) >= 3  # two bits lose answers the float32 model gets right
+    records = answers.records()
+    for i in answers.lost:
+        assert records[i]["outcome"] == "lost: now wrong"
+        assert records[i]["picked"] != retrieval_data.PASSAGES[i]
+    assert answers.closer > n / 2 and answers.median_shift < 0
+    assert rows["affine2_g64"]["median_margin"] < rows["fp32"]["median_margin"]
 
 
 def test_the_identity_round_trip_gives_fp32_answers(fp32_model, retrieval_embeddings):
