@@ -9,7 +9,9 @@ and any change to an input (a different tensor, an edited format module) simply 
 The folder is `$LAB_CACHE_DIR` when set (the tests point it at a temporary folder), else
 `$XDG_CACHE_HOME/four-bit-lab`, else `~/.cache/four-bit-lab`. Entries are small JSON files,
 written atomically; a damaged or unreadable one counts as a miss. Deleting the folder is always
-safe.
+safe. Every edit of the lab's code starts a new generation of keys and leaves the old entries
+behind, so the folder is kept under a size budget: after each write the entries read or written
+longest ago are deleted until it fits.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -31,6 +34,11 @@ import lab
 
 CACHE_ENV = "LAB_CACHE_DIR"
 CACHE_FOLDER_NAME = "four-bit-lab"
+#: the most the whole cache folder holds, every namespace together. One generation of every
+#: notebook's results is about 8 MB, so this keeps a few dozen generations.
+CACHE_BUDGET_BYTES = 256 * 2**20
+#: a temporary file this old is left over from a write that never finished
+STALE_TEMPORARY_SECONDS = 3600
 
 
 def cache_dir() -> Path:
@@ -150,30 +158,82 @@ def lab_version() -> str:
     return lab.__version__
 
 
-class ResultCache:
-    """JSON entries under cache_dir()/<namespace>/, one file per key."""
+#: the bytes in each cache folder as this process last counted them, plus what it wrote since:
+#: the folder is listed again only when that reaches the budget, not on every write
+_FOLDER_BYTES: dict[Path, int] = {}
 
-    def __init__(self, namespace: str, folder: Path | None = None):
-        self.folder = (cache_dir() if folder is None else Path(folder)) / namespace
+
+class ResultCache:
+    """JSON entries under cache_dir()/<namespace>/, one file per key; every namespace in the same
+    folder shares one budget of `budget_bytes` (CACHE_BUDGET_BYTES unless given)."""
+
+    def __init__(self, namespace: str, folder: Path | None = None, budget_bytes: int | None = None):
+        self.root = cache_dir() if folder is None else Path(folder)
+        self.folder = self.root / namespace
+        self.budget_bytes = CACHE_BUDGET_BYTES if budget_bytes is None else budget_bytes
 
     def _path(self, key: str) -> Path:
         return self.folder / f"{key}.json"
 
     def load(self, key: str):
-        """The value stored under key, or None when there is none (or it cannot be read)."""
+        """The value stored under key, or None when there is none (or it cannot be read). A hit
+        marks the entry as used now, so pruning takes it last."""
+        path = self._path(key)
         try:
-            return json.loads(self._path(key).read_text())
+            value = json.loads(path.read_text())
         except (OSError, ValueError):
             return None
+        try:
+            os.utime(path)
+        except OSError:
+            pass  # a read-only cache still serves its entries
+        return value
 
     def store(self, key: str, value) -> None:
-        """Store a JSON-able value under key. A cache that cannot be written (a read-only home,
-        a full disk) only costs the next run its speed, so such errors are not raised."""
+        """Store a JSON-able value under key, then prune the folder to its budget. A cache that
+        cannot be written (a read-only home, a full disk) only costs the next run its speed, so
+        such errors are not raised."""
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             # Written beside the entry and renamed over it: a reader never sees half a file.
             with tempfile.NamedTemporaryFile("w", dir=self.folder, suffix=".tmp", delete=False) as handle:
                 json.dump(value, handle)
             os.replace(handle.name, self._path(key))
+            written = self._path(key).stat().st_size
         except OSError:
             return
+        counted = _FOLDER_BYTES.get(self.root)
+        if counted is None or counted + written > self.budget_bytes:
+            self.prune(keep=self._path(key))
+        else:
+            _FOLDER_BYTES[self.root] = counted + written
+
+    def prune(self, keep: Path | None = None) -> None:
+        """Delete the entries used longest ago, in every namespace, until the folder fits the
+        budget, and temporary files left by writes that never finished. Only this cache's own
+        files (*.json and *.tmp one folder down) are ever deleted; `keep`, the entry just
+        written, stays even if it alone is over the budget."""
+        entries, now = [], time.time()
+        for pattern in ("*/*.json", "*/*.tmp"):
+            for path in self.root.glob(pattern):
+                try:
+                    status = path.stat()
+                except OSError:
+                    continue  # deleted meanwhile by another process
+                if path.suffix == ".tmp":
+                    if now - status.st_mtime > STALE_TEMPORARY_SECONDS:
+                        path.unlink(missing_ok=True)
+                    continue
+                entries.append((status.st_mtime_ns, status.st_size, path))
+        total = sum(size for _, size, _ in entries)
+        for _, size, path in sorted(entries, key=lambda entry: entry[0]):
+            if total <= self.budget_bytes:
+                break
+            if path == keep:
+                continue
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                continue
+            total -= size
+        _FOLDER_BYTES[self.root] = total

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import time
 
 import numpy as np
 import pytest
@@ -256,3 +258,71 @@ def test_a_device_report_read_back_is_the_one_that_ran(cache_folder, mx, monkeyp
     assert pane_model.run_model("mxfp4", sentences=sentences[:1], cache=True) is rerun
     monkeypatch.setattr(pane_model, "mlx_version", lambda mx: "0.0.0-other")
     assert pane_model.run_model("mxfp4", sentences=sentences, cache=True) is rerun
+
+
+def _entry_bytes(store: cache.ResultCache, key: str) -> int:
+    return store._path(key).stat().st_size
+
+
+def _age(store: cache.ResultCache, key: str, seconds_ago: float) -> None:
+    stamp = time.time() - seconds_ago
+    os.utime(store._path(key), (stamp, stamp))
+
+
+def test_the_folder_is_pruned_to_its_budget_least_recently_used_first(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache, "_FOLDER_BYTES", {})
+    budget = 3 * 1002 + 100  # three entries of 1,002 bytes fit, four do not
+    first = cache.ResultCache("one", folder=tmp_path, budget_bytes=budget)
+    second = cache.ResultCache("two", folder=tmp_path, budget_bytes=budget)  # the budget is shared
+    for store, key, seconds_ago in ((first, "a", 300), (second, "b", 200), (first, "c", 100)):
+        store.store(key, "x" * 1000)
+        assert _entry_bytes(store, key) == 1002
+        _age(store, key, seconds_ago)
+    assert first.load("a") == "x" * 1000  # a read makes "a" the most recently used
+    second.store("d", "y" * 1000)
+    assert first.load("a") is not None and first.load("c") is not None and second.load("d") is not None
+    assert second.load("b") is None  # used longest ago
+    assert sum(path.stat().st_size for path in tmp_path.glob("*/*.json")) <= budget
+
+
+def test_an_entry_alone_over_the_budget_is_kept_and_the_rest_make_room(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache, "_FOLDER_BYTES", {})
+    store = cache.ResultCache("one", folder=tmp_path, budget_bytes=500)
+    store.store("small", "s" * 100)
+    _age(store, "small", 60)
+    store.store("large", "L" * 1000)
+    assert store.load("large") == "L" * 1000 and store.load("small") is None
+
+
+def test_pruning_deletes_only_the_caches_own_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache, "_FOLDER_BYTES", {})
+    store = cache.ResultCache("one", folder=tmp_path, budget_bytes=10)
+    (tmp_path / "one").mkdir()
+    stale, fresh = tmp_path / "one" / "old.tmp", tmp_path / "one" / "new.tmp"
+    stale.write_text("half an entry")
+    fresh.write_text("being written")
+    os.utime(stale, (time.time() - 2 * cache.STALE_TEMPORARY_SECONDS,) * 2)
+    foreign = [tmp_path / "README.txt", tmp_path / "one" / "notes.txt", tmp_path / "top.json"]
+    for path in foreign:
+        path.write_text("not the cache's " * 100)
+    store.store("entry", "e" * 100)
+    assert not stale.exists() and fresh.exists()  # another process may still be writing that one
+    assert all(path.exists() for path in foreign)
+    assert store.load("entry") is not None
+
+
+def test_the_folder_is_listed_again_only_when_the_count_reaches_the_budget(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache, "_FOLDER_BYTES", {})
+    store = cache.ResultCache("one", folder=tmp_path, budget_bytes=10_000)
+    listings = []
+    real_prune = cache.ResultCache.prune
+    monkeypatch.setattr(
+        cache.ResultCache, "prune", lambda self, keep=None: listings.append(keep) or real_prune(self, keep)
+    )
+    for i in range(9):
+        store.store(f"k{i}", "z" * 998)  # 1,000 bytes each
+    assert len(listings) == 1  # the first write counts the folder; the next eight fit the count
+    store.store("k9", "z" * 998)
+    store.store("k10", "z" * 998)
+    assert len(listings) == 2  # the eleventh would pass 10,000 bytes
+    assert sum(path.stat().st_size for path in tmp_path.glob("*/*.json")) <= 10_000
