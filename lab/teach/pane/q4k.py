@@ -167,24 +167,18 @@ def _compare_loaded(mx, steps: Steps, loaded: _Loaded, reference, tensor: q4k.Q4
     if name not in loaded.arrays:
         return None
     if f"{name}.scales" in loaded.arrays:
-        packed, scales = loaded.arrays[name], loaded.arrays[f"{name}.scales"]
-        biases = loaded.arrays.get(f"{name}.biases")
-        implied = _implied_group_size_and_bits(packed, scales, reference.shape[-1])
+        values, implied = dequantize_loaded(
+            mx,
+            steps,
+            "mx.dequantize of the arrays mx.load returned",
+            loaded.arrays[name],
+            loaded.arrays[f"{name}.scales"],
+            loaded.arrays.get(f"{name}.biases"),
+            reference.shape[-1],
+            stream=device,
+        )
         if implied is None:
             return None
-        group_size, bits = implied
-        values = steps.attempt(
-            "mx.dequantize of the arrays mx.load returned",
-            lambda: mx.dequantize(
-                mx.array(packed),
-                mx.array(scales),
-                None if biases is None else mx.array(biases),
-                group_size=group_size,
-                bits=bits,
-                dtype=mx.float32,
-                stream=device,
-            ),
-        )
         returned = "float32"
     else:
         values, returned = loaded.arrays[name], loaded.dtypes[name]
@@ -204,6 +198,32 @@ def _compare_loaded(mx, steps: Steps, loaded: _Loaded, reference, tensor: q4k.Q4
         block_size=q4k.BLOCK_WEIGHTS,
     )
     return replace(comparison, note=_diagnose_loaded(values, tensor, rounding_dtype, comparison))
+
+
+def dequantize_loaded(mx, steps: Steps, what: str, packed, scales, biases, length: int, stream=None):
+    """mx.dequantize of packed weights, scales and biases (or None) as mx.load returned them, for
+    rows of `length`, with the group size and bits their shapes imply.
+
+    (values float32, (group_size, bits)); (None, None) where the shapes imply no whole group size
+    and bit width; (None, implied) where MLX refused, and `steps` records why under `what`.
+    """
+    implied = _implied_group_size_and_bits(packed, scales, length)
+    if implied is None:
+        return None, None
+    group_size, bits = implied
+    values = steps.attempt(
+        what,
+        lambda: mx.dequantize(
+            mx.array(packed),
+            mx.array(scales),
+            None if biases is None else mx.array(biases),
+            group_size=group_size,
+            bits=bits,
+            dtype=mx.float32,
+            **({} if stream is None else {"stream": stream}),
+        ),
+    )
+    return values, implied
 
 
 def _implied_group_size_and_bits(packed: np.ndarray, scales: np.ndarray, length: int) -> tuple[int, int] | None:

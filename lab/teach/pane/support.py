@@ -18,7 +18,7 @@ import numpy as np
 
 from lab.formats import FORMATS, mlx_layout
 from lab.interop.gguf.write import write_gguf
-from lab.teach.pane.q4k import _implied_group_size_and_bits
+from lab.teach.pane.q4k import dequantize_loaded
 from lab.teach.pane.steps import Steps, mlx_version
 
 #: the tensor's name in the probe file, ending in ".weight" as GGUF's weight tensors do: MLX names
@@ -90,24 +90,19 @@ def _load_type(mx, type_name: str, weights: np.ndarray) -> dict:
     if PROBE_SCALES not in loaded:
         values = loaded[PROBE_TENSOR].astype(np.float32).reshape(weights.shape)
         return {"mx_load": "float tensor", "returned": returned, "max_abs_diff": _max_abs_diff(values, reference)}
-    packed, scales = loaded[PROBE_TENSOR], loaded[PROBE_SCALES]
-    biases = loaded.get(PROBE_BIASES)
     row = {"mx_load": "quantized triple", "returned": returned}
-    implied = _implied_group_size_and_bits(packed, scales, weights.shape[-1])
+    values, implied = dequantize_loaded(
+        mx,
+        steps,
+        "mx.dequantize",
+        loaded[PROBE_TENSOR],
+        loaded[PROBE_SCALES],
+        loaded.get(PROBE_BIASES),
+        weights.shape[-1],
+    )
     if implied is None:
         return {**row, "error": "the arrays' shapes imply no whole group size and bit width"}
     group_size, bits = implied
-    values = steps.attempt(
-        "mx.dequantize",
-        lambda: mx.dequantize(
-            mx.array(packed),
-            mx.array(scales),
-            None if biases is None else mx.array(biases),
-            group_size=group_size,
-            bits=bits,
-            dtype=mx.float32,
-        ),
-    )
     if values is None:
         return {**row, "error": steps.refusals[-1]}
     return {
