@@ -59,8 +59,10 @@ FOREGROUND = {"expr": "luminance(background) < 0.5 ? '#ffffff' : '#000000'"}
 
 # Drawn as SVG rather than marimo's default canvas: text stays sharp when a projector or a
 # browser zooms in, and the chart's layout (its plot area, its labels) is in the page, where the
-# browser tests measure it at phone and projector widths.
-EMBED_OPTIONS = {"renderer": "svg"}
+# browser tests measure it at phone and projector widths. Of vega-embed's "⋯" menu only the SVG
+# and PNG downloads stay: "Open in Vega Editor" sends the chart to vega.github.io, and the course
+# never reaches the network (the source views go with it; the notebook holds the spec).
+EMBED_OPTIONS = {"renderer": "svg", "actions": {"export": True, "source": False, "compiled": False, "editor": False}}
 
 
 def _data(columns: dict) -> alt.Data:
