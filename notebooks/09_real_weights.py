@@ -109,16 +109,21 @@ def _(course, format_choice, mo, outlier_chart, report, tensor_error_chart):
 @app.cell(hide_code=True)
 def _(course, format_choice, format_number, mo, report):
     _records = [row for row in report.records() if row["format"] == format_choice.value]
-    # Worst first; skipped tensors (no error to rank) go last.
-    _records.sort(key=lambda row: (row["skipped"] is not None, -(row["relative_rmse"] or 0.0)))
+    _measured = sorted((row for row in _records if not row["skipped"]), key=lambda row: -row["relative_rmse"])
     _rows = "\n".join(
         f"| `{row['tensor']}` | {'×'.join(str(n) for n in row['shape'])} | "
-        + (
-            f"{row['relative_rmse']:.4f} | {format_number(round(row['max_abs_error'], 4))} | {row['outlier_share']:.3%} |"
-            if not row["skipped"]
-            else f"— | — | {row['skipped']} |"
-        )
-        for row in _records
+        f"{row['relative_rmse']:.4f} | {format_number(round(row['max_abs_error'], 4))} | {row['outlier_share']:.3%} |"
+        for row in _measured
+    )
+    # Skipped tensors are listed under their reason, below the table: a long reason in a table
+    # column made every row of it tall on a phone.
+    _reasons = {}
+    for _row in _records:
+        if _row["skipped"]:
+            _reasons.setdefault(_row["skipped"].removeprefix("skipped: "), []).append(f"`{_row['tensor']}`")
+    _skipped = "".join(
+        f"\n\n**Skipped, {len(_names)} of {len(_records)}**, {_reason}: {', '.join(_names)}."
+        for _reason, _names in _reasons.items()
     )
     _text = mo.md(
         f"## Tensor by tensor: {format_choice.value}\n\nWorst first. A skipped tensor is one this format "
@@ -126,6 +131,7 @@ def _(course, format_choice, format_number, mo, report):
         "group size (MLX's converter silently leaves such layers in float; a GGUF converter stores them "
         "in another type).\n\n| tensor | shape | relative RMSE | max error | outlier share |\n|---|---|---|---|---|\n"
         + _rows
+        + _skipped
     )
     mo.Html(course.readout(_text.text))
     return
