@@ -124,14 +124,9 @@ def server(tmp_path_factory):
 
 def _open(page, url: str, width: int, height: int, theme: str):
     page.set_viewport_size({"width": width, "height": height})
-    page.unroute("**/*.html")
-    if theme == "dark":
-        # The page as a reader whose marimo theme is dark sees it (marimo's charts follow it).
-        def dark(route):
-            response = route.fetch()
-            route.fulfill(response=response, body=response.text().replace('"theme": "light"', '"theme": "dark"'))
-
-        page.route("**/*.html", dark)
+    # The course follows the reader's system theme (pyproject's [tool.marimo.display]), and
+    # marimo's charts follow the course.
+    page.emulate_media(color_scheme=theme)
     page.goto(url)
     page.wait_for_load_state("networkidle")
     outputs = page.locator(".output-area")

@@ -249,3 +249,44 @@ def test_exported_exercise_checks_an_answer_without_a_kernel(server):
         assert section.locator("[data-exercise-result]").get_attribute("data-exercise-result") == "correct"
         assert re.match(r"1 of \d+ correct", page.get_by_test_id("exercise-progress").inner_text())
         assert log.blocked == []
+
+
+PROSE_SIZES = """() => {
+  const text = [...document.querySelectorAll(
+    ".markdown.prose :is(.paragraph, li, td, th, code, pre)")].filter((e) => e.innerText.trim());
+  return {
+    count: text.length,
+    smallest: Math.min(...text.map((e) => parseFloat(getComputedStyle(e).fontSize))),
+    theme: document.body.classList.contains("dark") ? "dark" : document.body.classList.contains("light") ? "light" : "none",
+    sideways: document.documentElement.scrollWidth > innerWidth,
+  };
+}"""
+
+
+@pytest.mark.parametrize(("width", "scheme"), [(390, "dark"), (1440, "light")])
+def test_course_pages_follow_the_readers_theme_with_prose_at_16_px(server, width, scheme):
+    from lab.teach import course
+
+    with browser_page() as (page, log):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.emulate_media(color_scheme=scheme)
+        for file, _, _ in course.NOTEBOOKS:
+            page.goto(f"{server}/{file.removesuffix('.py')}.html")
+            page.wait_for_selector(".markdown.prose", timeout=20000)
+            measured = page.evaluate(PROSE_SIZES)
+            assert measured["count"] > 3 and measured["smallest"] >= 16, (file, measured)
+            assert measured["theme"] == scheme and not measured["sideways"], (file, measured)
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_a_charts_menu_offers_downloads_and_nothing_online(server):
+    with browser_page() as (page, log):
+        page.goto(f"{server}/10_what_four_bits_do_to_answers.html")
+        chart = page.locator(".vega-embed").first
+        chart.locator("details summary").wait_for(timeout=30000)
+        chart.locator("details summary").click()
+        actions = chart.locator(".vega-actions a")
+        names = [actions.nth(i).inner_text() for i in range(actions.count())]
+        # vega-embed's full menu adds View Source, View Compiled Vega and Open in Vega Editor
+        assert names == ["Save as SVG", "Save as PNG"], names
+        assert log.blocked == [] and log.console_errors == []

@@ -215,11 +215,16 @@ body {{ display: flex; flex-direction: column; height: 100vh; margin: 0; }}
 marimo-ui-element:has(> :is({CONTROLS})) {{ display: inline-flex !important; flex-direction: column;
   align-items: flex-start; }}
 marimo-ui-element:has(> :is({CONTROLS}))::after {{ content: "fixed in this static page";
-  font: italic 13px system-ui, sans-serif; color: #6b4e00; }}
-:is({CONTROLS}) {{ display: block !important; pointer-events: none; opacity: 0.55; filter: grayscale(1); }}
+  font: italic 16px system-ui, sans-serif; color: var(--lab-static-note); }}
+/* Dimmed, not greyed out: the setting the page was built with must stay readable. */
+:is({CONTROLS}) {{ display: block !important; pointer-events: none; opacity: 0.8; }}
 .{course.READOUT_CLASS}::before {{ content: "Computed at build time for the settings shown; the live lab recomputes it."; display: block;
-  font: italic 14px/1.4 system-ui, sans-serif; color: #6b4e00; border-left: 3px solid #e69f00; padding-left: 0.5rem;
-  margin-bottom: 0.3rem; }}
+  font: italic 16px/1.4 system-ui, sans-serif; color: var(--lab-static-note); border-left: 3px solid #e69f00;
+  padding-left: 0.5rem; margin-bottom: 0.3rem; }}
+/* The notes follow marimo's theme (it puts .dark on <body> when the reader's system is dark):
+   dark amber on light, light amber on dark, both above 7:1. */
+:root {{ --lab-static-note: #6b4e00; }}
+:root:has(body.dark), .dark {{ --lab-static-note: #f5c96a; }}
 </style>
 <script>
 // Make the kernel-less controls unreachable by keyboard too, as the note beside them says.
