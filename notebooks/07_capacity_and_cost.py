@@ -51,7 +51,7 @@ def _(mo):
 def _(course, format_number, mo, sizes, weights_in_billions):
     _n = int(weights_in_billions.value * 1e9)
     _rows = "\n".join(
-        f"| {name} | {format_number(bpw)} | {format_number(round(sizes.payload_gigabytes(_n, bpw), 4))} GB |"
+        f"| {name} | {format_number(bpw)} | {format_number(round(sizes.payload_gigabytes(_n, bpw), 6))} GB |"
         for name, bpw in sizes.FORMAT_BITS_PER_WEIGHT.items()
     )
     _text = mo.md(f"**{format_number(weights_in_billions.value)} B weights:**\n\n| format | bits/weight | payload |\n|---|---|---|\n{_rows}")

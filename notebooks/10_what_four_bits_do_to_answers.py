@@ -164,7 +164,8 @@ def _(answers, mo):
         "Top-1 only asks whether the right passage came first. The margin says by how much, so it "
         "shows damage long before an answer flips. "
         f"With **{answers.format_title}**, {answers.closer} of {len(answers.questions)} questions came "
-        f"closer to a wrong answer, and the median margin moved by {answers.median_shift:+.3f}; "
+        f"closer to a wrong answer, and the median change of a question's margin was "
+        f"{answers.median_shift:+.3f}; "
         f"{len(answers.lost)} answers were lost and {len(answers.gained)} gained. "
         "Pick another format at the top of the page and watch the cloud sink below the diagonal."
         + _listed(answers.lost, f"Right in float32, wrong in {answers.format_title}")

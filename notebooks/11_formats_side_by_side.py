@@ -50,7 +50,7 @@ def _(error_rows, mo, pareto_chart, source_pick):
         [
             mo.md(
                 "## Error against cost\n\nRelative error ‖ŵ − w‖ / ‖w‖ against the bits each format "
-                "stores per weight. A format is on the **Pareto front** (joined in red) when no other "
+                "stores per weight. A format is on the **Pareto front** (its points joined by a line) when no other "
                 "format is both as cheap and as accurate. The real tensors are the first 64 rows of "
                 "three all-MiniLM-L6-v2 weights; the synthetic ones are N(0, 1) and a heavy-tailed "
                 "Student t with 3 degrees of freedom."
@@ -147,7 +147,7 @@ def _(mo):
     ## Try this
 
     1. On N(0, 1), which 4-bit formats are on the front, and which 4.5-bit format is not?
-       *(Check the chart's red line.)*
+       *(Check the points joined by the line.)*
     2. Switch to the Student t weights. Does the front change? *(Compare the lists under the
        chart.)*
     3. Move the payload byte to 15. Which layout's weights move furthest from weight 0?

@@ -73,6 +73,11 @@ def test_site_copies_only_the_front_end_its_pages_can_load(site):
     assert kept < shipped / 2, (kept, shipped)
 
 
+def test_the_site_has_the_icon_browsers_ask_for(site):
+    assert (site / "favicon.ico").read_bytes() == (sitebuild.MARIMO_STATIC / "favicon.ico").read_bytes()
+    assert '<link rel="icon" href="favicon.ico">' in (site / "index.html").read_text(encoding="utf-8")
+
+
 def test_index_links_every_notebook(site):
     index = (site / "index.html").read_text()
     for notebook in sorted(site.glob("[0-9][0-9]_*.html")):

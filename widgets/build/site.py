@@ -308,6 +308,7 @@ def index_page() -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'self'; style-src 'unsafe-inline'">
 <title>The four-bit lab</title>
+<link rel="icon" href="favicon.ico">
 <style>
 body {{ font-family: system-ui, sans-serif; font-size: 19px; line-height: 1.5; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; color: #1a1a1a; }}
 a {{ color: #0072b2; }}
@@ -362,6 +363,9 @@ def build(site: Path = ROOT / "site", notebooks: list[Path] | None = None) -> li
     written += standalone.write_all(site / "explainers")
     (site / "index.html").write_text(index_page(), encoding="utf-8")
     written.append(site / "index.html")
+    # Browsers ask every served page's origin for /favicon.ico; without one the index and the
+    # explainers log a 404. marimo's own icon, which the course pages already name.
+    shutil.copyfile(MARIMO_STATIC / "favicon.ico", site / "favicon.ico")
     check_offline(site)
     return written
 
