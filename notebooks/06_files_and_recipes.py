@@ -167,7 +167,7 @@ def _(gguf_browser, mo):
                 Open a file of your own with the same validating reader. An upload is held in memory,
                 so it is capped at {gguf_browser.UPLOAD_LIMIT // 1024**2} MiB; for a real model type its
                 path instead: the reader memory-maps it and reads only the header and the block you open.
-                With neither, the lab's toy file above is shown.
+                With neither, the toy file above stays open here, so the picker below has its tensors.
                 """
             ),
             own_upload,
@@ -181,6 +181,7 @@ def _(gguf_browser, mo):
 def _(LabError, gguf_browser, own_path, own_upload, path):
     browse_error = None
     browsed = None
+    browsing_toy = not own_upload.value and not own_path.value.strip()
     try:
         if own_upload.value:
             browsed = gguf_browser.open_upload(own_upload.contents(), own_upload.name())
@@ -191,11 +192,11 @@ def _(LabError, gguf_browser, own_path, own_upload, path):
     except LabError as _error:
         # the lab's typed error, shown as a sentence: a file the reader refuses is a lesson, not a crash
         browse_error = f"{type(_error).__name__}: {_error}"
-    return browse_error, browsed
+    return browse_error, browsed, browsing_toy
 
 
 @app.cell(hide_code=True)
-def _(browse_error, browsed, course, gguf_browser, mo):
+def _(browse_error, browsed, browsing_toy, course, gguf_browser, mo):
     mo.stop(
         browse_error is not None, mo.callout(mo.md(f"**The lab did not open this file.** {browse_error}"), kind="warn")
     )
@@ -221,9 +222,15 @@ def _(browse_error, browsed, course, gguf_browser, mo):
         ],
     )
     _recipe = "\n".join(f"* {line}" for line in gguf_browser.recipe(browsed.file)["text"].splitlines())
+    # The toy file's tensors and recipe are the inventory and recipe above: not shown twice.
+    _listed = (
+        "Its tensors and its recipe are the inventory and the recipe above."
+        if browsing_toy
+        else f"{_tensors}{_more}\n\n### The recipe\n\n{_recipe}"
+    )
     _text = mo.md(
-        f"### {browsed.source}: {browsed.size:,} bytes, {len(own_tensors):,} tensors\n\n{_tensors}{_more}\n\n"
-        f"### The recipe\n\n{_recipe}\n\n### Metadata\n\n{_metadata}"
+        f"### {browsed.source}: {browsed.size:,} bytes, {len(own_tensors):,} tensors\n\n{_listed}\n\n"
+        f"### Metadata\n\n{_metadata}"
     )
     mo.Html(course.readout(_text.text))
     return (own_tensors,)
