@@ -661,3 +661,23 @@ def test_the_markdown_names_positions_in_words_not_tuples(mx):
     assert "MXFP4, 1 × 32" in markdown and "x of shape 1 × 32" in markdown
     assert "row 0, element" in markdown and "row 0, scale group 0" in markdown
     assert not re.search(r"\(\d+(, \d+)*,?\)", markdown)
+
+
+def test_a_refusal_quotes_mlx_without_the_signature_it_trails_off_into(mx):
+    steps = Steps(mx)
+
+    def refused_keyword():
+        raise TypeError(
+            "quantized_matmul(): incompatible function arguments. The following argument types are supported:\n"
+            "    1. quantized_matmul(x: array, w: array, /, ...) -> array"
+        )
+
+    def refused_silently():
+        raise RuntimeError("")
+
+    assert steps.attempt("mx.quantized_matmul(global_scale=...)", refused_keyword) is None
+    assert steps.attempt("mx.load", refused_silently) is None
+    assert steps.refusals == [
+        "mx.quantized_matmul(global_scale=...): TypeError: quantized_matmul(): incompatible function arguments.",
+        "mx.load: RuntimeError: ",
+    ]

@@ -153,7 +153,11 @@ def _load_gguf(mx, steps: Steps, tensor: q4k.Q4KTensor, device) -> _Loaded | Non
     dtypes = dict(zip(loaded, steps.dtypes, strict=True))
     arrays = {name: loaded[name] for name in sorted(loaded)}
     # the shape as MLX's .shape prints it: the note quotes what mx.load handed back
-    description = ", ".join(f"'{name}' {dtypes[name]} of .shape {array.shape}" for name, array in arrays.items())
+    # and the tensor's name in the file last, so that 'lab.q4k' does not read as the lab's decoder
+    description = ", ".join(
+        f"a {dtypes[name]} array of .shape {array.shape} for the file's tensor '{name}'"
+        for name, array in arrays.items()
+    )
     return _Loaded(arrays=arrays, dtypes=dtypes, description=description or "no arrays")
 
 

@@ -74,13 +74,21 @@ class Steps:
         except MLX_REFUSALS as error:
             if isinstance(error, LabError):
                 raise
-            self.refusals.append(f"{step}: {type(error).__name__}: {str(error).splitlines()[0]}")
+            self.refusals.append(f"{step}: {type(error).__name__}: {_first_sentence(error)}")
             return None
         converted = tuple(mlx_layout.to_numpy(array) for array in arrays)
         self.dtypes = tuple(str(array.dtype).rsplit(".", 1)[-1] for array in arrays)
         if isinstance(result, dict):
             return dict(zip(result, converted, strict=True))
         return converted if isinstance(result, (tuple, list)) else converted[0]
+
+
+def _first_sentence(error: BaseException) -> str:
+    """What MLX said, up to its first line. A binding's TypeError goes on with "The following
+    argument types are supported:" and a signature on the next lines; that sentence is cut too,
+    as it promises a list the pane does not show."""
+    first = (str(error).splitlines() or [""])[0]
+    return first.split(" The following argument types are supported:")[0]
 
 
 def learner_input(x, length: int) -> np.ndarray:
