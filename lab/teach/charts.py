@@ -451,9 +451,10 @@ def difference_rows(report: DeviceReport) -> list[dict]:
 
 def difference_chart(report: DeviceReport) -> alt.LayerChart | None:
     """The on-device pane's weight comparisons as bars: per group, the largest |MLX − lab|; None
-    where the report has no weight comparison (MLX absent or refused)."""
+    where there is nothing to draw: no weight comparison (MLX absent or refused), or every one
+    bit-identical in every group (bars of no length; the report says so in words)."""
     rows = difference_rows(report)
-    if not rows:
+    if not any(row["max abs diff"] for row in rows):
         return None
     compared = list(dict.fromkeys(row["compared"] for row in rows))
     groups = list(dict.fromkeys(row["group"] for row in rows))
@@ -488,8 +489,21 @@ def difference_chart(report: DeviceReport) -> alt.LayerChart | None:
         compared,
         max(map(len, names)),
     )
+    # A comparison that is 0 in every group has bars of no length: it says so where they would be.
+    notes = (
+        alt.Chart(frame)
+        .transform_aggregate(largest="max(max abs diff)", groupby=["compared"])
+        .transform_filter(alt.datum.largest == 0)
+        .transform_calculate(note="'bit-identical in every group'")
+        .mark_text(align="left", dx=4, fontSize=TEXT_PX, color=FOREGROUND)
+        .encode(
+            x=alt.value(0),
+            y=alt.Y("compared:N", sort=compared, scale=y_scale, axis=None, bandPosition=0.5),
+            text="note:N",
+        )
+    )
     return _styled(
-        (bars + row_names).properties(
+        alt.layer(bars, row_names, notes).properties(
             height=height,
             title=_title("MLX beside the lab", "The largest |MLX − lab| in each group; 0: bit-identical."),
         )

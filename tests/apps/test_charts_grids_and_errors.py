@@ -79,6 +79,14 @@ def test_difference_chart_holds_the_pane_breakdowns():
     assert any(row["group"] == "subblock 1" for row in rows)
 
 
+def test_difference_chart_is_none_where_mlx_and_the_lab_agree_bit_for_bit():
+    pytest.importorskip("mlx.core")
+    report = device.run_block("mxfp4", w=np.linspace(-5, 7, 32, dtype=np.float32).reshape(1, 32), rule="mlx")
+    rows = charts.difference_rows(report)
+    assert rows and all(row["max abs diff"] == 0 for row in rows)
+    assert charts.difference_chart(report) is None
+
+
 def test_difference_chart_is_none_without_weight_comparisons():
     report = device.DeviceReport(available=False, kind="mxfp4", message="no MLX", install_hint="pip install mlx")
     assert charts.difference_rows(report) == [] and charts.difference_chart(report) is None
