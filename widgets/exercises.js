@@ -77,6 +77,8 @@ function exercise(model, ui, kind) {
     key: `answer-${kind}`,
     label: () => `answer to exercise ${number}`,
     value: (view) => view.answers[kind] ?? "",
+    // A refused entry answers this instance; a new one is a new question, with an empty field.
+    about: (view) => `${view.seed} ${view.rounds[kind] ?? 0}`,
     commit,
     // Enter always checks, even an empty or unchanged answer, which fires no change event.
     onkeydown: (event) => {
