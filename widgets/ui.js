@@ -271,9 +271,14 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
       }
     } else problemNode.remove();
     // Nothing focusable is rebuilt, but a figure taken away takes its focus with it; a control
-    // with the same data-focus key gets it back if there is one.
+    // with the same data-focus key gets it back if there is one. A control that a change can take
+    // away on its own (a bit the new format lacks) names the one that takes its place in
+    // data-focus-fallback, so the keyboard keeps its place.
     const key = active?.getAttribute("data-focus");
-    if (key && !el.contains(active)) el.querySelector(`[data-focus="${key}"]`)?.focus();
+    if (key && !el.contains(active)) {
+      const fallback = active.getAttribute("data-focus-fallback");
+      (el.querySelector(`[data-focus="${key}"]`) ?? (fallback && el.querySelector(`[data-focus="${fallback}"]`)))?.focus();
+    }
   }
   draw();
   const handler = () => draw();

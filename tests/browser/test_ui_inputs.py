@@ -251,3 +251,22 @@ def test_a_refusal_goes_when_its_field_gets_a_new_kept_value(pages):
         assert answer.input_value() == "" and not _field(page.evaluate(PROBE), "answer-nibble-decode")["invalid"]
         assert log.blocked == [] and log.console_errors == []
 
+
+def test_focus_moves_to_the_same_place_when_a_link_takes_its_bit_away(pages):
+    with browser_page() as (page, log):
+        for bit, stand_in in ((7, 3), (4, 0)):
+            open_standalone(page, pages, "code-explorer", {"format": "E4M3", "code": 5})
+            page.locator(f"#widget button[data-focus='bit-{bit}']").focus()
+            # a link (or Python) switches to E2M1, which has no bit 4..7
+            page.evaluate("location.hash = encodeURIComponent(JSON.stringify({format: 'E2M1', code: 5}))")
+            page.wait_for_function("document.querySelector(\"#widget [data-testid='code-value']\").textContent === '3'")
+            assert page.evaluate(DEEP_ACTIVE) == f"bit-{stand_in}"
+            page.keyboard.press("Space")  # and the keyboard carries on from there
+            assert page.get_by_test_id("code-value").inner_text() != "3"
+            # back to E4M3: the bit kept its place and keeps focus
+            page.evaluate("location.hash = encodeURIComponent(JSON.stringify({format: 'E4M3', code: 5}))")
+            page.wait_for_function(
+                "document.querySelector(\"#widget [data-testid='code-value']\").textContent === '0.009765625'"
+            )
+            assert page.evaluate(DEEP_ACTIVE) == f"bit-{stand_in}"
+        assert log.blocked == [] and log.console_errors == []
