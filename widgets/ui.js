@@ -281,7 +281,8 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
     }
   }
   draw();
-  const handler = () => draw();
+  // While setTraits is setting several traits, the draw waits for the last of them.
+  const handler = () => (drawsDue ? drawsDue.add(draw) : draw());
   const watched = [...traits, "presenter"];
   for (const name of watched) model.on(`change:${name}`, handler);
   const stopWatchingTheme = watchTheme(el);
@@ -319,8 +320,23 @@ function followTheme(el) {
   else if (el.getAttribute("data-lab-theme") !== theme) el.setAttribute("data-lab-theme", theme);
 }
 
+// The draws put off while setTraits sets its traits one by one (null when it is not running): a
+// widget draws once they are all set, never a mix of old and new values (New instance's next
+// round with the old instance's answer still in place).
+let drawsDue = null;
+
 export function setTraits(model, values) {
-  for (const [name, value] of Object.entries(values)) model.set(name, value);
+  const outermost = drawsDue === null;
+  if (outermost) drawsDue = new Set();
+  try {
+    for (const [name, value] of Object.entries(values)) model.set(name, value);
+  } finally {
+    if (outermost) {
+      const due = drawsDue;
+      drawsDue = null;
+      for (const draw of due) draw();
+    }
+  }
   model.save_changes();
 }
 

@@ -118,6 +118,75 @@ def test_an_answer_outside_the_choices_is_refused_not_graded(pages):
         assert log.blocked == [] and log.console_errors == []
 
 
+# Records what is written into each exercise's feedback (text or nodes, not removals) from now on;
+# window.feedbackWrites() returns it.
+WATCH_FEEDBACK = """() => {
+  const writes = [];
+  const note = (records) => {
+    for (const record of records) {
+      if (record.type === "characterData" || record.addedNodes.length) writes.push(record.target.textContent);
+    }
+  };
+  const watch = new MutationObserver(note);
+  for (const node of document.querySelectorAll("#widget [data-exercise-result]")) {
+    watch.observe(node, { childList: true, characterData: true, subtree: true });
+  }
+  window.feedbackWrites = () => {
+    note(watch.takeRecords());
+    return writes;
+  };
+}"""
+
+# Counts the elements the page creates from now on (as in test_patch_in_place).
+COUNT_CREATED = """() => {
+  window.created = 0;
+  for (const name of ["createElement", "createElementNS"]) {
+    const original = Document.prototype[name];
+    Document.prototype[name] = function (...args) {
+      window.created += 1;
+      return original.apply(this, args);
+    };
+  }
+}"""
+
+
+def _working(section):
+    return section.locator(".lab-exercise-verdict, .lab-exercise-worked").all_inner_texts()
+
+
+def test_new_instance_takes_the_old_working_away_and_the_next_check_works_the_new_one(pages):
+    kind = "mxfp4-decode"  # three worked lines
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises", {"seed": 5, "topic": 3})
+        section = _answer(page, kind, "7")
+        old = _working(section)
+        assert len(old) == 4  # the verdict and three lines
+        page.evaluate(WATCH_FEEDBACK)
+        page.evaluate(COUNT_CREATED)
+        section.get_by_role("button", name="New instance").click()
+        # the old instance's working is gone, and nothing was written for the new one meanwhile
+        assert (
+            _working(section) == []
+            and section.locator("[data-exercise-result]").get_attribute("data-exercise-result") == "none"
+        )
+        assert page.evaluate("window.feedbackWrites()") == []
+        section = _answer(page, kind, "7")
+        new = _working(section)
+        assert len(new) == 4 and new != old
+        assert page.evaluate("window.created") == 0  # the lines were kept, not drawn again
+        # the same state opened from its link shows the same working, once
+        page.reload()
+        page.wait_for_selector("body[data-ready='true']")
+        assert _working(page.locator(f"[data-exercise='{kind}']")) == new
+        # and a second new instance, checked, replaces it again without a stale line
+        section = page.locator(f"[data-exercise='{kind}']")
+        section.get_by_role("button", name="New instance").click()
+        section = _answer(page, kind, "7")
+        third = _working(section)
+        assert len(third) == 4 and third != new
+        assert log.blocked == [] and log.console_errors == []
+
+
 def test_new_instance_and_the_seed_in_the_link(pages):
     with browser_page() as (page, log):
         open_standalone(page, pages, "exercises", {"seed": 5, "topic": 3})
