@@ -62,11 +62,18 @@ function validState(model) {
 }
 
 // Eight bit buttons, bit 7 first; a 4-bit format shows the last four. `shown()` is the code on
-// screen, which a button toggles a bit of.
+// screen, which a button toggles a bit of. Focus on a bit a 4-bit format takes away goes to the
+// bit that takes its place on screen: bit 7's to bit 3, the sign in both.
 function bitButtons(model, shown) {
   const buttons = Array.from({ length: 8 }, (_, position) => {
     const bit = 7 - position;
-    return h("button", { type: "button", "data-bit": bit, "data-focus": `bit-${bit}`, onclick: () => setTraits(model, { code: shown() ^ (1 << bit) }) });
+    return h("button", {
+      type: "button",
+      "data-bit": bit,
+      "data-focus": `bit-${bit}`,
+      "data-focus-fallback": bit >= 4 ? `bit-${bit - 4}` : null,
+      onclick: () => setTraits(model, { code: shown() ^ (1 << bit) }),
+    });
   });
   const group = h("div", { role: "group" }, buttons);
   const legend = ["sign", "exponent", "mantissa"].map((field) => ({ field, node: h("span", { class: `lab-legend lab-legend-${field}` }, field) }));

@@ -31,27 +31,36 @@ function validExercises(model) {
   return { topic, seed, rounds, answers, progress, kinds: exerciseKinds(topic) };
 }
 
-// The verdict and the worked arithmetic for a checked answer, or nothing before one is checked.
+// The verdict and the worked arithmetic for a checked answer, or nothing before one is checked
+// (a new instance has none). The lines leave the page with their answer but are kept, so the
+// next check writes its working into them instead of making them again.
 function feedback() {
   const node = h("div", { role: "status" });
   const verdict = h("p", { class: "lab-exercise-verdict" });
-  const worked = [];
-  const makeLine = () => ({ nodes: [h("p", { class: "lab-formula lab-exercise-worked" })] });
+  const lines = [];
+  // Show the first `texts.length` lines, in order, with these texts; take the rest away.
+  function showLines(texts) {
+    while (lines.length < texts.length) lines.push(h("p", { class: "lab-formula lab-exercise-worked" }));
+    lines.forEach((line, i) => {
+      if (i >= texts.length) return line.remove();
+      setText(line, texts[i]);
+      if (line.parentNode !== node) node.append(line);
+    });
+  }
   return {
     node,
     patch(result) {
       if (!result) {
         setAttrs(node, { class: "lab-exercise-feedback", "data-exercise-result": "none" });
         verdict.remove();
-        resize(node, worked, 0, makeLine);
+        showLines([]);
         return;
       }
       const correct = result.correct;
       setAttrs(node, { class: `lab-message lab-exercise-feedback ${correct ? "lab-note" : "lab-error"}`, "data-exercise-result": correct ? "correct" : "wrong" });
       if (verdict.parentNode !== node) node.prepend(verdict);
       setText(verdict, correct ? "Correct." : `Not yet: you typed ${formatLabNumber(result.typed)}; the codec computes ${formatLabNumber(result.answer)}.`);
-      resize(node, worked, result.worked.length, makeLine);
-      worked.forEach(({ nodes: [line] }, i) => setText(line, result.worked[i]));
+      showLines(result.worked);
     },
   };
 }
@@ -77,6 +86,8 @@ function exercise(model, ui, kind) {
     key: `answer-${kind}`,
     label: () => `answer to exercise ${number}`,
     value: (view) => view.answers[kind] ?? "",
+    // A refused entry answers this instance; a new one is a new question, with an empty field.
+    about: (view) => `${view.seed} ${view.rounds[kind] ?? 0}`,
     commit,
     // Enter always checks, even an empty or unchanged answer, which fires no change event.
     onkeydown: (event) => {

@@ -181,35 +181,40 @@ function levelRows() {
   };
 }
 
-// All sixteen codes under every decoder; the current code's row is marked.
+// The code table's columns, in the order lab.css pairs them into two lines on a phone.
+const CODE_COLUMNS = ["bits", "code", "E2M1", "UINT4", "INT4", "Q4_0", "NF4", "IQ4_NL"];
+
+// All sixteen codes under every decoder; the current code's row is marked, and a code's bits are
+// the button that picks it. Where the full row does not fit (a phone), each code takes two lines
+// of four columns (lab.css), so the table fits without scrolling sideways. Rows laid out as grids
+// are no longer table rows to a screen reader, so every part names its role.
 function codeTable(model) {
   const rows = E2M1_VALUES.map((value, each) =>
     h(
       "tr",
-      {},
-      h("td", {}, binary(each, 4)),
-      h("td", {}, String(each)),
-      h("td", {}, formatNumber(value)),
-      h("td", {}, String(uint4(each))),
-      h("td", {}, formatNumber(int4(each))),
-      h("td", {}, formatNumber(q4_0Value(each))),
-      h("td", {}, formatFloat32(nf4Level(each))),
-      h("td", {}, formatNumber(iq4NlValue(each))),
+      { role: "row" },
       h(
         "td",
-        {},
-        h("button", { type: "button", class: "lab-pick", "data-focus": `pick-${each}`, "aria-label": `pick code ${binary(each, 4)}`, onclick: () => setTraits(model, { code: each }) }, "pick"),
+        { role: "cell" },
+        h("button", { type: "button", class: "lab-pick", "data-focus": `pick-${each}`, "aria-label": `pick code ${binary(each, 4)}`, onclick: () => setTraits(model, { code: each }) }, binary(each, 4)),
+      ),
+      [String(each), formatNumber(value), String(uint4(each)), formatNumber(int4(each)), formatNumber(q4_0Value(each)), formatFloat32(nf4Level(each)), formatNumber(iq4NlValue(each))].map((text) =>
+        h("td", { role: "cell" }, text),
       ),
     ),
   );
   return {
-    node: scrollBox(
-      "all sixteen codes",
-      h(
-        "table",
-        { class: "lab-table", "aria-label": "all sixteen codes" },
-        h("thead", {}, h("tr", {}, ["bits", "code", "E2M1", "UINT4", "INT4", "Q4_0", "NF4", "IQ4_NL", ""].map((t) => h("th", { scope: "col" }, t)))),
-        h("tbody", {}, rows),
+    node: h(
+      "div",
+      { class: "lab-codes-frame" },
+      scrollBox(
+        "all sixteen codes",
+        h(
+          "table",
+          { class: "lab-table lab-codes", role: "table", "aria-label": "all sixteen codes" },
+          h("thead", { role: "rowgroup" }, h("tr", { role: "row" }, CODE_COLUMNS.map((t) => h("th", { scope: "col", role: "columnheader" }, t)))),
+          h("tbody", { role: "rowgroup" }, rows),
+        ),
       ),
     ),
     patch(code) {

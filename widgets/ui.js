@@ -62,8 +62,11 @@ let mounted = 0;
  * (trait `presenter`) that enlarges it for a projector. Text inputs come from `ui.field`, which
  * checks what is typed before any trait changes: a refused entry keeps its text in the field and
  * gets a message beside it (role=alert, tied to the field by aria-describedby), and the traits
- * stay as they were. A problem with the traits themselves is shown beside the field last
- * committed (or below the controls) while the figure is taken away. Nothing is rebuilt:
+ * stay as they were. The refusal stays there, whatever else changes, until the learner commits
+ * that field or the field comes to show something else: its kept value, its label (which names
+ * what it edits) or `about(view)` changes. A problem with the traits themselves is shown beside
+ * the field last committed (or below the controls) while the figure is taken away. Nothing is
+ * rebuilt:
  *
  * - `controls(ui)` (optional) is called once and returns `{node, update(view)}`; `update`
  *   (optional) runs on every change, view being {problem} while the traits have one, so the
@@ -83,7 +86,7 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
   el.classList.add("four-bit-lab", className);
   mounted += 1;
   const prefix = `${className}-${mounted}`;
-  const refused = new Map(); // field key -> {text, message}
+  const refused = new Map(); // field key -> {text, message, kept}: kept is what the field showed
   const fields = []; // the controls' fields, then the figure's
   let figureFields = 0; // where the figure's fields start in `fields`
   let buildingFigure = false;
@@ -101,20 +104,26 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
       lastField = key;
       setTraits(model, result.values);
     } else {
-      refused.set(key, { text, message: shorten(result.message) });
+      refused.set(key, { text, message: shorten(result.message), kept: fields.find((field) => field.key === key).shown });
     }
     draw();
   }
 
   const ui = {
-    /** A labelled text input; `commit(text)` returns {ok, values (traits to set)} or {ok: false, message}. */
-    field({ key, label, value, commit, onkeydown = null }) {
+    /**
+     * A labelled text input; `commit(text)` returns {ok, values (traits to set)} or {ok: false, message}.
+     * `about(view)` (optional) is what the field's text answers to besides its label and kept
+     * value, such as an exercise's instance; a refusal lasts while it stays the same.
+     */
+    field({ key, label, value, commit, about = null, onkeydown = null }) {
       const inputId = `${prefix}-${key}`;
       const messageId = `${inputId}-message`;
       const field = {
         key,
         label,
         value,
+        about,
+        shown: null, // what the field last showed for the traits: its label, kept value and about
         inFigure: buildingFigure,
         labelNode: h("label", { for: inputId }),
         input: h("input", {
@@ -140,21 +149,26 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
     let placed = false;
     for (const field of fields) {
       if (field.inFigure && !attached) continue;
+      const label = typeof field.label === "function" ? field.label(view) : field.label;
+      const kept = typeof field.value === "function" ? field.value(view) : field.value;
+      field.shown = JSON.stringify([label, kept, field.about?.(view) ?? null]);
+      // A refusal belongs to what the field showed when it was refused; once the field shows
+      // something else, the learner sees that instead.
+      if (refused.get(field.key)?.kept !== field.shown) refused.delete(field.key);
       const refusal = refused.get(field.key);
-      let shown = refusal?.message ?? "";
-      if (!shown && problem && field.key === lastField) {
-        shown = problem;
+      let message = refusal?.message ?? "";
+      if (!message && problem && field.key === lastField) {
+        message = problem;
         placed = true;
       }
-      const label = typeof field.label === "function" ? field.label(view) : field.label;
       setText(field.labelNode, label);
       setAttr(field.input, "aria-label", label);
-      const text = refusal ? refusal.text : typeof field.value === "function" ? field.value(view) : field.value;
+      const text = refusal ? refusal.text : kept;
       // Only a changed text is written: writing moves the caret to the end.
       if (field.input.value !== text) field.input.value = text;
-      setAttr(field.input, "aria-invalid", shown ? "true" : null);
-      setText(field.note, shown);
-      field.note.hidden = !shown;
+      setAttr(field.input, "aria-invalid", message ? "true" : null);
+      setText(field.note, message);
+      field.note.hidden = !message;
     }
     return placed;
   }
@@ -257,15 +271,18 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
       }
     } else problemNode.remove();
     // Nothing focusable is rebuilt, but a figure taken away takes its focus with it; a control
-    // with the same data-focus key gets it back if there is one.
+    // with the same data-focus key gets it back if there is one. A control that a change can take
+    // away on its own (a bit the new format lacks) names the one that takes its place in
+    // data-focus-fallback, so the keyboard keeps its place.
     const key = active?.getAttribute("data-focus");
-    if (key && !el.contains(active)) el.querySelector(`[data-focus="${key}"]`)?.focus();
+    if (key && !el.contains(active)) {
+      const fallback = active.getAttribute("data-focus-fallback");
+      (el.querySelector(`[data-focus="${key}"]`) ?? (fallback && el.querySelector(`[data-focus="${fallback}"]`)))?.focus();
+    }
   }
   draw();
-  const handler = () => {
-    refused.clear();
-    draw();
-  };
+  // While setTraits is setting several traits, the draw waits for the last of them.
+  const handler = () => (drawsDue ? drawsDue.add(draw) : draw());
   const watched = [...traits, "presenter"];
   for (const name of watched) model.on(`change:${name}`, handler);
   const stopWatchingTheme = watchTheme(el);
@@ -303,8 +320,23 @@ function followTheme(el) {
   else if (el.getAttribute("data-lab-theme") !== theme) el.setAttribute("data-lab-theme", theme);
 }
 
+// The draws put off while setTraits sets its traits one by one (null when it is not running): a
+// widget draws once they are all set, never a mix of old and new values (New instance's next
+// round with the old instance's answer still in place).
+let drawsDue = null;
+
 export function setTraits(model, values) {
-  for (const [name, value] of Object.entries(values)) model.set(name, value);
+  const outermost = drawsDue === null;
+  if (outermost) drawsDue = new Set();
+  try {
+    for (const [name, value] of Object.entries(values)) model.set(name, value);
+  } finally {
+    if (outermost) {
+      const due = drawsDue;
+      drawsDue = null;
+      for (const draw of due) draw();
+    }
+  }
   model.save_changes();
 }
 

@@ -301,12 +301,62 @@ def error_vs_scale_chart(w, inputs: dict[str, list[float]], scales) -> alt.Chart
 # subblocks take the Okabe–Ito colours but black, and a grey.
 TRACED_COLOUR = FOREGROUND
 SUBBLOCK_COLOURS = [*PALETTE[:7], "#8C8C8C"]
+TRACED_LABEL_GAP = 5  # px between a traced lane and its label
+TRACED_FIRST_ROW = 3  # px from the plot's top to the top of the first traced-lane label
+
+
+def traced_label_layout(lanes, labels, lane_count: int = 256) -> list[dict]:
+    """Where each traced lane's label goes, and where its dashed rule starts, so that no rule runs
+    through another lane's label. Laid out in the narrowest plot: wider plots only part the lanes
+    further, while labels keep their size, so what is clear there is clear at every width.
+
+    A label ("lane n: weight") reads away from its lane, rightwards ("left": its text starts just
+    right of the lane) where it fits in the plot, else leftwards ("right"); one too long for
+    either breaks after the colon. Each label takes a row of its own, from the top in the order
+    the labels read, so a label sits higher than the lanes it reads towards. A lane's rule rises
+    from the bottom of the plot to its own label's row, stopping below any other lane's label
+    that spans it. Returns per lane {"side", "lines", "label top", "rule top"} (px from the plot's
+    top)."""
+    xs = [lane / lane_count * NARROWEST_PLOT for lane in lanes]
+
+    def side(x, lines):
+        width = _text_px(lines)[0]
+        if x + TRACED_LABEL_GAP + width <= NARROWEST_PLOT:
+            return "left"
+        return "right" if x - TRACED_LABEL_GAP - width >= 0 else None
+
+    places = []
+    for x, label in zip(xs, labels, strict=True):
+        lines = [label]
+        if side(x, lines) is None:
+            head, _, weight = label.partition(": ")
+            lines = [f"{head}:", weight]
+        places.append({"side": side(x, lines) or "left", "lines": lines})
+    reads_left = bool(places) and all(place["side"] == "right" for place in places)
+    top = TRACED_FIRST_ROW
+    for i in sorted(range(len(lanes)), key=lambda i: xs[i], reverse=reads_left):
+        places[i]["label top"] = top
+        top += _text_px(places[i]["lines"])[1]
+
+    def box(i):
+        width, height = _text_px(places[i]["lines"])
+        left = xs[i] + TRACED_LABEL_GAP if places[i]["side"] == "left" else xs[i] - TRACED_LABEL_GAP - width
+        return left, left + width, places[i]["label top"] + height
+
+    for i, place in enumerate(places):
+        place["rule top"] = place["label top"]
+        for j in range(len(places)):
+            left, right, bottom = box(j)
+            if j != i and left - 2 <= xs[i] <= right + 2:
+                place["rule top"] = max(place["rule top"], bottom + 2)
+    return places
 
 
 def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> alt.Chart:
     """All 256 weights of a Q4_K block by output lane, coloured by subblock; the traced lanes are
-    marked by a dashed black line the chart's full height, a wider black bar, a point and a
-    "lane n: weight" label at the top, so they stand out among 256 bars."""
+    marked by a dashed black line up the chart, a wider black bar, a point and a "lane n: weight"
+    label at the top, so they stand out among 256 bars. The dashed lines never run through another
+    lane's label (traced_label_layout)."""
     weights = np.asarray(weights, dtype=np.float64)
     lanes = np.arange(weights.size)
     frame = _data({"lane": lanes, "weight": weights, "subblock": [str(j) for j in lanes // 32]})
@@ -327,33 +377,43 @@ def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> alt.Chart:
         )
     )
     traced_lanes = [int(lane) for lane in highlight]
-    traced = _data(
-        {
-            "lane": traced_lanes,
-            "weight": weights[traced_lanes],
-            "label": [f"lane {lane}: {weights[lane]:g}" for lane in traced_lanes],
-            # Pixel rows for the labels, alternating, so two nearby lanes' labels never collide.
-            "label y": [12 + 20 * (i % 2) for i in range(len(traced_lanes))],
-            # A label reads away from the nearer edge, so it stays inside the plot.
-            "label side": ["left" if lane < weights.size / 2 else "right" for lane in traced_lanes],
-        }
+    labels = [f"lane {lane}: {weights[lane]:g}" for lane in traced_lanes]
+    layout = traced_label_layout(traced_lanes, labels, weights.size)
+    # Row by row: a label's lines are a list, one or two long, which columns of equal length cannot hold.
+    traced = alt.Data(
+        values=[
+            {"lane": lane, "weight": float(weights[lane]), "label": label, **place}
+            for lane, label, place in zip(traced_lanes, labels, layout, strict=True)
+        ]
     )
-    rule = alt.Chart(traced).mark_rule(color=TRACED_COLOUR, strokeWidth=2, strokeDash=[4, 3]).encode(x="lane:Q")
+    rule = (
+        alt.Chart(traced)
+        .mark_rule(color=TRACED_COLOUR, strokeWidth=2, strokeDash=[4, 3])
+        .encode(x="lane:Q", y=alt.Y("rule top:Q", scale=None), y2=alt.value("height"))
+    )
     bar = alt.Chart(traced).mark_bar(color=TRACED_COLOUR, size=5).encode(x="lane:Q", y="weight:Q")
     point = (
         alt.Chart(traced)
         .mark_point(color=TRACED_COLOUR, filled=True, size=120, shape="diamond")
         .encode(x="lane:Q", y="weight:Q", tooltip=["label:N"])
     )
-    labels = [
+    label_marks = [
         alt.Chart(traced)
-        .transform_filter(alt.datum["label side"] == side)
-        .mark_text(align=side, dx=5 if side == "left" else -5, fontSize=15, fontWeight="bold", color=TRACED_COLOUR)
-        .encode(x="lane:Q", y=alt.Y("label y:Q", scale=None), text="label:N")
+        .transform_filter(alt.datum["side"] == side)
+        .mark_text(
+            align=side,
+            baseline="top",
+            dx=TRACED_LABEL_GAP if side == "left" else -TRACED_LABEL_GAP,
+            fontSize=TEXT_PX,
+            lineHeight=LINE_PX,
+            fontWeight="bold",
+            color=TRACED_COLOUR,
+        )
+        .encode(x="lane:Q", y=alt.Y("label top:Q", scale=None), text="lines:N")
         for side in ("left", "right")
     ]
     return _styled(
-        alt.layer(bars, rule, bar, point, *labels).properties(
+        alt.layer(bars, rule, bar, point, *label_marks).properties(
             height=300,
             title=_title(
                 "One Q4_K block", "256 lanes in eight subblocks of 32; a traced lane is dashed and named at the top."

@@ -69,6 +69,36 @@ def test_lane_chart_marks_the_traced_lanes():
     assert len(set(bars["encoding"]["color"]["scale"]["range"])) == 8
 
 
+def test_no_traced_lane_rule_runs_through_another_lanes_label():
+    """Every payload byte's two lanes, with short and long labels: in the narrowest plot, where
+    labels take the most lanes (and so at every width), each label stays inside the plot and no
+    traced lane's dashed rule reaches into another traced lane's label."""
+    from lab.formats import q4k
+
+    for payload_index in range(q4k.PAYLOAD_BYTES):
+        traced = [int(lane) for lane in q4k.lanes(payload_index)]
+        for weights in (["1", "3.25"], ["-0.0123457", "-0.00123457"]):
+            labels = [f"lane {lane}: {weight}" for lane, weight in zip(traced, weights, strict=True)]
+            layout = charts.traced_label_layout(traced, labels)
+            xs = [lane / 256 * charts.NARROWEST_PLOT for lane in traced]
+            boxes = []
+            for x, label, place in zip(xs, labels, layout, strict=True):
+                assert " ".join(place["lines"]) == label
+                width, height = charts._text_px(place["lines"])
+                left = x + charts.TRACED_LABEL_GAP if place["side"] == "left" else x - charts.TRACED_LABEL_GAP - width
+                assert 0 <= left and left + width <= charts.NARROWEST_PLOT, (payload_index, label, place)
+                boxes.append((left, place["label top"], left + width, place["label top"] + height))
+            if payload_index % 32 == 8:  # and the chart draws those lines, one byte per chunk
+                chart_weights = np.zeros(256)
+                chart_weights[traced] = [float(weight) for weight in weights]
+                spec = charts.q4k_lane_chart(chart_weights, highlight=tuple(traced)).to_dict()
+                assert [row["lines"] for row in _values(spec["layer"][1], spec)] == [place["lines"] for place in layout]
+            for i, (x, place) in enumerate(zip(xs, layout, strict=True)):
+                for j, (left, _, right, bottom) in enumerate(boxes):
+                    crossing = i != j and left <= x <= right and place["rule top"] < bottom
+                    assert not crossing, (payload_index, traced[i], labels[j], layout)
+
+
 def test_e2m1_ruler_labels_never_overlap():
     spec = charts.e2m1_ruler_chart().to_dict()
     values = _values(spec["layer"][0], spec)

@@ -1,7 +1,7 @@
 """Every Vega chart of the course on a 390 px phone (dark) and a 1440 px screen (light), in the
 static site: it stays inside its output, its plot keeps a useful width on the phone and grows on
-the wide screen, and its text is readable (15 px or more), inside the chart, not cut short and
-not piled on other text. Screenshots of every chart go to /tmp/ui-shots/charts/ for a person to
+the wide screen, and its text is readable (15 px or more), inside the chart, not cut short, not
+piled on other text and not crossed by a line the chart draws (a traced lane's dashed rule). Screenshots of every chart go to /tmp/ui-shots/charts/ for a person to
 look at.
 
 The site is built from only the notebooks that draw charts; marimo's export runs each notebook
@@ -48,7 +48,8 @@ def chart_notebooks() -> dict[str, set[str]]:
 
 NOTEBOOKS = chart_notebooks()
 
-# Every chart on the page: where it is drawn, its plot area(s), and every piece of text it shows.
+# Every chart on the page: where it is drawn, its plot area(s), every piece of text it shows, and
+# the rules it draws as marks (not axis ticks or grid lines).
 MEASURE = """() => {
   const embeds = [];
   const walk = (root) => {
@@ -81,6 +82,7 @@ MEASURE = """() => {
       ? [root]
       : [...root.querySelectorAll(":scope > g > g > g.mark-group.role-scope")];
     chart.plots = views.map((view) => background(view).getBoundingClientRect().width - 1);
+    chart.rules = [...svg.querySelectorAll("g.mark-rule.role-mark line")].map(box);
     chart.texts = [...svg.querySelectorAll("text")].filter(shown).map((text) => ({
       text: text.textContent,
       px: parseFloat(getComputedStyle(text).fontSize),
@@ -162,7 +164,22 @@ def _problems(chart: dict, name: str, i: int, size: str) -> list[str]:
             high = min(a["bottom"], b["bottom"]) - max(a["top"], b["top"])
             if wide > 2 and high > 2:
                 found.append(f"{where}: {a['text']!r} covers {b['text']!r}")
+        for rule in chart["rules"]:
+            if _crosses(rule, a):
+                found.append(f"{where}: a rule runs through {a['text']!r}")
     return found
+
+
+def _crosses(rule: dict, text: dict, margin: float = 1.0) -> bool:
+    """Whether an upright or level rule runs through a text's box, not just along its edge (a
+    slanting rule's box says too little, so it is never counted)."""
+    inside_x = text["left"] + margin < rule["left"] and rule["right"] < text["right"] - margin
+    inside_y = text["top"] + margin < rule["top"] and rule["bottom"] < text["bottom"] - margin
+    overlap_x = min(rule["right"], text["right"]) - max(rule["left"], text["left"])
+    overlap_y = min(rule["bottom"], text["bottom"]) - max(rule["top"], text["top"])
+    upright = rule["right"] - rule["left"] < 4
+    level = rule["bottom"] - rule["top"] < 4
+    return (upright and inside_x and overlap_y > 2) or (level and inside_y and overlap_x > 2)
 
 
 @pytest.mark.parametrize("name", list(NOTEBOOKS))

@@ -26,7 +26,9 @@ def _answer(page, kind, text, press_enter=True):
 
 
 def _fragment(page):
-    return json.loads(unquote(page.evaluate("location.hash")[1:]))
+    """The state the page's link holds; none before anything was set."""
+    link = page.evaluate("location.hash")[1:]
+    return json.loads(unquote(link)) if link else {}
 
 
 def test_every_exercise_kind_wrong_then_right(pages):
@@ -41,6 +43,11 @@ def test_every_exercise_kind_wrong_then_right(pages):
             assert section.get_by_role("alert").inner_text().strip(), kind  # refused beside the field
             assert section.locator("input").get_attribute("aria-invalid") == "true"
             section = _answer(page, kind, "200", press_enter=False)
+            if section.locator("input").get_attribute("aria-invalid") == "true":
+                # 200 is none of this exercise's choices: refused, not graded; 1 is one of them
+                assert "a whole number from" in section.get_by_role("alert").inner_text(), kind
+                assert section.locator("[data-exercise-result]").get_attribute("data-exercise-result") == "none"
+                section = _answer(page, kind, "1", press_enter=False)
             feedback = section.locator("[data-exercise-result]")
             result = feedback.get_attribute("data-exercise-result")
             assert result in ("correct", "wrong"), kind
@@ -69,6 +76,114 @@ def test_every_exercise_kind_wrong_then_right(pages):
             == "wrong"
         )
         assert page.get_by_test_id("exercise-progress").inner_text() == "15 of 16 correct"
+        assert log.blocked == [] and log.console_errors == []
+
+
+# Answers outside an exercise's fixed set of choices, and the words its refusal uses.
+OUTSIDE_THE_CHOICES = {
+    "zoo-check": (["0", "7", "2.5", "-1"], "type a whole number from 1 to 6"),
+    "e2m1-code": (["16", "0x1F", "-1", "2.5"], "type a whole number from 0 to 15"),
+    "q4k-metadata": (["64", "255"], "type a whole number from 0 to 63"),
+}
+# A nibble read three ways: what each reading can never be, and the words.
+OUTSIDE_THE_READING = {
+    "UINT4": (["16", "-1", "2.5"], "type a whole number from 0 to 15"),
+    "INT4": (["8", "-9", "0.5"], "type a whole number from \u22128 to 7"),
+    "E2M1": (["2.5", "5", "7"], "type one of"),
+}
+
+
+def test_an_answer_outside_the_choices_is_refused_not_graded(pages):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises")
+        reading = re.search(r"read as (\w+)\?", page.get_by_test_id("prompt-nibble-decode").inner_text()).group(1)
+        cases = {**OUTSIDE_THE_CHOICES, "nibble-decode": OUTSIDE_THE_READING[reading]}
+        for kind, (entries, words) in cases.items():
+            for entry in entries:
+                section = _answer(page, kind, entry)
+                refusal = section.get_by_role("alert").inner_text()
+                assert words in refusal, (kind, entry, refusal)
+                assert section.locator("input").get_attribute("aria-invalid") == "true"
+                assert section.locator("input").input_value() == entry
+                assert section.locator("[data-exercise-result]").get_attribute("data-exercise-result") == "none"
+                assert page.get_by_test_id("exercise-progress").inner_text() == "0 of 16 correct"
+                assert kind not in _fragment(page).get("answers", {}), (kind, entry)
+            # one of the choices is graded
+            section = _answer(page, kind, "0" if kind == "nibble-decode" else "1")
+            assert section.locator("[data-exercise-result]").get_attribute("data-exercise-result") in (
+                "correct",
+                "wrong",
+            )
+            assert section.locator("input").get_attribute("aria-invalid") is None
+        assert log.blocked == [] and log.console_errors == []
+
+
+# Records what is written into each exercise's feedback (text or nodes, not removals) from now on;
+# window.feedbackWrites() returns it.
+WATCH_FEEDBACK = """() => {
+  const writes = [];
+  const note = (records) => {
+    for (const record of records) {
+      if (record.type === "characterData" || record.addedNodes.length) writes.push(record.target.textContent);
+    }
+  };
+  const watch = new MutationObserver(note);
+  for (const node of document.querySelectorAll("#widget [data-exercise-result]")) {
+    watch.observe(node, { childList: true, characterData: true, subtree: true });
+  }
+  window.feedbackWrites = () => {
+    note(watch.takeRecords());
+    return writes;
+  };
+}"""
+
+# Counts the elements the page creates from now on (as in test_patch_in_place).
+COUNT_CREATED = """() => {
+  window.created = 0;
+  for (const name of ["createElement", "createElementNS"]) {
+    const original = Document.prototype[name];
+    Document.prototype[name] = function (...args) {
+      window.created += 1;
+      return original.apply(this, args);
+    };
+  }
+}"""
+
+
+def _working(section):
+    return section.locator(".lab-exercise-verdict, .lab-exercise-worked").all_inner_texts()
+
+
+def test_new_instance_takes_the_old_working_away_and_the_next_check_works_the_new_one(pages):
+    kind = "mxfp4-decode"  # three worked lines
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises", {"seed": 5, "topic": 3})
+        section = _answer(page, kind, "7")
+        old = _working(section)
+        assert len(old) == 4  # the verdict and three lines
+        page.evaluate(WATCH_FEEDBACK)
+        page.evaluate(COUNT_CREATED)
+        section.get_by_role("button", name="New instance").click()
+        # the old instance's working is gone, and nothing was written for the new one meanwhile
+        assert (
+            _working(section) == []
+            and section.locator("[data-exercise-result]").get_attribute("data-exercise-result") == "none"
+        )
+        assert page.evaluate("window.feedbackWrites()") == []
+        section = _answer(page, kind, "7")
+        new = _working(section)
+        assert len(new) == 4 and new != old
+        assert page.evaluate("window.created") == 0  # the lines were kept, not drawn again
+        # the same state opened from its link shows the same working, once
+        page.reload()
+        page.wait_for_selector("body[data-ready='true']")
+        assert _working(page.locator(f"[data-exercise='{kind}']")) == new
+        # and a second new instance, checked, replaces it again without a stale line
+        section = page.locator(f"[data-exercise='{kind}']")
+        section.get_by_role("button", name="New instance").click()
+        section = _answer(page, kind, "7")
+        third = _working(section)
+        assert len(third) == 4 and third != new
         assert log.blocked == [] and log.console_errors == []
 
 

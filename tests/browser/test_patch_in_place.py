@@ -60,6 +60,8 @@ CHANGES = {
         ("click", "button[data-focus='check-e2m1-code']", None, None),
         ("commit", "answer-zoo-check", "1", None),
         ("click", "button[data-focus='new-nibble-decode']", None, "exercise-progress"),
+        # the new instance's working goes into the lines the old one's used
+        ("commit", "answer-nibble-decode", "3", None),
     ],
     "code-explorer": [
         ("click", "button[data-focus='bit-0']", None, "code-value"),

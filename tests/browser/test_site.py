@@ -237,7 +237,8 @@ def test_exported_scale_slider_and_chart_move_without_a_kernel(server):
 
 
 def test_exported_exercise_checks_an_answer_without_a_kernel(server):
-    """Notebook 1's exercises on the static page: a wrong answer, the worked arithmetic, then the right one."""
+    """Notebook 1's exercises on the static page: an answer no reading of a nibble gives, refused;
+    a wrong answer, the worked arithmetic, then the right one."""
     with browser_page() as (page, log):
         page.goto(f"{server}/01_one_nibble.html")
         section = page.locator("[data-exercise]").first
@@ -246,6 +247,10 @@ def test_exported_exercise_checks_an_answer_without_a_kernel(server):
         field.fill("200")
         field.press("Enter")
         feedback = section.locator("[data-exercise-result]")
+        assert "a whole number from" in section.get_by_role("alert").inner_text()
+        assert feedback.get_attribute("data-exercise-result") == "none"
+        field.fill("1")
+        field.press("Enter")
         assert feedback.get_attribute("data-exercise-result") == "wrong"
         assert section.locator(".lab-exercise-worked").count() >= 1
         revealed = re.search(r"the codec computes (\S+)\.$", feedback.locator(".lab-exercise-verdict").inner_text())

@@ -181,3 +181,92 @@ def test_focus_stays_on_the_control_through_re_renders(pages):
         page.keyboard.press("Tab")
         assert page.evaluate(DEEP_ACTIVE) == "x"
         assert log.blocked == [] and log.console_errors == []
+
+
+# (a field, an entry it refuses, another field, two entries that field takes, neither of which
+# changes the first field's kept value)
+OTHER_COMMITS = {
+    "scale-lab": ("w", "1, two", "x", ("1, 2, 3, 4", "4, 3, 2, 1")),
+    "ownership": ("mx-byte", "0x1FF", "tensor-scale", ("2", "3")),
+    "q4k-explorer": ("edit-d", "abc", "edit-dmin", ("0.5", "0.25")),
+    "code-explorer": ("code", "abc", "value", ("3", "5")),
+    "exercises": ("answer-nibble-decode", "abc", "answer-e2m1-code", ("1", "2")),
+}
+
+
+@pytest.mark.parametrize("slug", list(OTHER_COMMITS))
+def test_a_refusal_stays_while_another_field_commits(pages, slug):
+    refusing, bad, other, good = OTHER_COMMITS[slug]
+    with browser_page() as (page, log):
+        open_standalone(page, pages, slug)
+        field = page.locator(f"#widget input[data-focus='{refusing}']")
+        field.fill(bad)
+        field.press("Enter")
+        refusal = _field(page.evaluate(PROBE), refusing)["note"]
+        assert refusal.strip()
+        link = page.evaluate("location.hash")
+        # committed in place, and on the way out of the field
+        for leave, entry_text in zip(("Enter", "Tab"), good, strict=True):
+            entry = page.locator(f"#widget input[data-focus='{other}']")
+            entry.fill(entry_text)
+            entry.press(leave)
+            assert page.evaluate("location.hash") != link, (slug, leave)  # the other commit changed a trait
+            link = page.evaluate("location.hash")
+            if leave == "Enter":
+                assert page.evaluate(DEEP_ACTIVE) == other
+            assert field.input_value() == bad, (slug, leave)  # what the learner typed is still there
+            state = _field(page.evaluate(PROBE), refusing)
+            assert state["invalid"] and state["note"] == refusal, (slug, leave)
+            assert not _field(page.evaluate(PROBE), other)["invalid"]
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_a_refusal_goes_when_its_field_gets_a_new_kept_value(pages):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "code-explorer")
+        code = page.locator("#widget input[data-focus='code']")
+        code.fill("abc")
+        code.press("Enter")
+        assert _field(page.evaluate(PROBE), "code")["invalid"]
+        page.get_by_role("button", name="bit 0, mantissa, is 0").click()  # 0x2A becomes 0x2B
+        assert code.input_value() == "43" and not _field(page.evaluate(PROBE), "code")["invalid"]
+
+        open_standalone(page, pages, "q4k-explorer")
+        edit = page.locator("#widget input[data-focus='edit-byte']")
+        edit.fill("0x1FF")
+        edit.press("Enter")
+        assert _field(page.evaluate(PROBE), "edit-byte")["invalid"]
+        # another payload byte: the field now edits that byte, so it shows it
+        page.locator("#widget button[data-focus='byte-17']").click()
+        assert edit.input_value() == "0x" + page.locator("#widget button[data-focus='byte-17']").inner_text()
+        assert not _field(page.evaluate(PROBE), "edit-byte")["invalid"]
+
+        open_standalone(page, pages, "exercises")
+        answer = page.locator("#widget input[data-focus='answer-nibble-decode']")
+        answer.fill("abc")
+        answer.press("Enter")
+        assert _field(page.evaluate(PROBE), "answer-nibble-decode")["invalid"]
+        # a new instance is a new question: the refused text was an answer to the old one
+        page.locator("#widget button[data-focus='new-nibble-decode']").click()
+        assert answer.input_value() == "" and not _field(page.evaluate(PROBE), "answer-nibble-decode")["invalid"]
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_focus_moves_to_the_same_place_when_a_link_takes_its_bit_away(pages):
+    with browser_page() as (page, log):
+        for bit, stand_in in ((7, 3), (4, 0)):
+            open_standalone(page, pages, "code-explorer", {"format": "E4M3", "code": 5})
+            page.locator(f"#widget button[data-focus='bit-{bit}']").focus()
+            # a link (or Python) switches to E2M1, which has no bit 4..7
+            page.evaluate("location.hash = encodeURIComponent(JSON.stringify({format: 'E2M1', code: 5}))")
+            page.wait_for_function("document.querySelector(\"#widget [data-testid='code-value']\").textContent === '3'")
+            assert page.evaluate(DEEP_ACTIVE) == f"bit-{stand_in}"
+            page.keyboard.press("Space")  # and the keyboard carries on from there
+            assert page.get_by_test_id("code-value").inner_text() != "3"
+            # back to E4M3: the bit kept its place and keeps focus
+            page.evaluate("location.hash = encodeURIComponent(JSON.stringify({format: 'E4M3', code: 5}))")
+            page.wait_for_function(
+                "document.querySelector(\"#widget [data-testid='code-value']\").textContent === '0.009765625'"
+            )
+            assert page.evaluate(DEEP_ACTIVE) == f"bit-{stand_in}"
+        assert log.blocked == [] and log.console_errors == []

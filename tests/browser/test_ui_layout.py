@@ -1,4 +1,4 @@
-"""Every standalone page on a 390 px phone and a 1920 px projector, light and dark: no sideways
+"""Every standalone page on a 390 px phone, a 1440 px screen and a 1920 px projector, light and dark: no sideways
 scroll, readable type, cell grids that wrap, and a palette that follows the theme. Screenshots go
 to /tmp/ui-shots/ for a person to look at."""
 
@@ -14,7 +14,7 @@ from widgets.build import standalone
 pytestmark = pytest.mark.browser
 
 SHOTS = Path("/tmp/ui-shots")
-SIZES = {"phone": (390, 844), "projector": (1920, 1080)}
+SIZES = {"phone": (390, 844), "screen": (1440, 900), "projector": (1920, 1080)}
 
 MEASURE = """() => {
   const px = (node) => parseFloat(getComputedStyle(node).fontSize);
@@ -92,6 +92,42 @@ def test_marimo_dark_class_switches_the_palette_live(browser, pages):
         page.wait_for_function(f"{background} === 'rgb(22, 22, 22)'")
         page.evaluate("document.body.classList.remove('dark'); document.documentElement.dataset.theme = 'light'")
         page.wait_for_function(f"{background} === 'rgb(255, 255, 255)'")
+        assert errors == []
+    finally:
+        context.close()
+
+
+# The nibble decoder's table of all sixteen codes: its box, and each code's row and cells.
+CODE_TABLE = """() => {
+  const table = document.querySelector("table[aria-label='all sixteen codes']");
+  const box = table.closest(".lab-scroll");
+  const edges = box.getBoundingClientRect();
+  const cells = [...table.querySelectorAll("td, th")];
+  return {
+    boxScrolls: box.scrollWidth > box.clientWidth,
+    cellsInside: cells.every((cell) => {
+      const r = cell.getBoundingClientRect();
+      return r.left >= edges.left - 0.5 && r.right <= edges.right + 0.5;
+    }),
+    textFits: cells.every((cell) => cell.scrollWidth <= cell.clientWidth),
+    smallestText: Math.min(...cells.map((cell) => parseFloat(getComputedStyle(cell).fontSize))),
+    codes: table.querySelectorAll("tbody tr").length,
+    lines: [...table.querySelectorAll("tr")].map((row) => new Set([...row.children].map((cell) => Math.round(cell.getBoundingClientRect().top))).size),
+    picks: table.querySelectorAll("button[aria-label^='pick code']").length,
+  };
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("size", list(SIZES))
+def test_nibble_code_table_fits_without_scrolling_sideways(browser, pages, size, scheme):
+    context, page, errors = _page(browser, pages, "nibble-decoder", size, scheme)
+    try:
+        table = page.evaluate(CODE_TABLE)
+        assert not table["boxScrolls"] and table["cellsInside"] and table["textFits"], table
+        assert table["smallestText"] >= 16 and table["codes"] == 16 and table["picks"] == 16, table
+        if size != "phone":
+            assert set(table["lines"]) == {1}, table  # room enough: one line per code
         assert errors == []
     finally:
         context.close()

@@ -51,15 +51,45 @@ describe("exercises against lab/", () => {
       const checked = codec.exerciseCheck(kind, params, typed);
       assert.ok(checked.ok && checked.correct, `${where}: ${typed} should be correct`);
       for (const other of accepted ?? []) assert.ok(codec.exerciseCheck(kind, params, String(other)).correct, `${where}: ${other}`);
-      // A wrong number is wrong, and text that is no number is refused with a message.
-      const answerType = codec.exercisePresent(kind, params).answerType;
-      const other = { number: Math.abs(answer) + 17, byte: (answer + 1) % 256, choice: 7 }[answerType];
-      const wrong = codec.exerciseCheck(kind, params, String(other));
-      assert.ok(wrong.ok && !wrong.correct, `${where}: ${other} should be wrong`);
+      // A wrong number is graded wrong, or refused when it is none of the exercise's choices (a
+      // check's number, a code, a reading's values); at least one is graded. Text that is no
+      // number is refused with a message.
+      const others = [Math.abs(answer) + 17, (answer + 1) % 256, answer - 1, 0, 1, 2, 3, 4, 6, -0.5].filter((other) => other !== answer && !(accepted ?? []).includes(other));
+      const checks = others.map((other) => [other, codec.exerciseCheck(kind, params, String(other))]);
+      for (const [other, wrong] of checks) assert.ok(wrong.ok ? !wrong.correct : wrong.message.length > 0, `${where}: ${other} should be wrong`);
+      assert.ok(checks.some(([, wrong]) => wrong.ok), `${where}: no wrong answer was graded`);
       const refused = codec.exerciseCheck(kind, params, "abc");
       assert.ok(!refused.ok && refused.message.length > 0, where);
       assert.ok(codec.exercisePresent(kind, params).prompt.length > 0, where);
     }
+  });
+
+  test("an answer outside an exercise's choices is refused in its words, not graded", () => {
+    const params = (kind, wanted = () => true) => {
+      for (let round = 0; ; round += 1) {
+        const drawn = codec.exerciseInstance(kind, 1, round).params;
+        if (wanted(drawn)) return drawn;
+      }
+    };
+    const cases = [
+      ["zoo-check", params("zoo-check"), ["0", "7", "2.5", "-1", "abc", ""], "type a whole number from 1 to 6."],
+      ["e2m1-code", params("e2m1-code"), ["16", "0x1F", "-1", "2.5", "0101"], "type a whole number from 0 to 15."],
+      ["q4k-metadata", params("q4k-metadata"), ["64", "255"], "type a whole number from 0 to 63."],
+      ["q4k-lane", params("q4k-lane"), ["256", "-1"], "type a whole number from 0 to 255."],
+      ["nibble-decode", params("nibble-decode", (drawn) => drawn.reading === "UINT4"), ["16", "-1", "0.5"], "type a whole number from 0 to 15."],
+      ["nibble-decode", params("nibble-decode", (drawn) => drawn.reading === "INT4"), ["8", "-9"], "type a whole number from \u22128 to 7."],
+      ["nibble-decode", params("nibble-decode", (drawn) => drawn.reading === "E2M1"), ["2.5", "5", "-7"], "type one of 0, \u00b10.5, \u00b11, \u00b11.5, \u00b12, \u00b13, \u00b14 or \u00b16."],
+    ];
+    for (const [kind, drawn, entries, words] of cases) {
+      for (const entry of entries) {
+        const checked = codec.exerciseCheck(kind, drawn, entry);
+        assert.ok(!checked.ok && checked.message.toLowerCase().includes(words), `${kind} ${entry}: ${checked.message}`);
+      }
+    }
+    assert.match(codec.exerciseCheck("e2m1-code", params("e2m1-code"), "0101").message, /start with 0b: 0b0101/);
+    // and one of the choices is graded
+    assert.ok(codec.exerciseCheck("zoo-check", params("zoo-check"), "6").ok);
+    assert.ok(codec.exerciseCheck("nibble-decode", params("nibble-decode", (drawn) => drawn.reading === "E2M1"), "-0.5").ok);
   });
 
   test("the PRNG and the instance seed match Python's", () => {

@@ -47,6 +47,27 @@ const GGUF_TYPES = ["Q4_K", "Q8_0"];
 const CAPACITY_FORMATS = ["BF16", "ideal 4-bit", "MXFP4", "NVFP4", "Q4_K", "Q8_0"];
 const WRONG_VALUE_SPECIMENS = ["raw E8M0 byte as the scale", "INT4 instead of E2M1"];
 
+// An exercise whose answer is one of a fixed set (a check's number, a code, a lane, a reading's
+// values) declares it, and an answer outside the set is refused in the exercise's words, not
+// graded: {allows(value), what (the set, named), type (how to answer)}.
+const wholeNumbers = (low, high, what) => ({
+  allows: (value) => Number.isInteger(value) && value >= low && value <= high,
+  what,
+  type: `a whole number from ${n(low)} to ${n(high)}`,
+});
+const BYTES = wholeNumbers(0, 255, "a byte");
+const E2M1_MAGNITUDES = [...new Set(E2M1_VALUES.map(Math.abs))].sort((a, b) => a - b);
+const E2M1_WORDS = E2M1_MAGNITUDES.map((magnitude) => (magnitude === 0 ? "0" : `±${n(magnitude)}`));
+const READINGS = {
+  E2M1: {
+    allows: (value) => E2M1_MAGNITUDES.includes(Math.abs(value)),
+    what: "an E2M1 value",
+    type: `one of ${E2M1_WORDS.slice(0, -1).join(", ")} or ${E2M1_WORDS.at(-1)}`,
+  },
+  UINT4: wholeNumbers(0, 15, "a UINT4 value"),
+  INT4: wholeNumbers(-8, 7, "an INT4 value"),
+};
+
 function registered(title) {
   const entry = FORMATS.find((format) => format.title === title);
   return { ...entry, blockBytes: (entry.blockSize * entry.bitsPerWeight) / 8 };
@@ -61,7 +82,9 @@ function nibbleReading(code, reading) {
 }
 
 // Each kind: its notebook (topic), a title, how its parameters are drawn, the question, the kind
-// of answer ("number", "byte" read by parseByte, or "choice" of a listed option) and its solution.
+// of answer ("number", "byte" read by parseByte, or "choice" of a listed option), the answers it
+// can have if they are a fixed set (choices; a byte is 0..255 unless they say less) and its
+// solution.
 const KINDS = {
   "nibble-decode": {
     topic: 1,
@@ -69,6 +92,7 @@ const KINDS = {
     answer: "number",
     generate: (rng) => ({ code: whole(rng, 0, 15), reading: choose(rng, ["E2M1", "UINT4", "INT4"]) }),
     prompt: ({ code, reading }) => `What is the nibble ${binary(code, 4)} read as ${reading}?`,
+    choices: ({ reading }) => READINGS[reading],
     solve: ({ code, reading }) => nibbleReading(code, reading),
   },
   "e2m1-code": {
@@ -77,8 +101,9 @@ const KINDS = {
     answer: "byte",
     generate: (rng) => ({ value: E2M1_VALUES[choose(rng, [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15])] }),
     prompt: ({ value }) => `Which nibble stores ${n(value)} in E2M1? Type its code (0..15, or bits such as 0b0101).`,
+    choices: () => wholeNumbers(0, 15, "a nibble's code"),
     // Any code that decodes to the value is right; the codec's decoder is the judge.
-    accepts: ({ value }, typed) => typed < 16 && e2m1Decode(typed) === value,
+    accepts: ({ value }, typed) => e2m1Decode(typed) === value,
     solve: ({ value }) => {
       const code = E2M1_VALUES.indexOf(value);
       return { answer: code, worked: [`code ${code} = ${binary(code, 4)}: ${e2m1Explain(code).formula}`] };
@@ -185,6 +210,7 @@ const KINDS = {
     answer: "byte",
     generate: (rng) => ({ payloadIndex: whole(rng, 0, 127), nibble: choose(rng, ["low", "high"]) }),
     prompt: ({ payloadIndex, nibble }) => `In a Q4_K block, which lane (0..255) gets the ${nibble} nibble of payload byte ${payloadIndex}?`,
+    choices: () => wholeNumbers(0, 255, "a lane of the block"),
     solve: ({ payloadIndex, nibble }) => {
       const [low, high] = q4kLanes(payloadIndex);
       const chunk = Math.floor(payloadIndex / 32);
@@ -200,6 +226,7 @@ const KINDS = {
     answer: "byte",
     generate: (rng) => ({ metadata: Array.from({ length: 12 }, () => whole(rng, 0, 255)), subblock: whole(rng, 0, 7), field: choose(rng, ["s", "m"]) }),
     prompt: ({ metadata, subblock, field }) => `The twelve metadata bytes are B = [${metadata.join(", ")}]. What is ${field}${subblock}?`,
+    choices: () => wholeNumbers(0, 63, "a 6-bit field"),
     solve: ({ metadata, subblock, field }) => {
       const explained = q4kExplainMetadata(metadata, subblock);
       return field === "s" ? { answer: explained.scale, worked: [explained.scaleFormula] } : { answer: explained.min, worked: [explained.minFormula] };
@@ -261,6 +288,7 @@ const KINDS = {
       return `A ${entry.kind} is wrong: ${entry.whatIsWrong}. Which check (1..6) is meant to catch it?`;
     },
     options: () => Object.entries(ZOO_CHECK_TITLES).map(([number, title]) => `${number}. ${title}`),
+    choices: () => wholeNumbers(1, Object.keys(ZOO_CHECK_TITLES).length, "one of the listed checks"),
     accepts: ({ specimen }, typed) => ZOO_WRONG_SPECIMENS.find((each) => each.name === specimen).caughtBy.includes(typed),
     solve: ({ specimen }) => {
       const entry = ZOO_WRONG_SPECIMENS.find((each) => each.name === specimen);
@@ -321,15 +349,25 @@ export function exerciseSolve(kind, params) {
   return kindOf(kind).solve(params);
 }
 
-function readAnswer(answerType, text) {
-  if (answerType === "byte") {
-    const parsed = parseByte(text);
-    return parsed.ok ? parsed : { ok: false, message: `${parsed.message.replace(/ Type something like .*$/, "")} Type a whole number such as 5, 0x05 or 0b0101.` };
-  }
-  const parsed = parseNumber(text);
-  if (!parsed.ok) return parsed;
-  if (answerType === "choice" && !Number.isInteger(parsed.value)) return { ok: false, message: `Type the number of one of the listed checks, got ${formatLabNumber(parsed.value)}.` };
-  return parsed;
+// The typed answer as a number, or {ok: false, message} when it is no answer at all: not a number,
+// or a number outside the exercise's choices.
+function readAnswer(entry, params, text) {
+  const choices = entry.choices ? entry.choices(params) : entry.answer === "byte" ? BYTES : null;
+  const outside = (value) => {
+    // 0101 reads as a hundred and one; someone who typed it most likely meant bits.
+    const bits = /^[01]{2,}$/.test(text.trim()) ? ` For bits, start with 0b: 0b${text.trim()}.` : "";
+    return { ok: false, message: `${formatLabNumber(value)} is not ${choices.what}: type ${choices.type}.${bits}` };
+  };
+  const parsed = entry.answer === "byte" ? parseByte(text) : parseNumber(text);
+  if (parsed.ok) return choices === null || choices.allows(parsed.value) ? parsed : outside(parsed.value);
+  if (choices === null) return parsed;
+  // A number that is no byte (−1, 2.5, 300) is still a number: the exercise says which it takes.
+  const number = entry.answer === "byte" ? parseNumber(text) : parsed;
+  if (number.ok) return outside(number.value);
+  // The parser's advice is for any number or byte; the exercise's says what this answer can be.
+  const why = parsed.message.replace(/\s*(?:Type|Try) .*$/, "");
+  const examples = entry.answer === "byte" ? ", such as 5, 0x05 or 0b0101" : "";
+  return { ok: false, message: `${why ? `${why} ` : ""}Type ${choices.type}${examples}.` };
 }
 
 // A number typed as the lab prints it (ten significant digits) or as a fraction such as 3/8
@@ -346,7 +384,7 @@ function sameNumber(typed, answer) {
  */
 export function exerciseCheck(kind, params, text) {
   const entry = kindOf(kind);
-  const read = readAnswer(entry.answer, text);
+  const read = readAnswer(entry, params, text);
   if (!read.ok) return { ok: false, message: read.message };
   const { answer, worked } = entry.solve(params);
   const correct = entry.accepts ? entry.accepts(params, read.value) : entry.answer === "number" ? sameNumber(read.value, answer) : read.value === answer;
