@@ -10,6 +10,7 @@ def _():
 
     from lab import e2m1, format_number, nibble
     from lab.formats import iq4_nl, nf4, q4_0
+    from lab.numbers import format_float32
     from lab.teach import course
     from lab.teach.charts import e2m1_ruler_chart
     from widgets import NibbleDecoder
@@ -19,6 +20,7 @@ def _():
         course,
         e2m1,
         e2m1_ruler_chart,
+        format_float32,
         format_number,
         iq4_nl,
         mo,
@@ -56,7 +58,7 @@ def _(NibbleDecoder, mo):
 
 
 @app.cell(hide_code=True)
-def _(course, decoder, e2m1, format_number, iq4_nl, mo, nf4, nibble, q4_0):
+def _(course, decoder, e2m1, format_float32, iq4_nl, mo, nf4, nibble, q4_0):
     code = decoder.widget.code
     parts = e2m1.explain(code)
     readings = nibble.three_decoders(code)
@@ -75,7 +77,7 @@ def _(course, decoder, e2m1, format_number, iq4_nl, mo, nf4, nibble, q4_0):
 
         Read as UINT4 it is **{readings['uint4']}**; as INT4 it is **{readings['int4']}**;
         as Q4_0 it is {code} − {q4_0.CODE_OFFSET} = **{code - q4_0.CODE_OFFSET}**; as NF4 it is
-        level {code}, **{format_number(float(nf4.LEVELS[code]))}**; as IQ4_NL it is codebook
+        level {code}, **{format_float32(nf4.LEVELS[code])}**; as IQ4_NL it is codebook
         entry {code}, **{int(iq4_nl.KVALUES[code])}**.
         """
     )
@@ -132,14 +134,14 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(e2m1, format_number, iq4_nl, mo, nf4, nibble, q4_0):
+def _(e2m1, format_float32, format_number, iq4_nl, mo, nf4, nibble, q4_0):
     import numpy as _np
 
     _codes = _np.arange(16)
     _rows = "\n".join(
         f"| `{code:04b}` | {code} | {format_number(float(e2m1.decode(code)))} | {int(nibble.as_uint4(code))} "
         f"| {format_number(int(nibble.as_int4(code)))} | {format_number(int(code) - q4_0.CODE_OFFSET)} "
-        f"| {format_number(float(nf4.LEVELS[code]))} | {format_number(int(iq4_nl.KVALUES[code]))} |"
+        f"| {format_float32(nf4.LEVELS[code])} | {format_number(int(iq4_nl.KVALUES[code]))} |"
         for code in _codes
     )
     mo.md(

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from support import require_real_model
 
@@ -122,7 +123,7 @@ def test_09_real_weights():
 
 def test_06_your_own_gguf_defaults_to_the_toy_file():
     defs = run_notebook("06_files_and_recipes.py")
-    assert defs["browse_error"] is None and defs["browsed"].source == "the lab's toy file"
+    assert defs["browse_error"] is None and defs["browsed"].source == "the lab's toy file" and defs["browsing_toy"]
     assert {row.name for row in defs["own_tensors"]} == set(defs["tensors"])
     pick = defs["pick"]
     assert defs["pick_error"] is None
@@ -141,6 +142,10 @@ def test_10_what_four_bits_do_to_answers():
     assert defs["chosen"] == "mxfp4" and defs["similarity"].fp32.shape == (10, 10)
     assert len(defs["layers"].layers) == 36 and defs["outliers"].layer == defs["layers"].disagreeing[0]
     assert defs["device"].format == "mxfp4"
+    answers = defs["answers"]  # the margins behind top-1, for the chosen format
+    assert answers.format_title == "MXFP4" and len(answers.questions) == len(answers.margins) == 64
+    assert np.mean(answers.margins >= 0) == pytest.approx(rows["mxfp4"]["top1"])
+    assert np.mean(answers.fp32_margins >= 0) == pytest.approx(rows["fp32"]["top1"])
 
 
 def test_11_formats_side_by_side():
