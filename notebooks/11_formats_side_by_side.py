@@ -87,7 +87,7 @@ def _(block_outlier_chart, compare, mo):
 
 @app.cell(hide_code=True)
 def _(mo):
-    payload_pick = mo.ui.slider(0, 15, value=0, label="payload byte", show_value=True)
+    payload_pick = mo.ui.slider(0, 15, value=0, label="position in the payload (byte index)", show_value=True)
     return (payload_pick,)
 
 
@@ -102,8 +102,9 @@ def _(compare, mo, payload_pick):
     mo.vstack(
         [
             mo.md(
-                "## One byte, seven layouts\n\nPayload byte 0xA5 (low nibble 5, high nibble 10) "
-                "written at the same payload position of one block of each GGUF layout. Where its "
+                "## One byte, seven layouts\n\nThe byte 0xA5 (low nibble 5, high nibble 10) "
+                "written at the same position in the payload of one block of each GGUF layout; the "
+                "slider picks the position, counted in bytes from the payload's start. Where its "
                 "nibbles land is read from the lab's decoder, by setting one nibble at a time; the "
                 "tests check every lane against gguf-py's. Q4_0, Q4_1, IQ4_NL and MXFP4 pair weight "
                 "j with j + 16; Q4_K pairs j with j + 32, in neighbouring subblocks with different "
@@ -150,7 +151,7 @@ def _(mo):
        *(Check the points joined by the line.)*
     2. Switch to the Student t weights. Does the front change? *(Compare the lists under the
        chart.)*
-    3. Move the payload byte to 15. Which layout's weights move furthest from weight 0?
+    3. Move the byte to payload position 15. Which layout's weights move furthest from weight 0?
     """)
     return
 
