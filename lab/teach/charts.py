@@ -778,12 +778,14 @@ def retrieval_quality_chart(rows: list[dict]) -> alt.Chart:
     )
 
 
+#: a grey with 3:1 contrast or more on white and on marimo's dark grey, for lines a reader needs
+GUIDE_GREY = "#8C8C8C"
 #: each retrieval outcome's colour and shape: shape as well as colour, so no one needs the hue
 _OUTCOME_MARKS = {
     "right in both": (PALETTE[0], "circle"),
     "lost: now wrong": (PALETTE[3], "triangle-down"),
     "gained: now right": (PALETTE[2], "triangle-up"),
-    "wrong in both": ("#9aa5b1", "square"),
+    "wrong in both": (GUIDE_GREY, "square"),
 }
 
 
@@ -820,7 +822,7 @@ def retrieval_margins_chart(records: list[dict], format_title: str) -> alt.Chart
     guides = alt.Data(values=[{"from": domain[0], "to": domain[1], "zero": 0.0}])
     diagonal = (
         alt.Chart(guides)
-        .mark_rule(strokeDash=[6, 4], color="#9aa5b1")
+        .mark_rule(strokeDash=[6, 4], color=GUIDE_GREY)
         .encode(x="from:Q", y="from:Q", x2="to:Q", y2="to:Q")
     )
     zero = alt.Chart(guides).mark_rule(color=PALETTE[3], opacity=0.6).encode(y="zero:Q")
