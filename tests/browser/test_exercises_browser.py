@@ -235,7 +235,11 @@ def test_code_explorer_bits_and_value_box(pages):
         page.get_by_role("button", name="E2M1").click()
         value.fill("2.5")
         value.press("Enter")
-        assert page.get_by_test_id("encoded-value").all_inner_texts() == ["2"]  # a tie goes to the lower code
+        # two rules, round half to even and the lab's convention: both send this tie to 2 (code 0100)
+        assert page.get_by_test_id("encoded-value").all_inner_texts() == ["2", "2"]
+        value.fill("0.75")
+        value.press("Enter")
+        assert page.get_by_test_id("encoded-value").all_inner_texts() == ["1", "0.5"]  # even code, lower code
         code = page.get_by_role("textbox", name="code (decimal, 0x\u2026 or 0b\u2026)")
         code.fill("0b0111")
         code.press("Enter")
@@ -243,4 +247,27 @@ def test_code_explorer_bits_and_value_box(pages):
         code.fill("16")
         code.press("Enter")
         assert "0..15" in page.get_by_role("alert").inner_text()
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_code_explorer_keeps_the_sign_of_zero_when_rounding_to_even(pages):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "code-explorer", {"format": "E2M1", "code": 5, "value_text": "2.5"})
+        value = page.get_by_role("textbox", name="a real number to encode")
+        rules = page.locator("[data-rule]")
+        for typed, bracket in (("-0", "\u22120 is exactly an E2M1 value."), ("-1e-9", "lies between \u22120.5 and 0")):
+            value.fill(typed)
+            value.press("Enter")
+            assert bracket in page.get_by_test_id("bracket").inner_text(), typed
+            # ml_dtypes' float4_e2m1fn cast and lab.codes.e2m1.encode(x, "rne") both give 1000 (-0)
+            rne = rules.filter(has_text="ties to even")
+            assert rne.get_by_role("button").inner_text() == "8 = 1000", typed
+            assert rne.get_by_test_id("encoded-value").inner_text() == "\u22120", typed
+            # the lab's convention (MLX's rule) stores every zero as +0, and says so
+            lab = rules.filter(has_text="zero as +0")
+            assert lab.get_by_role("button").inner_text() == "0 = 0000", typed
+            # the rule's code is one click away, and the decoded card follows
+            rne.get_by_role("button").click()
+            assert page.get_by_test_id("code-value").inner_text() == "\u22120", typed
+            assert page.locator("#widget input[data-focus='code']").input_value() == "8"
         assert log.blocked == [] and log.console_errors == []

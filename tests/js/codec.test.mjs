@@ -143,6 +143,24 @@ describe("golden vectors from the Python codec", () => {
     }
   });
 
+  test("E2M1 encode under both rules: ±0, midpoints and their neighbours, saturation", () => {
+    assert.ok(golden.e2m1Encode.length > 150);
+    for (const { x, rounding, value, error } of golden.e2m1Encode) {
+      const where = `e2m1Encode(${Object.is(x, -0) ? "-0" : x}, ${rounding})`;
+      if (error) assertThrowsNamed(() => codec.e2m1Encode(x, rounding), error, where);
+      else assert.equal(codec.e2m1Encode(x, rounding), value, where);
+    }
+    // the sign of zero: round half to even keeps it, MLX's rule stores +0
+    assert.equal(codec.e2m1Encode(-0), 0b1000);
+    assert.equal(codec.e2m1Encode(-1e-9), 0b1000);
+    assert.equal(codec.e2m1Encode(-0, "mlx"), 0b0000);
+  });
+
+  test("E2M1 encode, round half to even, is ml_dtypes' float4_e2m1fn cast", () => {
+    assert.ok(golden.e2m1EncodeMlDtypes.length > 80);
+    for (const { x, code } of golden.e2m1EncodeMlDtypes) assert.equal(codec.e2m1Encode(x, "rne"), code, `e2m1Encode(${x})`);
+  });
+
   test("E4M3 encode: midpoints, their neighbours, ±0, saturation, random values", () => {
     assert.ok(golden.e4m3Encode.length > 500);
     for (const { x, byte } of golden.e4m3Encode) assert.equal(codec.e4m3Encode(x), byte, `e4m3Encode(${x})`);
@@ -471,6 +489,8 @@ describe("bad input throws the error Python raises", () => {
     assert.throws(() => codec.e2m1Decode(1.5), { name: "DTypeError" });
     assert.throws(() => codec.e8m0Decode(256), { name: "CodeRangeError" });
     assert.throws(() => codec.e4m3Encode(NaN), { name: "NonFiniteError" });
+    assert.throws(() => codec.e2m1Encode(Infinity), { name: "NonFiniteError" });
+    assert.throws(() => codec.e2m1Encode(1, "nearest"), { name: "RuleError" });
     assert.throws(() => codec.mxfp4Dequantize(Array(31).fill(0), [127]), { name: "ShapeError" });
     assert.throws(() => codec.nvfp4Dequantize(Array(16).fill(0), [56, 56]), { name: "ShapeError" });
     assert.throws(() => codec.nvfp4TensorFactor(0), { name: "NonFiniteError" });
