@@ -111,11 +111,9 @@ function bitButtons(model, shown) {
 
 function commitCode(name) {
   return (text) => {
-    const parsed = parseByte(text);
-    const limit = 2 ** FORMATS[name].width;
-    if (!parsed.ok) return { ok: false, message: `code: ${parsed.message}` };
-    if (parsed.value >= limit) return { ok: false, message: `code: an ${name} code is 0..${limit - 1}, got ${parsed.value}` };
-    return { ok: true, values: { code: parsed.value } };
+    // Read as a code of the format's width, so a refusal only suggests codes the format has.
+    const parsed = parseByte(text, FORMATS[name].width);
+    return parsed.ok ? { ok: true, values: { code: parsed.value } } : { ok: false, message: `code: ${parsed.message}` };
   };
 }
 

@@ -246,7 +246,8 @@ def test_code_explorer_bits_and_value_box(pages):
         assert page.get_by_test_id("code-value").inner_text() == "6"
         code.fill("16")
         code.press("Enter")
-        assert "0..15" in page.get_by_role("alert").inner_text()
+        # an E2M1 code is four bits: the refusal names that range, 0 to 15
+        assert "16 does not fit in 4 bits. Type 0 to 15 or 0x0 to 0xF." in page.get_by_role("alert").inner_text()
         assert log.blocked == [] and log.console_errors == []
 
 

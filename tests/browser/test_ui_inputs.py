@@ -270,3 +270,32 @@ def test_focus_moves_to_the_same_place_when_a_link_takes_its_bit_away(pages):
             )
             assert page.evaluate(DEEP_ACTIVE) == f"bit-{stand_in}"
         assert log.blocked == [] and log.console_errors == []
+
+
+# Byte fields (notebooks 3 and 5): what a refusal says for an entry, and what it must never suggest.
+BYTE_REFUSALS = {
+    "abc": ("\u201cabc\u201d is not a byte. Type something like 126, 0x7E or 0b01111110.", "0xABC"),
+    "1e999": ("\u201c1e999\u201d is not a byte. Type something like 126, 0x7E or 0b01111110.", "0x1E999"),
+    "256": ("256 does not fit in a byte. Type 0 to 255 or 0x00 to 0xFF.", "256 is 256"),
+    "a5": ("For hexadecimal, start with 0x: 0xA5.", None),
+}
+
+
+@pytest.mark.parametrize(
+    ("slug", "key"), [("ownership", "mx-byte"), ("ownership", "nv-byte-1"), ("q4k-explorer", "edit-byte")]
+)
+def test_byte_fields_suggest_only_bytes(pages, slug, key):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, slug)
+        field = page.locator(f"#widget input[data-focus='{key}']")
+        for entry, (says, never) in BYTE_REFUSALS.items():
+            field.fill(entry)
+            field.press("Enter")
+            note = _field(page.evaluate(PROBE), key)["note"]
+            assert says in note, (entry, note)
+            assert never is None or never not in note, (entry, note)
+        # the suggestion, typed, is taken
+        field.fill("0xA5")
+        field.press("Enter")
+        assert not _field(page.evaluate(PROBE), key)["invalid"] and field.input_value() == "0xA5"
+        assert log.blocked == [] and log.console_errors == []

@@ -50,10 +50,13 @@ const WRONG_VALUE_SPECIMENS = ["raw E8M0 byte as the scale", "INT4 instead of E2
 // An exercise whose answer is one of a fixed set (a check's number, a code, a lane, a reading's
 // values) declares it, and an answer outside the set is refused in the exercise's words, not
 // graded: {allows(value), what (the set, named), type (how to answer)}.
+// A set 0..2^k − 1 also says its width in bits, so that a byte answer's refusal only hints at
+// codes the exercise takes (parseByte).
 const wholeNumbers = (low, high, what) => ({
   allows: (value) => Number.isInteger(value) && value >= low && value <= high,
   what,
   type: `a whole number from ${n(low)} to ${n(high)}`,
+  bits: low === 0 && Number.isInteger(Math.log2(high + 1)) ? Math.log2(high + 1) : null,
 });
 const BYTES = wholeNumbers(0, 255, "a byte");
 const E2M1_MAGNITUDES = [...new Set(E2M1_VALUES.map(Math.abs))].sort((a, b) => a - b);
@@ -365,7 +368,8 @@ function readAnswer(entry, params, text) {
   const number = entry.answer === "byte" ? parseNumber(text) : parsed;
   if (number.ok) return outside(number.value);
   // The parser's advice is for any number or byte; the exercise's says what this answer can be.
-  const why = parsed.message.replace(/\s*(?:Type|Try) .*$/, "");
+  const reread = entry.answer === "byte" && choices.bits !== null ? parseByte(text, choices.bits) : parsed;
+  const why = reread.message.replace(/\s*(?:Type|Try) .*$/, "");
   const examples = entry.answer === "byte" ? ", such as 5, 0x05 or 0b0101" : "";
   return { ok: false, message: `${why ? `${why} ` : ""}Type ${choices.type}${examples}.` };
 }
