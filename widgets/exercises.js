@@ -97,7 +97,10 @@ function exercise(model, ui, kind) {
   const input = field.querySelector("input");
   const heading = h("h4", {});
   const prompt = h("p", { class: "lab-exercise-prompt", "data-testid": `prompt-${kind}` });
-  const options = h("ol", { class: "lab-exercise-options" });
+  // The options carry their numbers in their text ("3. Check lane placement"), since the answer
+  // is that number: a host's stylesheet (marimo's resets lists) can hide a list's own markers.
+  // role=list keeps it a list to screen readers that drop unmarked lists.
+  const options = h("ol", { class: "lab-exercise-options", role: "list" });
   const items = [];
   const result = feedback();
   const node = h(
@@ -148,7 +151,7 @@ function exercise(model, ui, kind) {
         instance = exerciseInstance(kind, view.seed, round);
         setText(prompt, instance.prompt);
         resize(options, items, instance.options.length, () => ({ nodes: [h("li", {})] }));
-        items.forEach(({ nodes: [item] }, i) => setText(item, instance.options[i].replace(/^\d+\. /, "")));
+        items.forEach(({ nodes: [item] }, i) => setText(item, instance.options[i]));
         if (!instance.options.length) options.remove();
         else if (options.parentNode !== node) prompt.after(options);
       }

@@ -118,6 +118,27 @@ def test_an_answer_outside_the_choices_is_refused_not_graded(pages):
         assert log.blocked == [] and log.console_errors == []
 
 
+def test_the_checks_on_offer_show_their_numbers_and_take_their_names(pages):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises", {"seed": 1, "topic": 8})
+        # a host that resets list styles (marimo does) must not take the numbers away
+        page.add_style_tag(content="ol, ul { list-style: none !important; padding: 0 !important; }")
+        section = page.locator("[data-exercise='zoo-check']")
+        assert "Which check (1..6, or its name)" in section.get_by_test_id("prompt-zoo-check").inner_text()
+        options = section.locator("li").all_inner_texts()
+        assert [option.split(". ", 1)[0] for option in options] == ["1", "2", "3", "4", "5", "6"], options
+        # the number each option shows is the number that answers it (any answer shows the working)
+        worked = _answer(page, "zoo-check", "1").locator(".lab-exercise-worked").inner_text()
+        number, name = re.search(r"check (\d) \(([^)]+)\)", worked).groups()
+        assert f"{number}. {name}" in options
+        section = _answer(page, "zoo-check", f"  {name.upper()} ")
+        assert section.locator("[data-exercise-result]").get_attribute("data-exercise-result") == "correct"
+        assert page.get_by_test_id("exercise-progress").inner_text() == "1 of 2 correct"
+        section = _answer(page, "zoo-check", "lane")  # part of a name is no name
+        assert "neither a number nor a name on the list" in section.get_by_role("alert").inner_text()
+        assert log.blocked == [] and log.console_errors == []
+
+
 # Records what is written into each exercise's feedback (text or nodes, not removals) from now on;
 # window.feedbackWrites() returns it.
 WATCH_FEEDBACK = """() => {

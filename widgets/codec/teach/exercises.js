@@ -85,9 +85,9 @@ function nibbleReading(code, reading) {
 }
 
 // Each kind: its notebook (topic), a title, how its parameters are drawn, the question, the kind
-// of answer ("number", "byte" read by parseByte, or "choice" of a listed option), the answers it
-// can have if they are a fixed set (choices; a byte is 0..255 unless they say less) and its
-// solution.
+// of answer ("number", "byte" read by parseByte, or "choice" of a listed option, which may also be
+// typed by its name: names), the answers it can have if they are a fixed set (choices; a byte is
+// 0..255 unless they say less) and its solution.
 const KINDS = {
   "nibble-decode": {
     topic: 1,
@@ -288,9 +288,10 @@ const KINDS = {
     generate: (rng) => ({ specimen: choose(rng, ZOO_WRONG_SPECIMENS).name }),
     prompt: ({ specimen }) => {
       const entry = ZOO_WRONG_SPECIMENS.find((each) => each.name === specimen);
-      return `A ${entry.kind} is wrong: ${entry.whatIsWrong}. Which check (1..6) is meant to catch it?`;
+      return `A ${entry.kind} is wrong: ${entry.whatIsWrong}. Which check (1..6, or its name) is meant to catch it?`;
     },
     options: () => Object.entries(ZOO_CHECK_TITLES).map(([number, title]) => `${number}. ${title}`),
+    names: () => ZOO_CHECK_TITLES,
     choices: () => wholeNumbers(1, Object.keys(ZOO_CHECK_TITLES).length, "one of the listed checks"),
     accepts: ({ specimen }, typed) => ZOO_WRONG_SPECIMENS.find((each) => each.name === specimen).caughtBy.includes(typed),
     solve: ({ specimen }) => {
@@ -355,6 +356,13 @@ export function exerciseSolve(kind, params) {
 // The typed answer as a number, or {ok: false, message} when it is no answer at all: not a number,
 // or a number outside the exercise's choices.
 function readAnswer(entry, params, text) {
+  // A listed option typed by its name, in any case and spacing, is its number; the names are
+  // distinct, so this is never ambiguous.
+  if (entry.names) {
+    const typed = text.trim().replace(/\s+/g, " ").toLowerCase();
+    const named = Object.entries(entry.names(params)).find(([, name]) => name.toLowerCase() === typed);
+    if (named) return { ok: true, value: Number(named[0]), message: "" };
+  }
   const choices = entry.choices ? entry.choices(params) : entry.answer === "byte" ? BYTES : null;
   const outside = (value) => {
     // 0101 reads as a hundred and one; someone who typed it most likely meant bits.
@@ -369,7 +377,8 @@ function readAnswer(entry, params, text) {
   if (number.ok) return outside(number.value);
   // The parser's advice is for any number or byte; the exercise's says what this answer can be.
   const reread = entry.answer === "byte" && choices.bits !== null ? parseByte(text, choices.bits) : parsed;
-  const why = reread.message.replace(/\s*(?:Type|Try) .*$/, "");
+  let why = reread.message.replace(/\s*(?:Type|Try) .*$/, "");
+  if (why && entry.names) why = `“${text.trim()}” is neither a number nor a name on the list.`;
   const examples = entry.answer === "byte" ? ", such as 5, 0x05 or 0b0101" : "";
   return { ok: false, message: `${why ? `${why} ` : ""}Type ${choices.type}${examples}.` };
 }
