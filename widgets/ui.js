@@ -114,8 +114,10 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
      * A labelled text input; `commit(text)` returns {ok, values (traits to set)} or {ok: false, message}.
      * `about(view)` (optional) is what the field's text answers to besides its label and kept
      * value, such as an exercise's instance; a refusal lasts while it stays the same.
+     * `refusing(shown)` (optional) is told on every draw whether the field holds a refused entry,
+     * so what stands for the kept value (an exercise's verdict) can say it no longer matches.
      */
-    field({ key, label, value, commit, about = null, onkeydown = null }) {
+    field({ key, label, value, commit, about = null, refusing = null, onkeydown = null }) {
       const inputId = `${prefix}-${key}`;
       const messageId = `${inputId}-message`;
       const field = {
@@ -123,6 +125,7 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
         label,
         value,
         about,
+        refusing,
         shown: null, // what the field last showed for the traits: its label, kept value and about
         inFigure: buildingFigure,
         labelNode: h("label", { for: inputId }),
@@ -169,6 +172,7 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
       setAttr(field.input, "aria-invalid", message ? "true" : null);
       setText(field.note, message);
       field.note.hidden = !message;
+      field.refusing?.(refusal !== undefined);
     }
     return placed;
   }

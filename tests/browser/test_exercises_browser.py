@@ -293,3 +293,57 @@ def test_code_explorer_keeps_the_sign_of_zero_when_rounding_to_even(pages):
             assert page.get_by_test_id("code-value").inner_text() == "\u22120", typed
             assert page.locator("#widget input[data-focus='code']").input_value() == "8"
         assert log.blocked == [] and log.console_errors == []
+
+
+def test_a_refused_entry_marks_the_old_verdict_and_leaves_the_count(pages):
+    kind = "scale-delta-y"  # any number is an answer to it, so 1e39 is graded, wrong
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises", {"seed": 1, "topic": 2})
+        rule = page.get_by_test_id("exercise-count-rule").inner_text()
+        assert "last checked answer" in rule and "no answer" in rule and "changes nothing" in rule
+        section = _answer(page, kind, "0")
+        feedback = section.locator("[data-exercise-result]")
+        if feedback.get_attribute("data-exercise-result") == "wrong":
+            revealed = re.search(r"the codec computes (\S+)\.$", section.locator(".lab-exercise-verdict").inner_text())
+            right = revealed.group(1).replace("\u2212", "-")
+            section = _answer(page, kind, right)
+        else:
+            right = "0"
+        verdict = section.locator(".lab-exercise-verdict")
+        progress = page.get_by_test_id("exercise-progress")
+        assert verdict.inner_text() == "Correct." and progress.inner_text() == "1 of 2 correct"
+        field = section.locator("input")
+        # unreadable text: refused beside the field; the verdict says it is the last answer's, the count stays
+        section = _answer(page, kind, "abc")
+        assert section.get_by_role("alert").inner_text().strip() and field.input_value() == "abc"
+        assert feedback.get_attribute("data-exercise-result") == "correct"
+        assert feedback.get_attribute("data-exercise-stale") == "true"
+        assert "lab-exercise-stale" in feedback.get_attribute("class")
+        assert verdict.inner_text().startswith("Your last checked answer, ") and "was correct" in verdict.inner_text()
+        assert "not checked" in verdict.inner_text() and progress.inner_text() == "1 of 2 correct"
+        assert page.evaluate("document.activeElement.dataset.focus") == f"answer-{kind}"
+        # a wrong answer after it: checked, and the count goes back down
+        section = _answer(page, kind, "1e39")
+        assert feedback.get_attribute("data-exercise-stale") is None
+        assert feedback.get_attribute("data-exercise-result") == "wrong" and progress.inner_text() == "0 of 2 correct"
+        assert verdict.inner_text().startswith("Not yet: you typed 1e+39")
+        section = _answer(page, kind, "")  # no answer either: still marked, count still 0
+        assert feedback.get_attribute("data-exercise-stale") == "true" and "was not right" in verdict.inner_text()
+        assert progress.inner_text() == "0 of 2 correct"
+        # the link keeps the checked answer, never the refused text: a reload shows it unmarked
+        page.reload()
+        page.wait_for_selector("body[data-ready='true']")
+        section = page.locator(f"[data-exercise='{kind}']")
+        assert section.locator("input").input_value() == "1e39"
+        assert section.locator("[data-exercise-result]").get_attribute("data-exercise-stale") is None
+        assert section.locator(".lab-exercise-verdict").inner_text().startswith("Not yet")
+        # the right answer again, then New instance: no verdict, nothing marked
+        section = _answer(page, kind, right)
+        _answer(page, kind, "abc")
+        section.get_by_role("button", name="New instance").click()
+        result = section.locator("[data-exercise-result]")
+        assert (
+            result.get_attribute("data-exercise-result") == "none"
+            and result.get_attribute("data-exercise-stale") is None
+        )
+        assert log.blocked == [] and log.console_errors == []
