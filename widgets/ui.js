@@ -46,6 +46,104 @@ export function scrollBox(label, child) {
   return h("div", { class: "lab-scroll", tabindex: "0", role: "region", "aria-label": label }, child);
 }
 
+/** How many columns a CSS grid has on screen now. */
+export function gridColumns(grid) {
+  return getComputedStyle(grid).gridTemplateColumns.split(" ").length;
+}
+
+/**
+ * Buttons that pick one of many (a payload byte, an element, a code) as one Tab stop, focus and
+ * pick moving together: the picked button is the one Tab reaches (tabindex 0, the others −1); an
+ * arrow key picks the neighbour and moves focus to it (Up and Down by `rowLength()`, the row on
+ * screen, wrapping round at the ends), Home and End the first and last; Enter and Space pick the
+ * focused button (its own click). `pick(index)` sets the traits; call `mark(index)` whenever the
+ * pick changes, whoever changed it, so Tab comes back to it.
+ */
+export function pickOne(buttons, pick, rowLength = () => 1) {
+  let marked = 0;
+  buttons.forEach((button, index) => {
+    setAttr(button, "tabindex", index === marked ? "0" : "-1");
+    button.addEventListener("keydown", (event) => {
+      if (event.altKey || event.ctrlKey || event.metaKey) return;
+      const count = buttons.length;
+      const row = rowLength();
+      const target = { ArrowRight: index + 1, ArrowLeft: index - 1, ArrowDown: index + row, ArrowUp: index - row, Home: 0, End: count - 1 }[event.key];
+      if (target === undefined) return;
+      event.preventDefault();
+      const next = (target + count) % count;
+      pick(next);
+      buttons[next].focus();
+    });
+  });
+  return {
+    mark(index) {
+      setAttr(buttons[marked], "tabindex", "-1");
+      marked = index;
+      setAttr(buttons[marked], "tabindex", "0");
+    },
+  };
+}
+
+/**
+ * Grids of cells (lab.css .lab-cells), each in the frame that gives it 16, 8 or 4 columns by the
+ * room it has. A cell's text sits in .lab-cell-line elements that never wrap, so a number never
+ * breaks inside itself; where the widest line would not fit its column, the columns halve until
+ * it does (a row still holds a power of two, so it splits a block evenly). Where every cell's
+ * lines fit side by side they are set that way (lab-cells-inline), else each above the next, the
+ * same in every cell. Grids made together (the same codes as MXFP4 and as NVFP4) are laid out
+ * alike, as the one that needs most room needs. Returns {frames, fit}: call `fit()` after the
+ * cells' text changes; a new width or type size (presenter view) refits on its own.
+ */
+export function cellFrames(grids) {
+  // A ResizeObserver on a frame would hear again of every height change its own refit makes,
+  // which the browser reports as an error; so it watches a sentinel as wide as the frame and 1em
+  // tall (lab.css), whose size only the frame's width and type size change.
+  const sentinels = grids.map(() => h("div", { class: "lab-cells-sentinel", "aria-hidden": "true" }));
+  const frames = grids.map((grid, i) => h("div", { class: "lab-cells-frame" }, sentinels[i], grid));
+  let due = false; // a fit waits for the figure to be put on the page
+  function fit(wait = true) {
+    if (!grids.every((grid) => grid.isConnected && grid.clientWidth > 0)) {
+      // Not on the page yet: mountInPlace puts a new figure there later in the same task, so
+      // try once more then; a host that shows it later still resizes the sentinels.
+      if (wait && !due) {
+        due = true;
+        queueMicrotask(() => {
+          due = false;
+          fit(false);
+        });
+      }
+      return;
+    }
+    for (const grid of grids) grid.style.removeProperty("grid-template-columns");
+    const most = Math.min(...grids.map(gridColumns));
+    // What each grid's cells need: their widest line (stacked) and all lines in a row (inline),
+    // each with the cell's padding and borders (a picked cell's are thicker).
+    const needs = grids.map((grid) => {
+      let stacked = 0;
+      let inline = 0;
+      for (const cell of grid.children) {
+        const style = getComputedStyle(cell);
+        const around = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight) + cell.offsetWidth - cell.clientWidth;
+        const lines = [...cell.querySelectorAll(".lab-cell-line")].map((line) => line.offsetWidth);
+        stacked = Math.max(stacked, Math.max(0, ...lines) + around);
+        inline = Math.max(inline, lines.reduce((sum, width) => sum + width, 0) + (parseFloat(style.columnGap) || 0) * Math.max(0, lines.length - 1) + around);
+      }
+      return { grid, gap: parseFloat(getComputedStyle(grid).columnGap) || 0, stacked, inline };
+    });
+    const room = (need, columns) => (need.grid.clientWidth - need.gap * (columns - 1)) / columns;
+    let columns = most;
+    while (columns > 1 && needs.some((need) => room(need, columns) < need.stacked)) columns /= 2;
+    const inline = needs.every((need) => room(need, columns) >= need.inline);
+    for (const grid of grids) {
+      if (columns < most) grid.style.gridTemplateColumns = `repeat(${columns}, minmax(0, 1fr))`;
+      grid.classList.toggle("lab-cells-inline", inline);
+    }
+  }
+  const watch = new ResizeObserver(() => fit());
+  for (const sentinel of sentinels) watch.observe(sentinel);
+  return { frames, fit };
+}
+
 // Messages quote what was typed; a pasted page of text would bury the advice, so long runs of
 // characters are cut down to their ends.
 function shorten(text) {

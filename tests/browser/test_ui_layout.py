@@ -4,7 +4,9 @@ to /tmp/ui-shots/ for a person to look at."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from chromium import LAUNCH_ARGS, chromium_path
@@ -62,7 +64,7 @@ def test_page_fits_and_reads(browser, pages, slug, size, scheme):
         measured = page.evaluate(MEASURE)
         assert measured["scrollWidth"] <= measured["innerWidth"], measured
         assert measured["body"] >= 16 and measured["widget"] >= 16
-        assert measured["smallestTable"] >= 15 and measured["smallestCell"] >= 15
+        assert measured["smallestTable"] >= 15 and measured["smallestCell"] >= 16
         if size == "phone":
             assert all(columns <= 8 for columns in measured["columns"]), measured
         dark = measured["background"] == "rgb(22, 22, 22)"
@@ -128,6 +130,52 @@ def test_nibble_code_table_fits_without_scrolling_sideways(browser, pages, size,
         assert table["smallestText"] >= 16 and table["codes"] == 16 and table["picks"] == 16, table
         if size != "phone":
             assert set(table["lines"]) == {1}, table  # room enough: one line per code
+        assert errors == []
+    finally:
+        context.close()
+
+
+# Every line of text in every cell of the cell grids: on one line, inside its cell, at least 16 px.
+CELL_TEXT = """() => [...document.querySelectorAll(".lab-cell")].flatMap((cell) => {
+  const box = cell.getBoundingClientRect();
+  return [...cell.children].map((line) => {
+    const text = document.createRange();
+    text.selectNodeContents(line);
+    const edges = line.getBoundingClientRect();
+    return {
+      text: line.textContent,
+      lines: new Set([...text.getClientRects()].map((rect) => Math.round(rect.top))).size,
+      inside: edges.left >= box.left - 0.5 && edges.right <= box.right + 0.5,
+      px: parseFloat(getComputedStyle(line).fontSize),
+    };
+  });
+})"""
+
+
+@pytest.mark.parametrize("presenter", [False, True])
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("slug", ["ownership", "q4k-explorer"])
+def test_a_number_in_a_cell_never_breaks(browser, pages, slug, size, presenter):
+    context, page, errors = _page(browser, pages, slug, size, "dark" if size == "phone" else "light")
+    try:
+        # the default block, then weights with ten significant digits (a tensor scale of 1.234567891e-6)
+        fragments = [None, {"tensor_scale": 1.234567891e-6}] if slug == "ownership" else [None]
+        for fragment in fragments:
+            if fragment is not None:
+                page.goto("about:blank")  # so the link is opened afresh, not applied by hashchange
+                page.goto((pages / f"{slug}.html").as_uri() + "#" + quote(json.dumps(fragment)))
+                page.wait_for_selector("body[data-ready='true']")
+                assert "e\u221206" in page.get_by_test_id("nv-trace").inner_text()
+            if presenter and page.get_by_role("button", name="Presenter view").get_attribute("aria-pressed") != "true":
+                page.get_by_role("button", name="Presenter view").click()
+            lines = page.evaluate(CELL_TEXT)
+            assert lines and all(line["lines"] == 1 for line in lines), [line for line in lines if line["lines"] != 1][
+                :4
+            ]
+            assert all(line["inside"] for line in lines), [line for line in lines if not line["inside"]][:4]
+            assert min(line["px"] for line in lines) >= 16
+            measured = page.evaluate(MEASURE)
+            assert measured["scrollWidth"] <= measured["innerWidth"], measured
         assert errors == []
     finally:
         context.close()
