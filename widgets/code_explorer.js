@@ -85,7 +85,7 @@ function bitButtons(model, shown) {
   const legendLine = h("p", { class: "lab-caption lab-field-legend" });
   let drawnFormat = null;
   return {
-    node: h("div", { class: "lab-code-bits" }, group, legendLine),
+    node: h("div", { class: "lab-code-bits lab-bits-frame" }, group, legendLine),
     patch(view) {
       const { format, code, name } = view;
       if (name !== drawnFormat) {

@@ -271,7 +271,8 @@ function figure(model, first) {
     for (const part of below) part.patch(code);
   }
   update(first);
-  return { nodes: [h("div", { class: "lab-row" }, bits.node, caption), ...below.map((part) => part.node)], update };
+  // The frame lets the bits shrink to its width (lab.css): presenter view on a phone.
+  return { nodes: [h("div", { class: "lab-bits-frame" }, h("div", { class: "lab-row" }, bits.node, caption)), ...below.map((part) => part.node)], update };
 }
 
 function render({ model, el }) {

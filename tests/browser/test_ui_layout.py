@@ -1,6 +1,6 @@
 """Every standalone page on a 390 px phone, a 1440 px screen and a 1920 px projector, light and dark: no sideways
-scroll, readable type, cell grids that wrap, and a palette that follows the theme. Screenshots go
-to /tmp/ui-shots/ for a person to look at."""
+scroll, nothing reaching past its card, readable type, cell grids that wrap, and a palette that follows the theme.
+Screenshots go to /tmp/ui-shots/ for a person to look at."""
 
 from __future__ import annotations
 
@@ -30,6 +30,21 @@ MEASURE = """() => {
     smallestCell: Math.min(99, ...[...document.querySelectorAll(".lab-cell")].map(px)),
     columns: [...document.querySelectorAll(".lab-cells")].map((grid) => getComputedStyle(grid).gridTemplateColumns.split(" ").length),
     background: getComputedStyle(widget).backgroundColor,
+    // Every element that reaches past its card (a .lab-card, else the widget itself): none may.
+    // A scroll box's contents may, inside it, and an SVG's shapes are checked as the SVG.
+    overflowing: [...widget.querySelectorAll("*")].flatMap((node) => {
+      if (node.parentElement.closest(".lab-scroll") || node.parentElement.closest("svg")) return [];
+      const edges = node.getBoundingClientRect();
+      const card = node.parentElement.closest(".lab-card, .four-bit-lab").getBoundingClientRect();
+      if (edges.width === 0 || (edges.left >= card.left - 0.5 && edges.right <= card.right + 0.5)) return [];
+      return [`${node.tagName.toLowerCase()}.${node.getAttribute("class")} "${node.textContent.slice(0, 20)}" by ${Math.round(Math.max(card.left - edges.left, edges.right - card.right))} px`];
+    }),
+    // Big readout numbers split over two lines ("−0.18477 / 343"): none may be.
+    brokenNumbers: [...widget.querySelectorAll(".lab-big")].filter((node) => {
+      const text = document.createRange();
+      text.selectNodeContents(node);
+      return !/\\s/.test(node.textContent.trim()) && new Set([...text.getClientRects()].map((rect) => Math.round(rect.top))).size > 1;
+    }).map((node) => node.textContent),
   };
 }"""
 
@@ -63,6 +78,7 @@ def test_page_fits_and_reads(browser, pages, slug, size, scheme):
     try:
         measured = page.evaluate(MEASURE)
         assert measured["scrollWidth"] <= measured["innerWidth"], measured
+        assert measured["overflowing"] == [] and measured["brokenNumbers"] == [], measured
         assert measured["body"] >= 16 and measured["widget"] >= 16
         assert measured["smallestTable"] >= 15 and measured["smallestCell"] >= 16
         if size == "phone":
@@ -78,6 +94,7 @@ def test_page_fits_and_reads(browser, pages, slug, size, scheme):
         presented = page.evaluate(MEASURE)
         assert presented["widget"] == 1.5 * measured["widget"]
         assert presented["scrollWidth"] <= presented["innerWidth"], presented
+        assert presented["overflowing"] == [] and presented["brokenNumbers"] == [], presented
         if size == "projector":
             page.screenshot(path=str(SHOTS / f"{slug}-{size}-{scheme}-presenter.png"), full_page=True)
         assert errors == []
