@@ -14,7 +14,7 @@ import {
   q4kMetadataSources,
 } from "./codec/formats/q4k.js";
 import { parseByte, parseNumber } from "./codec/numbers.js";
-import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, scrollBox, pickOne, gridColumns, cellFrames } from "./ui.js";
+import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, stackingTable, pickOne, gridColumns, cellFrames } from "./ui.js";
 
 const REGIONS = [
   { name: "d", start: 0, end: 2, className: "lab-region-d" },
@@ -212,37 +212,48 @@ function trace() {
   };
 }
 
-// The eight 6-bit scales and mins unpacked from the metadata, with where each comes from.
+// The eight 6-bit scales and mins unpacked from the metadata, with where each comes from. Where
+// the columns do not fit (a phone), each row is a block of named values (ui.js stackingTable).
 function metadataTable() {
   const describe = (pieces) => pieces.map((piece) => `B[${piece.byte}] bits ${piece.byteBits[0]}..${piece.byteBits[1]} → bits ${piece.fieldBits[0]}..${piece.fieldBits[1]}`).join(" + ");
   const rows = Array.from({ length: 8 }, (_, j) => {
     const sources = q4kMetadataSources(j);
-    const scale = h("td", {});
-    const min = h("td", {});
-    const node = h("tr", {}, h("td", {}, String(j)), scale, h("td", { class: "lab-text-cell" }, describe(sources.scale)), min, h("td", { class: "lab-text-cell" }, describe(sources.min)));
+    const scale = h("td", { role: "cell" });
+    const min = h("td", { role: "cell" });
+    const node = h(
+      "tr",
+      { role: "row" },
+      h("td", { role: "cell" }, String(j)),
+      scale,
+      h("td", { role: "cell", class: "lab-text-cell" }, describe(sources.scale)),
+      min,
+      h("td", { role: "cell", class: "lab-text-cell" }, describe(sources.min)),
+    );
     return { node, scale, min };
   });
   const label = "the eight 6-bit scales and mins unpacked from the 12 metadata bytes";
-  return {
-    node: scrollBox(
-      label,
+  const table = stackingTable(
+    label,
+    h(
+      "table",
+      { class: "lab-table", role: "table", "aria-label": label },
+      h("thead", { role: "rowgroup" }, h("tr", { role: "row" }, ["j", "s_j", "s_j comes from", "m_j", "m_j comes from"].map((t) => h("th", { scope: "col", role: "columnheader" }, t)))),
       h(
-        "table",
-        { class: "lab-table", "aria-label": label },
-        h("thead", {}, h("tr", {}, ["j", "s_j", "s_j comes from", "m_j", "m_j comes from"].map((t) => h("th", { scope: "col" }, t)))),
-        h(
-          "tbody",
-          {},
-          rows.map((row) => row.node),
-        ),
+        "tbody",
+        { role: "rowgroup" },
+        rows.map((row) => row.node),
       ),
     ),
+  );
+  return {
+    node: table.node,
     values(block) {
       const { scales, mins } = q4kUnpackScaleMin(block.slice(Q4K_METADATA_OFFSET, Q4K_PAYLOAD_OFFSET));
       rows.forEach((row, j) => {
         setText(row.scale, `${scales[j]} = ${binary(scales[j], 6)}`);
         setText(row.min, `${mins[j]} = ${binary(mins[j], 6)}`);
       });
+      table.fit();
     },
     mark(traced) {
       rows.forEach((row, j) => setAttr(row.node, "class", j === traced.low.subblock || j === traced.high.subblock ? "lab-current" : ""));

@@ -46,6 +46,24 @@ export function scrollBox(label, child) {
   return h("div", { class: "lab-scroll", tabindex: "0", role: "region", "aria-label": label }, child);
 }
 
+// An SVG figure is drawn for a width of DRAWN_WIDTH units and scaled to its box; on a screen
+// narrower than that it is drawn to its own width instead (down to NARROWEST), so that its 16 px
+// labels stay 16 px on a phone rather than shrinking with the drawing, and its layout makes room.
+export const DRAWN_WIDTH = 640;
+const NARROWEST = 300;
+
+/** The width, in its own units, to draw an SVG at: its width on screen, within NARROWEST..DRAWN_WIDTH. */
+export function svgWidth(node) {
+  const onScreen = node.getBoundingClientRect().width;
+  return onScreen > 0 ? Math.min(DRAWN_WIDTH, Math.max(NARROWEST, Math.round(onScreen))) : DRAWN_WIDTH;
+}
+
+/** An SVG text's length in its drawing's units; before it is on screen, a generous estimate. */
+export function textWidth(node) {
+  if (node.isConnected && node.getBBox().height > 0) return node.getComputedTextLength();
+  return node.textContent.length * 0.65 * 16; // .lab-tick's 16 px, about 0.65 of it a character
+}
+
 /** How many columns a CSS grid has on screen now. */
 export function gridColumns(grid) {
   return getComputedStyle(grid).gridTemplateColumns.split(" ").length;
@@ -92,28 +110,12 @@ export function pickOne(buttons, pick, rowLength = () => 1) {
  * lines fit side by side they are set that way (lab-cells-inline), else each above the next, the
  * same in every cell. Grids made together (the same codes as MXFP4 and as NVFP4) are laid out
  * alike, as the one that needs most room needs. Returns {frames, fit}: call `fit()` after the
- * cells' text changes; a new width or type size (presenter view) refits on its own.
+ * cells' text changes; a new width or type size (presenter view) refits on its own (watchSize).
  */
 export function cellFrames(grids) {
-  // A ResizeObserver on a frame would hear again of every height change its own refit makes,
-  // which the browser reports as an error; so it watches a sentinel as wide as the frame and 1em
-  // tall (lab.css), whose size only the frame's width and type size change.
-  const sentinels = grids.map(() => h("div", { class: "lab-cells-sentinel", "aria-hidden": "true" }));
-  const frames = grids.map((grid, i) => h("div", { class: "lab-cells-frame" }, sentinels[i], grid));
-  let due = false; // a fit waits for the figure to be put on the page
-  function fit(wait = true) {
-    if (!grids.every((grid) => grid.isConnected && grid.clientWidth > 0)) {
-      // Not on the page yet: mountInPlace puts a new figure there later in the same task, so
-      // try once more then; a host that shows it later still resizes the sentinels.
-      if (wait && !due) {
-        due = true;
-        queueMicrotask(() => {
-          due = false;
-          fit(false);
-        });
-      }
-      return;
-    }
+  const frames = grids.map((grid) => h("div", { class: "lab-cells-frame" }, grid));
+  function fit() {
+    if (!grids.every((grid) => grid.isConnected && grid.clientWidth > 0)) return; // watchSize calls again
     for (const grid of grids) grid.style.removeProperty("grid-template-columns");
     const most = Math.min(...grids.map(gridColumns));
     // What each grid's cells need: their widest line (stacked) and all lines in a row (inline),
@@ -139,9 +141,49 @@ export function cellFrames(grids) {
       grid.classList.toggle("lab-cells-inline", inline);
     }
   }
-  const watch = new ResizeObserver(() => fit());
-  for (const sentinel of sentinels) watch.observe(sentinel);
+  for (const frame of frames) watchSize(frame, fit);
   return { frames, fit };
+}
+
+/**
+ * Call `onResize()` once the frame is on the page and whenever its width or type size changes
+ * (presenter view), for a figure laid out to its room. A ResizeObserver on the frame itself would
+ * hear again of every height change its own layout makes, which the browser reports as an error;
+ * so it watches a sentinel (lab.css .lab-size-sentinel) as wide as the frame and 1em tall, whose
+ * size only the frame's width and type size change.
+ */
+export function watchSize(frame, onResize) {
+  const sentinel = h("div", { class: "lab-size-sentinel", "aria-hidden": "true" });
+  frame.classList.add("lab-sized");
+  frame.prepend(sentinel);
+  new ResizeObserver(() => onResize()).observe(sentinel);
+  // A figure is made before mountInPlace puts it on the page, later in the same task: lay it out
+  // then, before anything reads it, rather than a frame later when the observer reports.
+  queueMicrotask(onResize);
+}
+
+/**
+ * A table in its scroll box that, where its columns do not fit the box, first lets its text cells
+ * (.lab-text-cell) wrap (lab.css .lab-table-wrapped), and where that is not enough is set one
+ * block per row (.lab-table-stacked): each cell shows its column's name (data-label, from the
+ * header) beside its value, so nothing scrolls sideways and no number is cut at the box's edge.
+ * Rows laid out as grids are no longer table rows to a screen reader, so the caller gives the
+ * table's parts their roles. Returns {node, fit}: call `fit()` after the rows change; a new
+ * width or type size refits on its own (watchSize).
+ */
+export function stackingTable(label, table) {
+  const box = scrollBox(label, table);
+  function fit() {
+    if (!box.isConnected || box.clientWidth === 0) return; // watchSize calls again
+    const names = [...table.tHead.rows[0].cells].map((cell) => cell.textContent);
+    for (const row of table.tBodies[0].rows) [...row.cells].forEach((cell, i) => setAttr(cell, "data-label", names[i]));
+    table.classList.remove("lab-table-wrapped", "lab-table-stacked");
+    if (table.offsetWidth <= box.clientWidth) return;
+    table.classList.add("lab-table-wrapped");
+    if (table.offsetWidth > box.clientWidth) table.classList.replace("lab-table-wrapped", "lab-table-stacked");
+  }
+  watchSize(box, fit);
+  return { node: box, fit };
 }
 
 // Messages quote what was typed; a pasted page of text would bury the advice, so long runs of

@@ -196,3 +196,73 @@ def test_a_number_in_a_cell_never_breaks(browser, pages, slug, size, presenter):
         assert errors == []
     finally:
         context.close()
+
+
+# The scale lab's two figures: every label shown, its size on screen, and whether any two touch or
+# one leaves its figure.
+FIGURE_LABELS = """() => [...document.querySelectorAll("svg.lab-error-chart, svg.lab-grid")].map((figure) => {
+  const box = figure.getBoundingClientRect();
+  const scale = box.width / figure.viewBox.baseVal.width;
+  const labels = [...figure.querySelectorAll("text")]
+    .filter((text) => text.textContent.trim() && getComputedStyle(text).visibility !== "hidden")
+    .map((text) => ({ text: text.textContent, edges: text.getBoundingClientRect(), px: parseFloat(getComputedStyle(text).fontSize) * scale }));
+  const touching = [];
+  labels.forEach((a, i) => labels.slice(i + 1).forEach((b) => {
+    const apart = a.edges.right <= b.edges.left || b.edges.right <= a.edges.left || a.edges.bottom <= b.edges.top || b.edges.bottom <= a.edges.top;
+    if (!apart) touching.push(`${a.text} / ${b.text}`);
+  }));
+  return {
+    figure: figure.getAttribute("class"),
+    labels: labels.map((label) => label.text),
+    smallest: Math.min(...labels.map((label) => label.px)),
+    touching,
+    outside: labels.filter(({ edges }) => edges.left < box.left - 0.5 || edges.right > box.right + 0.5 || edges.top < box.top - 0.5 || edges.bottom > box.bottom + 0.5).map((label) => label.text),
+  };
+})"""
+
+# The scale lab's table: does its box scroll sideways, is every cell inside it, and is any cell's
+# value split over two lines.
+RESULT_TABLE = """() => {
+  const table = document.querySelector("table[aria-label='each weight and its reconstruction']");
+  const box = table.closest(".lab-scroll").getBoundingClientRect();
+  const cells = [...table.querySelectorAll("td")].filter((cell) => cell.textContent);
+  const lines = (cell) => {
+    const text = document.createRange();
+    text.selectNodeContents(cell);  // the value; a stacked cell's column name is generated, not in the range
+    return new Set([...text.getClientRects()].map((rect) => Math.round(rect.top))).size;
+  };
+  const scroller = table.closest(".lab-scroll");
+  return {
+    scrolls: scroller.scrollWidth > scroller.clientWidth,
+    outside: cells.filter((cell) => { const r = cell.getBoundingClientRect(); return r.left < box.left - 0.5 || r.right > box.right + 0.5; }).map((cell) => cell.textContent),
+    split: cells.filter((cell) => lines(cell) > 1).map((cell) => cell.textContent),
+    smallest: Math.min(...cells.map((cell) => parseFloat(getComputedStyle(cell).fontSize))),
+  };
+}"""
+
+# Weights whose clipping thresholds crowd together, and long numbers for the table.
+CROWDED = {"w_text": "1, 0.98, 0.96, 0.94, -0.5, 0.49, 1.234567891e-05, 123456.789", "x_text": "1, 2, 3, 4, 5, 6, 7, 8"}
+
+
+@pytest.mark.parametrize("presenter", [False, True])
+@pytest.mark.parametrize("size", list(SIZES))
+def test_scale_lab_figures_and_table_read_on_any_screen(browser, pages, size, presenter):
+    context, page, errors = _page(browser, pages, "scale-lab", size, "dark" if size == "phone" else "light")
+    try:
+        for fragment in (None, CROWDED):
+            if fragment is not None:
+                page.goto("about:blank")
+                page.goto((pages / "scale-lab.html").as_uri() + "#" + quote(json.dumps(fragment)))
+                page.wait_for_selector("body[data-ready='true']")
+            if presenter:
+                page.get_by_role("button", name="Presenter view").click()
+            for figure in page.evaluate(FIGURE_LABELS):
+                assert figure["touching"] == [] and figure["outside"] == [], figure
+                assert figure["smallest"] >= 15, figure
+                assert any(label.startswith("2^") for label in figure["labels"]) or "lab-grid" in figure["figure"]
+            table = page.evaluate(RESULT_TABLE)
+            assert not table["scrolls"] and table["outside"] == [] and table["split"] == [], table
+            assert table["smallest"] >= 15, table
+        assert errors == []
+    finally:
+        context.close()
