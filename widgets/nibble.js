@@ -9,7 +9,7 @@ import { iq4NlValue } from "./codec/formats/iq4_nl.js";
 import { nf4Level } from "./codec/formats/nf4.js";
 import { q4_0Value } from "./codec/formats/q4_0.js";
 import { formatFloat32, parseByte } from "./codec/numbers.js";
-import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, scrollBox, pickOne } from "./ui.js";
+import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, stackingTable, pickOne } from "./ui.js";
 
 const BIT_NAMES = ["sign", "exponent bit 1", "exponent bit 0", "fraction bit"];
 
@@ -204,20 +204,19 @@ function codeTable(model) {
       ),
     ),
   );
-  return {
-    node: h(
-      "div",
-      { class: "lab-codes-frame" },
-      scrollBox(
-        "all sixteen codes",
-        h(
-          "table",
-          { class: "lab-table lab-codes", role: "table", "aria-label": "all sixteen codes" },
-          h("thead", { role: "rowgroup" }, h("tr", { role: "row" }, CODE_COLUMNS.map((t) => h("th", { scope: "col", role: "columnheader" }, t)))),
-          h("tbody", { role: "rowgroup" }, rows),
-        ),
-      ),
+  // Where even two lines a code do not fit (presenter view on a phone), each code is a block of
+  // named values (ui.js stackingTable).
+  const table = stackingTable(
+    "all sixteen codes",
+    h(
+      "table",
+      { class: "lab-table lab-codes", role: "table", "aria-label": "all sixteen codes" },
+      h("thead", { role: "rowgroup" }, h("tr", { role: "row" }, CODE_COLUMNS.map((t) => h("th", { scope: "col", role: "columnheader" }, t)))),
+      h("tbody", { role: "rowgroup" }, rows),
     ),
+  );
+  return {
+    node: h("div", { class: "lab-codes-frame" }, table.node),
     patch(code) {
       rows.forEach((row, each) => setAttrs(row, { class: each === code ? "lab-current" : "", "aria-current": each === code ? "true" : null }));
       picker.mark(code);

@@ -177,10 +177,12 @@ export function stackingTable(label, table) {
     if (!box.isConnected || box.clientWidth === 0) return; // watchSize calls again
     const names = [...table.tHead.rows[0].cells].map((cell) => cell.textContent);
     for (const row of table.tBodies[0].rows) [...row.cells].forEach((cell, i) => setAttr(cell, "data-label", names[i]));
+    // The box scrolls sideways when its table is wider, however the table is laid out.
+    const overflows = () => box.scrollWidth > box.clientWidth;
     table.classList.remove("lab-table-wrapped", "lab-table-stacked");
-    if (table.offsetWidth <= box.clientWidth) return;
+    if (!overflows()) return;
     table.classList.add("lab-table-wrapped");
-    if (table.offsetWidth > box.clientWidth) table.classList.replace("lab-table-wrapped", "lab-table-stacked");
+    if (overflows()) table.classList.replace("lab-table-wrapped", "lab-table-stacked");
   }
   watchSize(box, fit);
   return { node: box, fit };

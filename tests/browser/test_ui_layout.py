@@ -147,6 +147,11 @@ def test_nibble_code_table_fits_without_scrolling_sideways(browser, pages, size,
         assert table["smallestText"] >= 16 and table["codes"] == 16 and table["picks"] == 16, table
         if size != "phone":
             assert set(table["lines"]) == {1}, table  # room enough: one line per code
+        # presenter view: where two lines a code no longer fit (a phone), each code is a block
+        page.get_by_role("button", name="Presenter view").click()
+        table = page.evaluate(CODE_TABLE)
+        assert not table["boxScrolls"] and table["cellsInside"] and table["textFits"], table
+        assert table["smallestText"] >= 16 and table["codes"] == 16 and table["picks"] == 16, table
         assert errors == []
     finally:
         context.close()
