@@ -167,7 +167,7 @@ export function watchSize(frame, onResize) {
  * (.lab-text-cell) wrap (lab.css .lab-table-wrapped), and where that is not enough is set one
  * block per row (.lab-table-stacked): each cell shows its column's name (data-label, from the
  * header) beside its value, so nothing scrolls sideways and no number is cut at the box's edge.
- * Rows laid out as grids are no longer table rows to a screen reader, so the caller gives the
+ * Rows laid out as blocks are no longer table rows to a screen reader, so the caller gives the
  * table's parts their roles. Returns {node, fit}: call `fit()` after the rows change; a new
  * width or type size refits on its own (watchSize).
  */
