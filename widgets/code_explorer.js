@@ -3,7 +3,7 @@
 // each rounding rule picks, its neighbours, the step there and the relative error.
 // State: the synced traits format, code and value_text. Arithmetic: the codec (codec/).
 import { binary, hexByte } from "./codec/codes/bits.js";
-import { E2M1_VALUES, e2m1Explain } from "./codec/codes/e2m1.js";
+import { E2M1_VALUES, e2m1Encode, e2m1Explain } from "./codec/codes/e2m1.js";
 import { e4m3Decode, e4m3Encode, e4m3Explain } from "./codec/codes/e4m3.js";
 import { e8m0Decode, e8m0Encode, e8m0Explain, e8m0Nearest } from "./codec/codes/e8m0.js";
 import { parseByte, parseNumber } from "./codec/numbers.js";
@@ -12,14 +12,19 @@ import { h, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, c
 
 // Each format: its width, which bits are which field (bit 7 or 3 first), its decoder and explain,
 // and its rounding rules, each a function from a real number to a code.
+// Every name starts with the sound of E, so the messages call it "an E2M1 code".
 const FORMATS = {
   E2M1: {
     width: 4,
     fields: ["sign", "exponent", "exponent", "mantissa"],
     decode: (code) => E2M1_VALUES[code],
     explain: (code) => e2m1Explain(code),
-    // The scale lab's convention at scale 1: nearest value, ties to the lower code, saturating at ±6.
-    rules: [{ name: "nearest, ties to the lower code, saturating (the lab convention)", encode: (x) => scaleQuantizeCodes([x], 1)[0] }],
+    // The OCP rounding keeps the sign, so −0 and a tiny negative number are 1000 (−0); the scale
+    // lab's convention at scale 1 (MLX's and ggml's rule) stores every zero as +0.
+    rules: [
+      { name: "nearest, ties to even, saturating at ±6 (OCP, ml_dtypes)", encode: (x) => e2m1Encode(x, "rne") },
+      { name: "nearest, ties to the lower code, zero as +0 (the lab convention, MLX)", encode: (x) => scaleQuantizeCodes([x], 1)[0] },
+    ],
   },
   E8M0: {
     width: 8,
@@ -55,7 +60,7 @@ function validState(model) {
   const code = model.get("code");
   if (!Object.hasOwn(FORMATS, name)) return { problem: `format must be E2M1, E8M0 or E4M3, got ${JSON.stringify(name)}` };
   const limit = 2 ** FORMATS[name].width;
-  if (!(Number.isInteger(code) && code >= 0 && code < limit)) return { problem: `a ${name} code is a whole number 0..${limit - 1}, got ${JSON.stringify(code)}` };
+  if (!(Number.isInteger(code) && code >= 0 && code < limit)) return { problem: `an ${name} code is a whole number 0..${limit - 1}, got ${JSON.stringify(code)}` };
   const typed = parseNumber(String(model.get("value_text")));
   if (!typed.ok) return { problem: `value: ${typed.message}` };
   return { name, format: FORMATS[name], code, x: typed.value };
@@ -80,7 +85,7 @@ function bitButtons(model, shown) {
   const legendLine = h("p", { class: "lab-caption lab-field-legend" });
   let drawnFormat = null;
   return {
-    node: h("div", { class: "lab-code-bits" }, group, legendLine),
+    node: h("div", { class: "lab-code-bits lab-bits-frame" }, group, legendLine),
     patch(view) {
       const { format, code, name } = view;
       if (name !== drawnFormat) {
@@ -106,11 +111,9 @@ function bitButtons(model, shown) {
 
 function commitCode(name) {
   return (text) => {
-    const parsed = parseByte(text);
-    const limit = 2 ** FORMATS[name].width;
-    if (!parsed.ok) return { ok: false, message: `code: ${parsed.message}` };
-    if (parsed.value >= limit) return { ok: false, message: `code: a ${name} code is 0..${limit - 1}, got ${parsed.value}` };
-    return { ok: true, values: { code: parsed.value } };
+    // Read as a code of the format's width, so a refusal only suggests codes the format has.
+    const parsed = parseByte(text, FORMATS[name].width);
+    return parsed.ok ? { ok: true, values: { code: parsed.value } } : { ok: false, message: `code: ${parsed.message}` };
   };
 }
 
@@ -240,7 +243,7 @@ function valueBox(model) {
         below === null || above === null
           ? `${formatNumber(x)} lies beyond ${name}'s range (${formatNumber(ladder[0])} to ${formatNumber(ladder[ladder.length - 1])}).`
           : below === above
-            ? `${formatNumber(x)} is exactly a ${name} value.`
+            ? `${formatNumber(x)} is exactly an ${name} value.`
             : `${formatNumber(x)} lies between ${formatNumber(below)} and ${formatNumber(above)}: the step there is ${formatNumber(step)}.`,
       );
       // A card is kept once made: switching formats back and forth makes nothing new.

@@ -33,11 +33,28 @@ function validExercises(model) {
 
 // The verdict and the worked arithmetic for a checked answer, or nothing before one is checked
 // (a new instance has none). The lines leave the page with their answer but are kept, so the
-// next check writes its working into them instead of making them again.
+// next check writes its working into them instead of making them again. While the field holds
+// an entry that was refused (no answer at all), the verdict is still the last checked answer's,
+// and says so: that answer is the one the count counts.
 function feedback() {
   const node = h("div", { role: "status" });
   const verdict = h("p", { class: "lab-exercise-verdict" });
   const lines = [];
+  let shown = null; // the checked answer on show
+  let stale = false; // whether the field now holds a refused entry instead of that answer
+  function writeVerdict() {
+    const typed = formatLabNumber(shown.typed);
+    const answer = formatLabNumber(shown.answer);
+    setAttrs(node, {
+      class: `lab-message lab-exercise-feedback ${shown.correct ? "lab-note" : "lab-error"}${stale ? " lab-exercise-stale" : ""}`,
+      "data-exercise-stale": stale ? "true" : null,
+    });
+    if (!stale) setText(verdict, shown.correct ? "Correct." : `Not yet: you typed ${typed}; the codec computes ${answer}.`);
+    else {
+      const was = shown.correct ? "was correct" : `was not right (the codec computes ${answer})`;
+      setText(verdict, `Your last checked answer, ${typed}, ${was}. What the field holds now is no answer, so it was not checked and the count stays as it was.`);
+    }
+  }
   // Show the first `texts.length` lines, in order, with these texts; take the rest away.
   function showLines(texts) {
     while (lines.length < texts.length) lines.push(h("p", { class: "lab-formula lab-exercise-worked" }));
@@ -50,17 +67,24 @@ function feedback() {
   return {
     node,
     patch(result) {
+      shown = result;
+      stale = false; // a new kept answer or instance: the field's refusal, if any, went with the old
       if (!result) {
-        setAttrs(node, { class: "lab-exercise-feedback", "data-exercise-result": "none" });
+        setAttrs(node, { class: "lab-exercise-feedback", "data-exercise-result": "none", "data-exercise-stale": null });
         verdict.remove();
         showLines([]);
         return;
       }
-      const correct = result.correct;
-      setAttrs(node, { class: `lab-message lab-exercise-feedback ${correct ? "lab-note" : "lab-error"}`, "data-exercise-result": correct ? "correct" : "wrong" });
+      setAttr(node, "data-exercise-result", result.correct ? "correct" : "wrong");
       if (verdict.parentNode !== node) node.prepend(verdict);
-      setText(verdict, correct ? "Correct." : `Not yet: you typed ${formatLabNumber(result.typed)}; the codec computes ${formatLabNumber(result.answer)}.`);
+      writeVerdict();
       showLines(result.worked);
+    },
+    // Whether the field holds a refused entry; told on every draw.
+    refusing(refused) {
+      if (refused === stale) return;
+      stale = refused;
+      if (shown) writeVerdict();
     },
   };
 }
@@ -82,6 +106,7 @@ function exercise(model, ui, kind) {
       },
     };
   };
+  const result = feedback();
   const field = ui.field({
     key: `answer-${kind}`,
     label: () => `answer to exercise ${number}`,
@@ -89,6 +114,7 @@ function exercise(model, ui, kind) {
     // A refused entry answers this instance; a new one is a new question, with an empty field.
     about: (view) => `${view.seed} ${view.rounds[kind] ?? 0}`,
     commit,
+    refusing: (refused) => result.refusing(refused),
     // Enter always checks, even an empty or unchanged answer, which fires no change event.
     onkeydown: (event) => {
       if (event.key === "Enter") event.target.dispatchEvent(new Event("change"));
@@ -97,9 +123,11 @@ function exercise(model, ui, kind) {
   const input = field.querySelector("input");
   const heading = h("h4", {});
   const prompt = h("p", { class: "lab-exercise-prompt", "data-testid": `prompt-${kind}` });
-  const options = h("ol", { class: "lab-exercise-options" });
+  // The options carry their numbers in their text ("3. Check lane placement"), since the answer
+  // is that number: a host's stylesheet (marimo's resets lists) can hide a list's own markers.
+  // role=list keeps it a list to screen readers that drop unmarked lists.
+  const options = h("ol", { class: "lab-exercise-options", role: "list" });
   const items = [];
-  const result = feedback();
   const node = h(
     "section",
     { class: "lab-card lab-exercise", "data-exercise": kind },
@@ -148,7 +176,7 @@ function exercise(model, ui, kind) {
         instance = exerciseInstance(kind, view.seed, round);
         setText(prompt, instance.prompt);
         resize(options, items, instance.options.length, () => ({ nodes: [h("li", {})] }));
-        items.forEach(({ nodes: [item] }, i) => setText(item, instance.options[i].replace(/^\d+\. /, "")));
+        items.forEach(({ nodes: [item] }, i) => setText(item, instance.options[i]));
         if (!instance.options.length) options.remove();
         else if (options.parentNode !== node) prompt.after(options);
       }
@@ -168,9 +196,14 @@ function exercise(model, ui, kind) {
 // answer fields belong to the figure); the topic decides which are on the page, in the kinds' order.
 function figure(model, ui, first) {
   const progress = h("p", { class: "lab-big lab-exercise-progress", "data-testid": "exercise-progress", role: "status" });
+  const rule = h(
+    "p",
+    { class: "lab-caption", "data-testid": "exercise-count-rule" },
+    "Each exercise counts its last checked answer: a wrong answer after a right one takes the count back down, and an entry that is no answer (refused beside its field) changes nothing.",
+  );
   const seedNote = h("p", { class: "lab-caption" });
   const exercises = new Map(EXERCISE_KINDS.map(({ kind }) => [kind, exercise(model, ui, kind)]));
-  const list = h("div", { class: "lab-exercise-list" }, progress, seedNote);
+  const list = h("div", { class: "lab-exercise-list" }, progress, rule, seedNote);
   let shown = [];
   function update(view, changed) {
     if (changed.has("topic")) {

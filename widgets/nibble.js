@@ -9,7 +9,7 @@ import { iq4NlValue } from "./codec/formats/iq4_nl.js";
 import { nf4Level } from "./codec/formats/nf4.js";
 import { q4_0Value } from "./codec/formats/q4_0.js";
 import { formatFloat32, parseByte } from "./codec/numbers.js";
-import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, scrollBox } from "./ui.js";
+import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, stackingTable, pickOne } from "./ui.js";
 
 const BIT_NAMES = ["sign", "exponent bit 1", "exponent bit 0", "fraction bit"];
 
@@ -185,40 +185,41 @@ function levelRows() {
 const CODE_COLUMNS = ["bits", "code", "E2M1", "UINT4", "INT4", "Q4_0", "NF4", "IQ4_NL"];
 
 // All sixteen codes under every decoder; the current code's row is marked, and a code's bits are
-// the button that picks it. Where the full row does not fit (a phone), each code takes two lines
-// of four columns (lab.css), so the table fits without scrolling sideways. Rows laid out as grids
-// are no longer table rows to a screen reader, so every part names its role.
+// the button that picks it: one Tab stop, the arrow keys moving focus and code together (ui.js
+// pickOne). Where the full row does not fit (a phone), each code takes two lines of four columns
+// (lab.css), so the table fits without scrolling sideways. Rows laid out as grids are no longer
+// table rows to a screen reader, so every part names its role.
 function codeTable(model) {
+  const picks = E2M1_VALUES.map((_, each) =>
+    h("button", { type: "button", class: "lab-pick", "data-focus": `pick-${each}`, "aria-label": `pick code ${binary(each, 4)}`, onclick: () => setTraits(model, { code: each }) }, binary(each, 4)),
+  );
+  const picker = pickOne(picks, (code) => setTraits(model, { code }));
   const rows = E2M1_VALUES.map((value, each) =>
     h(
       "tr",
       { role: "row" },
-      h(
-        "td",
-        { role: "cell" },
-        h("button", { type: "button", class: "lab-pick", "data-focus": `pick-${each}`, "aria-label": `pick code ${binary(each, 4)}`, onclick: () => setTraits(model, { code: each }) }, binary(each, 4)),
-      ),
+      h("td", { role: "cell" }, picks[each]),
       [String(each), formatNumber(value), String(uint4(each)), formatNumber(int4(each)), formatNumber(q4_0Value(each)), formatFloat32(nf4Level(each)), formatNumber(iq4NlValue(each))].map((text) =>
         h("td", { role: "cell" }, text),
       ),
     ),
   );
-  return {
-    node: h(
-      "div",
-      { class: "lab-codes-frame" },
-      scrollBox(
-        "all sixteen codes",
-        h(
-          "table",
-          { class: "lab-table lab-codes", role: "table", "aria-label": "all sixteen codes" },
-          h("thead", { role: "rowgroup" }, h("tr", { role: "row" }, CODE_COLUMNS.map((t) => h("th", { scope: "col", role: "columnheader" }, t)))),
-          h("tbody", { role: "rowgroup" }, rows),
-        ),
-      ),
+  // Where even two lines a code do not fit (presenter view on a phone), each code is a block of
+  // named values (ui.js stackingTable).
+  const table = stackingTable(
+    "all sixteen codes",
+    h(
+      "table",
+      { class: "lab-table lab-codes", role: "table", "aria-label": "all sixteen codes" },
+      h("thead", { role: "rowgroup" }, h("tr", { role: "row" }, CODE_COLUMNS.map((t) => h("th", { scope: "col", role: "columnheader" }, t)))),
+      h("tbody", { role: "rowgroup" }, rows),
     ),
+  );
+  return {
+    node: h("div", { class: "lab-codes-frame" }, table.node),
     patch(code) {
       rows.forEach((row, each) => setAttrs(row, { class: each === code ? "lab-current" : "", "aria-current": each === code ? "true" : null }));
+      picker.mark(code);
     },
   };
 }
@@ -269,7 +270,8 @@ function figure(model, first) {
     for (const part of below) part.patch(code);
   }
   update(first);
-  return { nodes: [h("div", { class: "lab-row" }, bits.node, caption), ...below.map((part) => part.node)], update };
+  // The frame lets the bits shrink to its width (lab.css): presenter view on a phone.
+  return { nodes: [h("div", { class: "lab-bits-frame" }, h("div", { class: "lab-row" }, bits.node, caption)), ...below.map((part) => part.node)], update };
 }
 
 function render({ model, el }) {

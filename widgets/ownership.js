@@ -10,7 +10,7 @@ import { mxfp4Dequantize } from "./codec/formats/mxfp4.js";
 import { nvfp4Dequantize, nvfp4TensorFactor, NVFP4_TENSOR_SCALE_RANGE } from "./codec/formats/nvfp4.js";
 import { bitsPerWeight } from "./codec/formats/sizes.js";
 import { parseByte, parseNumber } from "./codec/numbers.js";
-import { h, formatNumber, mountInPlace, setTraits, setText, setAttr, message, checker } from "./ui.js";
+import { h, formatNumber, mountInPlace, setTraits, setText, setAttr, message, checker, pickOne, gridColumns, cellFrames } from "./ui.js";
 
 function validState(model) {
   const codes = model.get("codes");
@@ -89,11 +89,12 @@ function editors(model, ui) {
   return { node };
 }
 
-// 32 element buttons, one per code; `patch` writes their codes and weights, `select` the pressed one.
-function cells(model, ownerOf, label) {
+// 32 element buttons, one per code, one Tab stop (ui.js pickOne); `patch` writes their codes and
+// weights, `select` the picked one. The grid goes in a frame made with the other format's grid.
+function cells(model, ownerOf, label, format) {
   const buttons = Array.from({ length: 32 }, (_, index) => {
-    const code = h("div", {});
-    const weight = h("div", {});
+    const code = h("span", { class: "lab-cell-line" });
+    const weight = h("span", { class: "lab-cell-line" });
     const node = h(
       "button",
       { type: "button", class: `lab-cell ${ownerOf(index)}`, "data-focus": `${label}-${index}`, onclick: () => setTraits(model, { selected: index }) },
@@ -102,9 +103,18 @@ function cells(model, ownerOf, label) {
     );
     return { node, code, weight };
   });
-  const grid = h("div", { class: "lab-cells lab-cells-elements", role: "group", "aria-label": label }, buttons.map((button) => button.node));
+  const grid = h(
+    "div",
+    { class: "lab-cells lab-cells-elements", role: "group", "aria-label": `the 32 ${format} elements; arrow keys move the traced element` },
+    buttons.map((button) => button.node),
+  );
+  const picker = pickOne(
+    buttons.map((button) => button.node),
+    (index) => setTraits(model, { selected: index }),
+    () => gridColumns(grid),
+  );
   return {
-    node: h("div", { class: "lab-cells-frame" }, grid),
+    grid,
     patch(codes, weights) {
       buttons.forEach((button, index) => {
         const bits = binary(codes[index], 4);
@@ -116,6 +126,7 @@ function cells(model, ownerOf, label) {
     },
     select(selected) {
       buttons.forEach((button, index) => setAttr(button.node, "aria-pressed", index === selected ? "true" : "false"));
+      picker.mark(selected);
     },
   };
 }
@@ -127,19 +138,21 @@ function mxScaleText(view, mxScale) {
 function figure(model, first) {
   const mxScaleLine = h("p", { class: "lab-formula", "data-testid": "mx-scale" });
   const nanNote = message("Scale byte 0xFF encodes NaN: every one of the 32 weights that shares it becomes NaN.", "note");
-  const mxCells = cells(model, () => "lab-owner-all", "mxfp4");
+  const mxCells = cells(model, () => "lab-owner-all", "mxfp4", "MXFP4");
   const mxTrace = h("p", { class: "lab-formula", "data-testid": "mx-trace" });
   const nvCaption = h("p", { class: "lab-caption" });
-  const nvCells = cells(model, (index) => (index < 16 ? "lab-owner-a" : "lab-owner-b"), "nvfp4");
+  const nvCells = cells(model, (index) => (index < 16 ? "lab-owner-a" : "lab-owner-b"), "nvfp4", "NVFP4");
+  // Both grids show the same 32 codes, so they take the same columns.
+  const grids = cellFrames([mxCells.grid, nvCells.grid]);
   const nvTrace = h("p", { class: "lab-formula", "data-testid": "nv-trace" });
   const head = [h("h4", {}, "MXFP4: 32 codes, one E8M0 scale"), mxScaleLine];
   const rest = [
-    mxCells.node,
+    grids.frames[0],
     mxTrace,
     h("p", {}, `storage: (32 × 4 + 8) / 32 = ${formatNumber(bitsPerWeight("MXFP4"))} bits per weight`),
     h("h4", {}, "NVFP4: the same codes as two groups of 16, each with an E4M3 scale, plus a tensor scale"),
     nvCaption,
-    nvCells.node,
+    grids.frames[1],
     nvTrace,
     h(
       "p",
@@ -177,6 +190,8 @@ function figure(model, first) {
       mxCells.select(view.selected);
       nvCells.select(view.selected);
     }
+    // New text, or a picked cell's thicker border, can need fewer columns (or allow more).
+    if (mx || nv || changed.has("selected")) grids.fit();
     if (changed.has("nv_scale_bytes") || changed.has("tensor_scale")) {
       setText(nvCaption, `local scales ${formatNumber(nvScales[0])} and ${formatNumber(nvScales[1])}; MLX would store this tensor scale as global_scale = 2688 × ${formatNumber(view.tensorScale)}`);
     }

@@ -14,7 +14,7 @@ import {
   q4kMetadataSources,
 } from "./codec/formats/q4k.js";
 import { parseByte, parseNumber } from "./codec/numbers.js";
-import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, scrollBox } from "./ui.js";
+import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, stackingTable, pickOne, gridColumns, cellFrames } from "./ui.js";
 
 const REGIONS = [
   { name: "d", start: 0, end: 2, className: "lab-region-d" },
@@ -110,14 +110,28 @@ function storedAs(block) {
   return `stored as the nearest float16 (sign exponent fraction): ${stored(0, "d")}; ${stored(2, "dmin")}`;
 }
 
-// The 144 bytes as cells, payload bytes as buttons that pick the traced byte. `bytes` writes the
-// cells whose byte changed; `mark` the selected byte and the metadata bytes the subblocks read.
+// The 144 bytes as cells, payload bytes as buttons that pick the traced byte: one Tab stop, the
+// arrow keys moving focus and pick together (ui.js pickOne), Down and Up by a row on screen (16
+// bytes, or 8 on a phone). `bytes` writes the cells whose byte changed; `mark` the selected byte
+// and the metadata bytes the subblocks read.
 function byteMap(model) {
-  const cells = Array.from({ length: Q4K_BLOCK_BYTES }, (_, offset) =>
+  const texts = Array.from({ length: Q4K_BLOCK_BYTES }, () => h("span", { class: "lab-cell-line" }));
+  const cells = texts.map((text, offset) =>
     offset >= Q4K_PAYLOAD_OFFSET
-      ? h("button", { type: "button", "data-focus": `byte-${offset}`, onclick: () => setTraits(model, { payload_index: offset - Q4K_PAYLOAD_OFFSET }) })
-      : h("div", { role: "img" }),
+      ? h("button", { type: "button", "data-focus": `byte-${offset}`, onclick: () => setTraits(model, { payload_index: offset - Q4K_PAYLOAD_OFFSET }) }, text)
+      : h("div", { role: "img" }, text),
   );
+  const grid = h(
+    "div",
+    { class: "lab-cells lab-cells-bytes", role: "group", "aria-label": "the 144 bytes of the block; arrow keys move between the payload bytes" },
+    cells,
+  );
+  const picker = pickOne(
+    cells.slice(Q4K_PAYLOAD_OFFSET),
+    (payloadIndex) => setTraits(model, { payload_index: payloadIndex }),
+    () => gridColumns(grid),
+  );
+  const frame = cellFrames([grid]);
   let shownBlock = null;
   let selectedOffset = null;
   let feeding = new Set();
@@ -128,7 +142,7 @@ function byteMap(model) {
       "div",
       {},
       h("p", { class: "lab-caption" }, "144 bytes: d (2), dmin (2), metadata (12), payload (128). Dashed: the metadata bytes the two subblocks read."),
-      h("div", { class: "lab-cells-frame" }, h("div", { class: "lab-cells lab-cells-bytes", role: "group", "aria-label": "the 144 bytes of the block" }, cells)),
+      frame.frames[0],
     ),
     bytes(block) {
       block.forEach((byte, offset) => {
@@ -141,9 +155,10 @@ function byteMap(model) {
           setAttr(cell, "title", label);
           setAttr(cell, "aria-label", label);
         }
-        setText(cell, hex.slice(2));
+        setText(texts[offset], hex.slice(2));
       });
       shownBlock = block;
+      frame.fit();
     },
     mark(payloadIndex, traced) {
       const first = selectedOffset === null;
@@ -156,6 +171,7 @@ function byteMap(model) {
         setAttr(cells[offset], "class", className(offset));
         if (offset >= Q4K_PAYLOAD_OFFSET) setAttr(cells[offset], "aria-pressed", offset === selectedOffset ? "true" : "false");
       }
+      picker.mark(payloadIndex);
     },
   };
 }
@@ -196,37 +212,48 @@ function trace() {
   };
 }
 
-// The eight 6-bit scales and mins unpacked from the metadata, with where each comes from.
+// The eight 6-bit scales and mins unpacked from the metadata, with where each comes from. Where
+// the columns do not fit (a phone), each row is a block of named values (ui.js stackingTable).
 function metadataTable() {
   const describe = (pieces) => pieces.map((piece) => `B[${piece.byte}] bits ${piece.byteBits[0]}..${piece.byteBits[1]} → bits ${piece.fieldBits[0]}..${piece.fieldBits[1]}`).join(" + ");
   const rows = Array.from({ length: 8 }, (_, j) => {
     const sources = q4kMetadataSources(j);
-    const scale = h("td", {});
-    const min = h("td", {});
-    const node = h("tr", {}, h("td", {}, String(j)), scale, h("td", { class: "lab-text-cell" }, describe(sources.scale)), min, h("td", { class: "lab-text-cell" }, describe(sources.min)));
+    const scale = h("td", { role: "cell" });
+    const min = h("td", { role: "cell" });
+    const node = h(
+      "tr",
+      { role: "row" },
+      h("td", { role: "cell" }, String(j)),
+      scale,
+      h("td", { role: "cell", class: "lab-text-cell" }, describe(sources.scale)),
+      min,
+      h("td", { role: "cell", class: "lab-text-cell" }, describe(sources.min)),
+    );
     return { node, scale, min };
   });
   const label = "the eight 6-bit scales and mins unpacked from the 12 metadata bytes";
-  return {
-    node: scrollBox(
-      label,
+  const table = stackingTable(
+    label,
+    h(
+      "table",
+      { class: "lab-table", role: "table", "aria-label": label },
+      h("thead", { role: "rowgroup" }, h("tr", { role: "row" }, ["j", "s_j", "s_j comes from", "m_j", "m_j comes from"].map((t) => h("th", { scope: "col", role: "columnheader" }, t)))),
       h(
-        "table",
-        { class: "lab-table", "aria-label": label },
-        h("thead", {}, h("tr", {}, ["j", "s_j", "s_j comes from", "m_j", "m_j comes from"].map((t) => h("th", { scope: "col" }, t)))),
-        h(
-          "tbody",
-          {},
-          rows.map((row) => row.node),
-        ),
+        "tbody",
+        { role: "rowgroup" },
+        rows.map((row) => row.node),
       ),
     ),
+  );
+  return {
+    node: table.node,
     values(block) {
       const { scales, mins } = q4kUnpackScaleMin(block.slice(Q4K_METADATA_OFFSET, Q4K_PAYLOAD_OFFSET));
       rows.forEach((row, j) => {
         setText(row.scale, `${scales[j]} = ${binary(scales[j], 6)}`);
         setText(row.min, `${mins[j]} = ${binary(mins[j], 6)}`);
       });
+      table.fit();
     },
     mark(traced) {
       rows.forEach((row, j) => setAttr(row.node, "class", j === traced.low.subblock || j === traced.high.subblock ? "lab-current" : ""));
@@ -351,7 +378,6 @@ function laneView() {
 }
 
 function figure(model, first) {
-  let view = first; // the view on screen, for the arrow keys
   let shownPair = null; // the two subblocks the metadata figures mark
   const bytes = byteMap(model);
   const traceView = trace();
@@ -359,27 +385,11 @@ function figure(model, first) {
   const bits = metadataBits();
   const table = metadataTable();
   const lanes = laneView();
-  const explorer = h(
-    "div",
-    {
-      tabindex: "0",
-      "data-focus": "explorer",
-      "aria-label": "Q4_K block explorer; arrow keys move between payload bytes",
-      onkeydown: (event) => {
-        const step = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: 16, ArrowUp: -16 }[event.key];
-        if (step === undefined) return;
-        event.preventDefault();
-        setTraits(model, { payload_index: (view.payloadIndex + step + Q4K_PAYLOAD_BYTES) % Q4K_PAYLOAD_BYTES });
-      },
-    },
-    bytes.node,
-  );
 
   // The block's bytes, metadata and weights change only with the block; which cells, bits, rows
   // and lanes are marked only with the traced byte (its two subblocks and two lanes); the trace
   // with either.
-  function update(next, changed) {
-    view = next;
+  function update(view, changed) {
     const traced = q4kExplainByte(view.block, view.payloadIndex);
     if (changed.has("block")) {
       bytes.bytes(view.block);
@@ -402,7 +412,7 @@ function figure(model, first) {
     traceView.patch(traced);
   }
   update(first, new Set(["block", "payload_index"]));
-  return { nodes: [explorer, traceView.node, where, bits.node, table.node, lanes.node], update };
+  return { nodes: [bytes.node, traceView.node, where, bits.node, table.node, lanes.node], update };
 }
 
 function render({ model, el }) {

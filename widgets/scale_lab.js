@@ -8,7 +8,7 @@
 import { E2M1_MAX } from "./codec/codes/e2m1.js";
 import { parseNumber, parseNumberRow } from "./codec/numbers.js";
 import { scaleAnalyse, scaleRepresentable } from "./codec/teach/scale.js";
-import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, resize, checker, scrollBox } from "./ui.js";
+import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, resize, checker, stackingTable, watchSize, svgWidth, textWidth, DRAWN_WIDTH } from "./ui.js";
 
 const POWERS = [-6, -5, -4, -3, -2, -1, 0, 1, 2]; // the power-of-two scales offered as buttons
 // The slider and the chart span 2^-6 .. 2^2 in log2 steps of 1 (the article's lab) or 1/20.
@@ -76,24 +76,26 @@ function controls(model, ui) {
   };
 }
 
-// One row per weight: i, w, ŵ, the error, x, its share of Δy and whether it clipped.
+// One row per weight: i, w, ŵ, the error, x, its share of Δy and whether it clipped. Where the
+// columns do not fit (a phone), each row is a block of named values (ui.js stackingTable).
 function resultTable() {
-  const body = h("tbody", {});
+  const body = h("tbody", { role: "rowgroup" });
   const rows = [];
   const makeRow = () => {
-    const cells = Array.from({ length: 7 }, () => h("td", {}));
-    return { nodes: [h("tr", {}, cells)], cells };
+    const cells = Array.from({ length: 7 }, () => h("td", { role: "cell" }));
+    return { nodes: [h("tr", { role: "row" }, cells)], cells };
   };
-  return {
-    node: scrollBox(
-      "each weight and its reconstruction",
-      h(
-        "table",
-        { class: "lab-table", "aria-label": "each weight and its reconstruction" },
-        h("thead", {}, h("tr", {}, ["i", "w", "ŵ", "ŵ − w", "x", "(ŵ − w)·x", "beyond ±6·scale"].map((t) => h("th", { scope: "col" }, t)))),
-        body,
-      ),
+  const table = stackingTable(
+    "each weight and its reconstruction",
+    h(
+      "table",
+      { class: "lab-table", role: "table", "aria-label": "each weight and its reconstruction" },
+      h("thead", { role: "rowgroup" }, h("tr", { role: "row" }, ["i", "w", "ŵ", "ŵ − w", "x", "(ŵ − w)·x", "beyond ±6·scale"].map((t) => h("th", { scope: "col", role: "columnheader" }, t)))),
+      body,
     ),
+  );
+  return {
+    node: table.node,
     patch(result) {
       resize(body, rows, result.wHat.length, makeRow);
       rows.forEach(({ nodes: [row], cells }, i) => {
@@ -109,6 +111,7 @@ function resultTable() {
         ];
         cells.forEach((cell, column) => setText(cell, texts[column]));
       });
+      table.fit();
     },
   };
 }
@@ -134,13 +137,16 @@ function outputs() {
 }
 
 // The representable values at this scale, each weight (circle) and where it lands (diamond).
+// Drawn to its width on screen like the error chart; where labels would touch, zero's goes first,
+// then the lowest value's, and the legend takes two lines.
 function gridPlot() {
-  const width = 640;
+  let width = DRAWN_WIDTH;
   const node = svg("svg", { class: "lab-grid", role: "img" });
   const labels = [0, 1, 2].map(() => svg("text", { y: 52, "text-anchor": "middle", class: "lab-tick" }));
   const reach = svg("text", { y: 16, "text-anchor": "middle", class: "lab-tick" });
-  const legend = svg("text", { x: 30, class: "lab-tick" }, "● weight w   ◆ reconstruction ŵ   dashed: clipped");
-  node.append(svg("line", { x1: 30, x2: width - 30, y1: 30, y2: 30, class: "lab-axis" }), ...labels, reach, legend);
+  const legend = [svg("text", { class: "lab-tick" }, "● weight w   ◆ reconstruction ŵ"), svg("text", { class: "lab-tick" }, "dashed: clipped")];
+  const axis = svg("line", { x1: 30, y1: 30, y2: 30, class: "lab-axis" });
+  node.append(axis, ...labels, reach, ...legend);
   const marks = [];
   const weights = [];
   const makeMark = () => ({ nodes: [svg("line", { y1: 22, y2: 38, class: "lab-mark" })] });
@@ -157,40 +163,65 @@ function gridPlot() {
       reconTitle,
     };
   };
+  let result = null;
+  let grid = [];
+
+  // Everything placed along x, for this width.
+  function layout() {
+    const values = [...grid, ...result.w];
+    const extent = Math.max(...values.map(Math.abs)) || 1;
+    // Positions from value / extent (never value + extent), so weights near float64's limit do not
+    // overflow into NaN coordinates; 0.92 leaves a margin at both ends.
+    const x = (value) => 30 + ((0.92 * (value / extent) + 1) / 2) * (width - 60);
+    const [legendFirst, legendSecond] = legend;
+    const oneLegendLine = 30 + textWidth(legendFirst) + 24 + textWidth(legendSecond) <= width;
+    const height = 84 + result.w.length * 12 + (oneLegendLine ? 0 : 20);
+    setAttr(node, "viewBox", `0 0 ${width} ${height}`);
+    setAttr(axis, "x2", width - 30);
+    marks.forEach(({ nodes: [mark] }, i) => setAttrs(mark, { x1: x(grid[i]), x2: x(grid[i]) }));
+    // Label the outermost marks and zero (the table below has every value), leaving out zero's
+    // label, then the lowest's, where they would touch.
+    const labelled = [grid[0], 0, grid[grid.length - 1]];
+    const spans = labels.map((label, i) => [x(labelled[i]) - textWidth(label) / 2, x(labelled[i]) + textWidth(label) / 2]);
+    const apart = (a, b) => spans[a][1] + 6 <= spans[b][0];
+    const shown = apart(0, 1) && apart(1, 2) ? [true, true, true] : [!(spans[0][1] + 6 > spans[2][0]), false, true];
+    labels.forEach((label, i) => setAttrs(label, { x: x(labelled[i]), visibility: shown[i] ? null : "hidden" }));
+    weights.forEach(({ nodes: [link, circle, recon] }, i) => {
+      const w = result.w[i];
+      const wHat = result.wHat[i];
+      setAttrs(link, { x1: x(w), x2: x(wHat) });
+      setAttr(circle, "cx", x(w));
+      setAttrs(recon, { x: x(wHat) - 5, transform: `rotate(45 ${x(wHat)} 30)` });
+    });
+    const half = textWidth(reach) / 2;
+    setAttr(reach, "x", Math.min(Math.max(x(E2M1_MAX * result.scale), half), width - half));
+    setAttrs(legendFirst, { x: 30, y: height - (oneLegendLine ? 4 : 24) });
+    setAttrs(legendSecond, { x: oneLegendLine ? 30 + textWidth(legendFirst) + 24 : 30, y: height - 4 });
+  }
+
+  // Laid out again on the page (its labels measured, not estimated) and at every new width; the
+  // frame is HTML, since the sentinel that watches it cannot sit in an SVG.
+  const frame = h("div", {}, node);
+  watchSize(frame, () => {
+    width = svgWidth(node);
+    if (result !== null) layout();
+  });
   return {
-    node,
-    patch(result) {
-      const grid = scaleRepresentable(result.scale);
-      const values = [...grid, ...result.w];
-      const extent = Math.max(...values.map(Math.abs)) || 1;
-      // Positions from value / extent (never value + extent), so weights near float64's limit do not
-      // overflow into NaN coordinates; 0.92 leaves a margin at both ends.
-      const x = (value) => 30 + ((0.92 * (value / extent) + 1) / 2) * (width - 60);
-      const height = 84 + result.w.length * 12;
-      setAttrs(node, {
-        viewBox: `0 0 ${width} ${height}`,
-        "aria-label": `representable values at scale ${formatNumber(result.scale)}, each weight and its reconstruction`,
-      });
+    node: frame,
+    patch(next) {
+      result = next;
+      grid = scaleRepresentable(result.scale);
+      setAttr(node, "aria-label", `representable values at scale ${formatNumber(result.scale)}, each weight and its reconstruction`);
       resize(node, marks, grid.length, makeMark, labels[0]);
-      marks.forEach(({ nodes: [mark] }, i) => setAttrs(mark, { x1: x(grid[i]), x2: x(grid[i]) }));
-      // Label the outermost marks and zero; the table below has every value.
-      [grid[0], 0, grid[grid.length - 1]].forEach((value, i) => {
-        setAttr(labels[i], "x", x(value));
-        setText(labels[i], formatNumber(value));
-      });
+      [grid[0], 0, grid[grid.length - 1]].forEach((value, i) => setText(labels[i], formatNumber(value)));
       resize(node, weights, result.w.length, makeWeight, reach);
-      weights.forEach(({ nodes: [link, circle, recon], circleTitle, reconTitle }, i) => {
-        const w = result.w[i];
-        const wHat = result.wHat[i];
-        setAttrs(link, { x1: x(w), x2: x(wHat), class: result.clipped[i] ? "lab-link lab-link-clipped" : "lab-link" });
-        setAttr(circle, "cx", x(w));
-        setText(circleTitle, `w${i + 1} = ${formatNumber(w)}`);
-        setAttrs(recon, { x: x(wHat) - 5, transform: `rotate(45 ${x(wHat)} 30)` });
-        setText(reconTitle, `ŵ${i + 1} = ${formatNumber(wHat)}`);
+      weights.forEach(({ nodes: [link], circleTitle, reconTitle }, i) => {
+        setAttr(link, "class", result.clipped[i] ? "lab-link lab-link-clipped" : "lab-link");
+        setText(circleTitle, `w${i + 1} = ${formatNumber(result.w[i])}`);
+        setText(reconTitle, `ŵ${i + 1} = ${formatNumber(result.wHat[i])}`);
       });
-      setAttr(reach, "x", x(E2M1_MAX * result.scale));
       setText(reach, `+6·scale = ${formatNumber(E2M1_MAX * result.scale)}`);
-      setAttr(legend, "y", height - 4);
+      layout();
     },
   };
 }
@@ -210,61 +241,107 @@ function errorCurve(result) {
 
 // The curve depends on w and x only: it is computed again when they change, and redrawn when the
 // vertical range changes (a current Δy off the curve can widen it); a new scale moves the marker.
+// The chart is drawn to its width on screen (svgWidth), so its labels keep their size on a phone;
+// tick labels thin out where they would touch, and the labels above the plot (each weight's
+// clipping threshold, the best scale) take the lowest of three rows where they do not touch
+// another. One that fits no row is left out; its line and its title (a tooltip) remain.
 function errorChart() {
-  const width = 640;
-  const height = 274;
-  const left = 56;
+  const height = 302;
   const right = 20;
-  const top = 44;
-  const bottom = 214;
+  const top = 72; // room for three rows of labels, 20 apart: 16 px type is about 19 px from top to bottom
+  const bottom = 242;
+  const labelRows = 3;
+  let width = DRAWN_WIDTH;
+  let left = 56; // room for the y axis's labels, widened to fit them
   const x = (log2) => left + ((log2 - LOG2_LOW) / (LOG2_HIGH - LOG2_LOW)) * (width - left - right);
   const at = (scale) => x(Math.min(Math.max(Math.log2(scale), LOG2_LOW), LOG2_HIGH));
-  // Labels alternate between two heights, so thresholds close together stay readable.
   const makeMark = (kind, className) => {
     const line = svg("line", { y1: top - 4, y2: bottom, class: className });
     const text = svg("text", { "text-anchor": "middle", class: "lab-tick lab-mark-label" });
     const title = svg("title", {});
-    return { nodes: [svg("g", { "data-mark": kind }, line, text, title)], line, text, title };
+    return { nodes: [svg("g", { "data-mark": kind }, line, text, title)], line, text, title, scale: 1 };
   };
-  const place = (mark, scale, label, row = 0) => {
+  const place = (mark, scale, label) => {
+    mark.scale = scale;
     setAttr(mark.nodes[0], "data-scale", String(scale));
-    setAttrs(mark.line, { x1: at(scale), x2: at(scale) });
-    setAttrs(mark.text, { x: at(scale), y: top - 8 - 16 * row });
     setText(mark.text, label);
     setText(mark.title, `${label}: scale ${formatNumber(scale)}`);
   };
-  const highest = svg("text", { x: left - 6, "text-anchor": "end", class: "lab-tick" });
-  const lowest = svg("text", { x: left - 6, "text-anchor": "end", class: "lab-tick" });
-  const zero = svg("line", { x1: left, x2: width - right, class: "lab-axis" });
-  const zeroLabel = svg("text", { x: left - 6, "text-anchor": "end", class: "lab-tick" }, "0");
+  const highest = svg("text", { "text-anchor": "end", class: "lab-tick" });
+  const lowest = svg("text", { "text-anchor": "end", class: "lab-tick" });
+  const zero = svg("line", { class: "lab-axis" });
+  const zeroLabel = svg("text", { "text-anchor": "end", class: "lab-tick" }, "0");
+  const floor = svg("line", { y1: bottom, y2: bottom, class: "lab-axis lab-axis-faint" });
   const curveLine = svg("polyline", { class: "lab-curve" });
   const best = makeMark("best", "lab-mark lab-best-mark");
   const current = makeMark("current", "lab-mark lab-mark-current");
   const dot = svg("circle", { r: 6, class: "lab-recon" });
+  const ticks = POWERS.map((power) => ({
+    power,
+    line: svg("line", { y1: bottom, y2: bottom + 6, class: "lab-axis" }),
+    label: svg("text", { y: bottom + 24, "text-anchor": "middle", class: "lab-tick" }, `2^${power}`.replace("-", "−")),
+  }));
   const chart = svg(
     "svg",
-    { viewBox: `0 0 ${width} ${height}`, class: "lab-error-chart", role: "img" },
+    { class: "lab-error-chart", role: "img" },
     zero,
-    svg("line", { x1: left, x2: width - right, y1: bottom, y2: bottom, class: "lab-axis lab-axis-faint" }),
+    floor,
     highest,
     zeroLabel,
     lowest,
-    POWERS.map((power) => [
-      svg("line", { x1: x(power), x2: x(power), y1: bottom, y2: bottom + 6, class: "lab-axis" }),
-      svg("text", { x: x(power), y: bottom + 22, "text-anchor": "middle", class: "lab-tick" }, `2^${power}`.replace("-", "−")),
-    ]),
+    ticks.map((tick) => [tick.line, tick.label]),
     curveLine,
     best.nodes,
     current.nodes,
     dot,
   );
   const caption = h("figcaption", { class: "lab-caption", "data-testid": "chart-caption" });
+  const node = h("figure", { class: "lab-figure" }, chart, caption);
+  // Laid out again on the page (its labels measured, not estimated) and at every new width.
+  watchSize(node, () => {
+    width = svgWidth(chart);
+    if (result !== null) layout();
+  });
   const clips = [];
   let curve = null;
-  let extent = null;
+  let result = null;
+  let extent = 1;
+  const y = (deltaY) => (top + bottom) / 2 - (deltaY / extent) * ((bottom - top) / 2);
+
+  // Everything placed along x, for this width: the axis and its labels, the curve and the marks.
+  function layout() {
+    left = Math.max(56, Math.ceil(Math.max(textWidth(highest), textWidth(lowest))) + 10);
+    setAttr(chart, "viewBox", `0 0 ${width} ${height}`);
+    setAttrs(zero, { x1: left, x2: width - right });
+    setAttrs(floor, { x1: left, x2: width - right });
+    for (const label of [highest, zeroLabel, lowest]) setAttr(label, "x", left - 6);
+    const spacing = x(1) - x(0);
+    const widest = Math.max(...ticks.map((tick) => textWidth(tick.label)));
+    let every = 1; // label every tick, or every second or fourth, so that neighbours never touch
+    while (every < 8 && spacing * every < widest + 8) every *= 2;
+    ticks.forEach((tick, i) => {
+      setAttrs(tick.line, { x1: x(tick.power), x2: x(tick.power) });
+      setAttrs(tick.label, { x: x(tick.power), visibility: i % every === 0 ? null : "hidden" });
+    });
+    setAttr(curveLine, "points", curve.points.map((point) => `${x(point.log2).toFixed(1)},${y(point.deltaY).toFixed(1)}`).join(" "));
+    for (const mark of [best, current, ...clips]) setAttrs(mark.line, { x1: at(mark.scale), x2: at(mark.scale) });
+    setAttrs(dot, { cx: at(result.scale), cy: y(result.deltaY) });
+    // Labels above the plot, left to right, each in the lowest row where it clears the one before.
+    const rowEnds = new Array(labelRows).fill(-Infinity);
+    const labelled = [best, ...clips].sort((a, b) => at(a.scale) - at(b.scale));
+    for (const mark of labelled) {
+      const half = textWidth(mark.text) / 2;
+      const centre = Math.min(Math.max(at(mark.scale), half), width - half); // kept inside the chart
+      const row = rowEnds.findIndex((end) => end + 6 <= centre - half);
+      setAttrs(mark.text, { x: centre, y: top - 14 - 20 * Math.max(row, 0), visibility: row < 0 ? "hidden" : null });
+      if (row >= 0) rowEnds[row] = centre + half;
+    }
+  }
+
   return {
-    node: h("figure", { class: "lab-figure" }, chart, caption),
-    patch(result, changed) {
+    node,
+    patch(next, changed) {
+      result = next;
       const rows = changed.has("w_text") || changed.has("x_text");
       if (rows) {
         curve = errorCurve(result);
@@ -272,29 +349,22 @@ function errorChart() {
         place(best, 2 ** curve.best.log2, "best");
       }
       if (changed.has("w_text")) {
-        // Neighbouring thresholds (in order of scale) take alternate label heights.
-        const order = result.w.map((w, i) => i).sort((a, b) => Math.abs(result.w[a]) - Math.abs(result.w[b]));
         const thresholds = [];
         result.w.forEach((w, i) => {
-          if (w !== 0) thresholds.push({ scale: Math.abs(w) / E2M1_MAX, label: `w${i + 1}`, row: order.indexOf(i) % 2 });
+          if (w !== 0) thresholds.push({ scale: Math.abs(w) / E2M1_MAX, label: `w${i + 1}` });
         });
         resize(chart, clips, thresholds.length, () => makeMark("clip", "lab-mark lab-clip-mark"), best.nodes[0]);
-        clips.forEach((mark, i) => place(mark, thresholds[i].scale, thresholds[i].label, thresholds[i].row));
+        clips.forEach((mark, i) => place(mark, thresholds[i].scale, thresholds[i].label));
       }
-      const range = Math.max(curve.largest, Math.abs(result.deltaY)) || 1;
-      const y = (deltaY) => (top + bottom) / 2 - (deltaY / range) * ((bottom - top) / 2);
-      if (rows || range !== extent) {
-        extent = range;
-        setAttrs(zero, { y1: y(0), y2: y(0) });
-        setAttrs(highest, { y: y(extent) + 5 });
-        setText(highest, formatNumber(extent));
-        setAttr(zeroLabel, "y", y(0) + 5);
-        setAttrs(lowest, { y: y(-extent) + 5 });
-        setText(lowest, formatNumber(-extent));
-        setAttr(curveLine, "points", curve.points.map((point) => `${x(point.log2).toFixed(1)},${y(point.deltaY).toFixed(1)}`).join(" "));
-      }
+      extent = Math.max(curve.largest, Math.abs(result.deltaY)) || 1;
+      setAttrs(zero, { y1: y(0), y2: y(0) });
+      setAttrs(highest, { y: y(extent) + 5 });
+      setText(highest, formatNumber(extent));
+      setAttr(zeroLabel, "y", y(0) + 5);
+      setAttrs(lowest, { y: y(-extent) + 5 });
+      setText(lowest, formatNumber(-extent));
       place(current, result.scale, "");
-      setAttrs(dot, { cx: at(result.scale), cy: y(result.deltaY) });
+      layout();
       setText(
         caption,
         `Δy against the scale (log₂ axis): now ${formatNumber(result.deltaY)} at ${formatNumber(result.scale)}; smallest |Δy| ${formatNumber(curve.best.deltaY)} at scale ${formatNumber(2 ** curve.best.log2)}. Lines marked w1… are where each weight starts to clip (|w| = 6·scale): to their left it clips.`,

@@ -46,6 +46,148 @@ export function scrollBox(label, child) {
   return h("div", { class: "lab-scroll", tabindex: "0", role: "region", "aria-label": label }, child);
 }
 
+// An SVG figure is drawn for a width of DRAWN_WIDTH units and scaled to its box; on a screen
+// narrower than that it is drawn to its own width instead (down to NARROWEST), so that its 16 px
+// labels stay 16 px on a phone rather than shrinking with the drawing, and its layout makes room.
+export const DRAWN_WIDTH = 640;
+const NARROWEST = 300;
+
+/** The width, in its own units, to draw an SVG at: its width on screen, within NARROWEST..DRAWN_WIDTH. */
+export function svgWidth(node) {
+  const onScreen = node.getBoundingClientRect().width;
+  return onScreen > 0 ? Math.min(DRAWN_WIDTH, Math.max(NARROWEST, Math.round(onScreen))) : DRAWN_WIDTH;
+}
+
+/** An SVG text's length in its drawing's units; before it is on screen, a generous estimate. */
+export function textWidth(node) {
+  if (node.isConnected && node.getBBox().height > 0) return node.getComputedTextLength();
+  return node.textContent.length * 0.65 * 16; // .lab-tick's 16 px, about 0.65 of it a character
+}
+
+/** How many columns a CSS grid has on screen now. */
+export function gridColumns(grid) {
+  return getComputedStyle(grid).gridTemplateColumns.split(" ").length;
+}
+
+/**
+ * Buttons that pick one of many (a payload byte, an element, a code) as one Tab stop, focus and
+ * pick moving together: the picked button is the one Tab reaches (tabindex 0, the others −1); an
+ * arrow key picks the neighbour and moves focus to it (Up and Down by `rowLength()`, the row on
+ * screen, wrapping round at the ends), Home and End the first and last; Enter and Space pick the
+ * focused button (its own click). `pick(index)` sets the traits; call `mark(index)` whenever the
+ * pick changes, whoever changed it, so Tab comes back to it.
+ */
+export function pickOne(buttons, pick, rowLength = () => 1) {
+  let marked = 0;
+  buttons.forEach((button, index) => {
+    setAttr(button, "tabindex", index === marked ? "0" : "-1");
+    button.addEventListener("keydown", (event) => {
+      if (event.altKey || event.ctrlKey || event.metaKey) return;
+      const count = buttons.length;
+      const row = rowLength();
+      const target = { ArrowRight: index + 1, ArrowLeft: index - 1, ArrowDown: index + row, ArrowUp: index - row, Home: 0, End: count - 1 }[event.key];
+      if (target === undefined) return;
+      event.preventDefault();
+      const next = (target + count) % count;
+      pick(next);
+      buttons[next].focus();
+    });
+  });
+  return {
+    mark(index) {
+      setAttr(buttons[marked], "tabindex", "-1");
+      marked = index;
+      setAttr(buttons[marked], "tabindex", "0");
+    },
+  };
+}
+
+/**
+ * Grids of cells (lab.css .lab-cells), each in the frame that gives it 16, 8 or 4 columns by the
+ * room it has. A cell's text sits in .lab-cell-line elements that never wrap, so a number never
+ * breaks inside itself; where the widest line would not fit its column, the columns halve until
+ * it does (a row still holds a power of two, so it splits a block evenly). Where every cell's
+ * lines fit side by side they are set that way (lab-cells-inline), else each above the next, the
+ * same in every cell. Grids made together (the same codes as MXFP4 and as NVFP4) are laid out
+ * alike, as the one that needs most room needs. Returns {frames, fit}: call `fit()` after the
+ * cells' text changes; a new width or type size (presenter view) refits on its own (watchSize).
+ */
+export function cellFrames(grids) {
+  const frames = grids.map((grid) => h("div", { class: "lab-cells-frame" }, grid));
+  function fit() {
+    if (!grids.every((grid) => grid.isConnected && grid.clientWidth > 0)) return; // watchSize calls again
+    for (const grid of grids) grid.style.removeProperty("grid-template-columns");
+    const most = Math.min(...grids.map(gridColumns));
+    // What each grid's cells need: their widest line (stacked) and all lines in a row (inline),
+    // each with the cell's padding and borders (a picked cell's are thicker).
+    const needs = grids.map((grid) => {
+      let stacked = 0;
+      let inline = 0;
+      for (const cell of grid.children) {
+        const style = getComputedStyle(cell);
+        const around = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight) + cell.offsetWidth - cell.clientWidth;
+        const lines = [...cell.querySelectorAll(".lab-cell-line")].map((line) => line.offsetWidth);
+        stacked = Math.max(stacked, Math.max(0, ...lines) + around);
+        inline = Math.max(inline, lines.reduce((sum, width) => sum + width, 0) + (parseFloat(style.columnGap) || 0) * Math.max(0, lines.length - 1) + around);
+      }
+      return { grid, gap: parseFloat(getComputedStyle(grid).columnGap) || 0, stacked, inline };
+    });
+    const room = (need, columns) => (need.grid.clientWidth - need.gap * (columns - 1)) / columns;
+    let columns = most;
+    while (columns > 1 && needs.some((need) => room(need, columns) < need.stacked)) columns /= 2;
+    const inline = needs.every((need) => room(need, columns) >= need.inline);
+    for (const grid of grids) {
+      if (columns < most) grid.style.gridTemplateColumns = `repeat(${columns}, minmax(0, 1fr))`;
+      grid.classList.toggle("lab-cells-inline", inline);
+    }
+  }
+  for (const frame of frames) watchSize(frame, fit);
+  return { frames, fit };
+}
+
+/**
+ * Call `onResize()` once the frame is on the page and whenever its width or type size changes
+ * (presenter view), for a figure laid out to its room. A ResizeObserver on the frame itself would
+ * hear again of every height change its own layout makes, which the browser reports as an error;
+ * so it watches a sentinel (lab.css .lab-size-sentinel) as wide as the frame and 1em tall, whose
+ * size only the frame's width and type size change.
+ */
+export function watchSize(frame, onResize) {
+  const sentinel = h("div", { class: "lab-size-sentinel", "aria-hidden": "true" });
+  frame.classList.add("lab-sized");
+  frame.prepend(sentinel);
+  new ResizeObserver(() => onResize()).observe(sentinel);
+  // A figure is made before mountInPlace puts it on the page, later in the same task: lay it out
+  // then, before anything reads it, rather than a frame later when the observer reports.
+  queueMicrotask(onResize);
+}
+
+/**
+ * A table in its scroll box that, where its columns do not fit the box, first lets its text cells
+ * (.lab-text-cell) wrap (lab.css .lab-table-wrapped), and where that is not enough is set one
+ * block per row (.lab-table-stacked): each cell shows its column's name (data-label, from the
+ * header) beside its value, so nothing scrolls sideways and no number is cut at the box's edge.
+ * Rows laid out as blocks are no longer table rows to a screen reader, so the caller gives the
+ * table's parts their roles. Returns {node, fit}: call `fit()` after the rows change; a new
+ * width or type size refits on its own (watchSize).
+ */
+export function stackingTable(label, table) {
+  const box = scrollBox(label, table);
+  function fit() {
+    if (!box.isConnected || box.clientWidth === 0) return; // watchSize calls again
+    const names = [...table.tHead.rows[0].cells].map((cell) => cell.textContent);
+    for (const row of table.tBodies[0].rows) [...row.cells].forEach((cell, i) => setAttr(cell, "data-label", names[i]));
+    // The box scrolls sideways when its table is wider, however the table is laid out.
+    const overflows = () => box.scrollWidth > box.clientWidth;
+    table.classList.remove("lab-table-wrapped", "lab-table-stacked");
+    if (!overflows()) return;
+    table.classList.add("lab-table-wrapped");
+    if (overflows()) table.classList.replace("lab-table-wrapped", "lab-table-stacked");
+  }
+  watchSize(box, fit);
+  return { node: box, fit };
+}
+
 // Messages quote what was typed; a pasted page of text would bury the advice, so long runs of
 // characters are cut down to their ends.
 function shorten(text) {
@@ -114,8 +256,10 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
      * A labelled text input; `commit(text)` returns {ok, values (traits to set)} or {ok: false, message}.
      * `about(view)` (optional) is what the field's text answers to besides its label and kept
      * value, such as an exercise's instance; a refusal lasts while it stays the same.
+     * `refusing(shown)` (optional) is told on every draw whether the field holds a refused entry,
+     * so what stands for the kept value (an exercise's verdict) can say it no longer matches.
      */
-    field({ key, label, value, commit, about = null, onkeydown = null }) {
+    field({ key, label, value, commit, about = null, refusing = null, onkeydown = null }) {
       const inputId = `${prefix}-${key}`;
       const messageId = `${inputId}-message`;
       const field = {
@@ -123,6 +267,7 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
         label,
         value,
         about,
+        refusing,
         shown: null, // what the field last showed for the traits: its label, kept value and about
         inFigure: buildingFigure,
         labelNode: h("label", { for: inputId }),
@@ -169,6 +314,7 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
       setAttr(field.input, "aria-invalid", message ? "true" : null);
       setText(field.note, message);
       field.note.hidden = !message;
+      field.refusing?.(refusal !== undefined);
     }
     return placed;
   }

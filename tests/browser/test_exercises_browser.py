@@ -118,6 +118,27 @@ def test_an_answer_outside_the_choices_is_refused_not_graded(pages):
         assert log.blocked == [] and log.console_errors == []
 
 
+def test_the_checks_on_offer_show_their_numbers_and_take_their_names(pages):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises", {"seed": 1, "topic": 8})
+        # a host that resets list styles (marimo does) must not take the numbers away
+        page.add_style_tag(content="ol, ul { list-style: none !important; padding: 0 !important; }")
+        section = page.locator("[data-exercise='zoo-check']")
+        assert "Which check (1..6, or its name)" in section.get_by_test_id("prompt-zoo-check").inner_text()
+        options = section.locator("li").all_inner_texts()
+        assert [option.split(". ", 1)[0] for option in options] == ["1", "2", "3", "4", "5", "6"], options
+        # the number each option shows is the number that answers it (any answer shows the working)
+        worked = _answer(page, "zoo-check", "1").locator(".lab-exercise-worked").inner_text()
+        number, name = re.search(r"check (\d) \(([^)]+)\)", worked).groups()
+        assert f"{number}. {name}" in options
+        section = _answer(page, "zoo-check", f"  {name.upper()} ")
+        assert section.locator("[data-exercise-result]").get_attribute("data-exercise-result") == "correct"
+        assert page.get_by_test_id("exercise-progress").inner_text() == "1 of 2 correct"
+        section = _answer(page, "zoo-check", "lane")  # part of a name is no name
+        assert "neither a number nor a name on the list" in section.get_by_role("alert").inner_text()
+        assert log.blocked == [] and log.console_errors == []
+
+
 # Records what is written into each exercise's feedback (text or nodes, not removals) from now on;
 # window.feedbackWrites() returns it.
 WATCH_FEEDBACK = """() => {
@@ -235,12 +256,94 @@ def test_code_explorer_bits_and_value_box(pages):
         page.get_by_role("button", name="E2M1").click()
         value.fill("2.5")
         value.press("Enter")
-        assert page.get_by_test_id("encoded-value").all_inner_texts() == ["2"]  # a tie goes to the lower code
+        # two rules, round half to even and the lab's convention: both send this tie to 2 (code 0100)
+        assert page.get_by_test_id("encoded-value").all_inner_texts() == ["2", "2"]
+        value.fill("0.75")
+        value.press("Enter")
+        assert page.get_by_test_id("encoded-value").all_inner_texts() == ["1", "0.5"]  # even code, lower code
         code = page.get_by_role("textbox", name="code (decimal, 0x\u2026 or 0b\u2026)")
         code.fill("0b0111")
         code.press("Enter")
         assert page.get_by_test_id("code-value").inner_text() == "6"
         code.fill("16")
         code.press("Enter")
-        assert "0..15" in page.get_by_role("alert").inner_text()
+        # an E2M1 code is four bits: the refusal names that range, 0 to 15
+        assert "16 does not fit in 4 bits. Type 0 to 15 or 0x0 to 0xF." in page.get_by_role("alert").inner_text()
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_code_explorer_keeps_the_sign_of_zero_when_rounding_to_even(pages):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "code-explorer", {"format": "E2M1", "code": 5, "value_text": "2.5"})
+        value = page.get_by_role("textbox", name="a real number to encode")
+        rules = page.locator("[data-rule]")
+        for typed, bracket in (("-0", "\u22120 is exactly an E2M1 value."), ("-1e-9", "lies between \u22120.5 and 0")):
+            value.fill(typed)
+            value.press("Enter")
+            assert bracket in page.get_by_test_id("bracket").inner_text(), typed
+            # ml_dtypes' float4_e2m1fn cast and lab.codes.e2m1.encode(x, "rne") both give 1000 (-0)
+            rne = rules.filter(has_text="ties to even")
+            assert rne.get_by_role("button").inner_text() == "8 = 1000", typed
+            assert rne.get_by_test_id("encoded-value").inner_text() == "\u22120", typed
+            # the lab's convention (MLX's rule) stores every zero as +0, and says so
+            lab = rules.filter(has_text="zero as +0")
+            assert lab.get_by_role("button").inner_text() == "0 = 0000", typed
+            # the rule's code is one click away, and the decoded card follows
+            rne.get_by_role("button").click()
+            assert page.get_by_test_id("code-value").inner_text() == "\u22120", typed
+            assert page.locator("#widget input[data-focus='code']").input_value() == "8"
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_a_refused_entry_marks_the_old_verdict_and_leaves_the_count(pages):
+    kind = "scale-delta-y"  # any number is an answer to it, so 1e39 is graded, wrong
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises", {"seed": 1, "topic": 2})
+        rule = page.get_by_test_id("exercise-count-rule").inner_text()
+        assert "last checked answer" in rule and "no answer" in rule and "changes nothing" in rule
+        section = _answer(page, kind, "0")
+        feedback = section.locator("[data-exercise-result]")
+        if feedback.get_attribute("data-exercise-result") == "wrong":
+            revealed = re.search(r"the codec computes (\S+)\.$", section.locator(".lab-exercise-verdict").inner_text())
+            right = revealed.group(1).replace("\u2212", "-")
+            section = _answer(page, kind, right)
+        else:
+            right = "0"
+        verdict = section.locator(".lab-exercise-verdict")
+        progress = page.get_by_test_id("exercise-progress")
+        assert verdict.inner_text() == "Correct." and progress.inner_text() == "1 of 2 correct"
+        field = section.locator("input")
+        # unreadable text: refused beside the field; the verdict says it is the last answer's, the count stays
+        section = _answer(page, kind, "abc")
+        assert section.get_by_role("alert").inner_text().strip() and field.input_value() == "abc"
+        assert feedback.get_attribute("data-exercise-result") == "correct"
+        assert feedback.get_attribute("data-exercise-stale") == "true"
+        assert "lab-exercise-stale" in feedback.get_attribute("class")
+        assert verdict.inner_text().startswith("Your last checked answer, ") and "was correct" in verdict.inner_text()
+        assert "not checked" in verdict.inner_text() and progress.inner_text() == "1 of 2 correct"
+        assert page.evaluate("document.activeElement.dataset.focus") == f"answer-{kind}"
+        # a wrong answer after it: checked, and the count goes back down
+        section = _answer(page, kind, "1e39")
+        assert feedback.get_attribute("data-exercise-stale") is None
+        assert feedback.get_attribute("data-exercise-result") == "wrong" and progress.inner_text() == "0 of 2 correct"
+        assert verdict.inner_text().startswith("Not yet: you typed 1e+39")
+        section = _answer(page, kind, "")  # no answer either: still marked, count still 0
+        assert feedback.get_attribute("data-exercise-stale") == "true" and "was not right" in verdict.inner_text()
+        assert progress.inner_text() == "0 of 2 correct"
+        # the link keeps the checked answer, never the refused text: a reload shows it unmarked
+        page.reload()
+        page.wait_for_selector("body[data-ready='true']")
+        section = page.locator(f"[data-exercise='{kind}']")
+        assert section.locator("input").input_value() == "1e39"
+        assert section.locator("[data-exercise-result]").get_attribute("data-exercise-stale") is None
+        assert section.locator(".lab-exercise-verdict").inner_text().startswith("Not yet")
+        # the right answer again, then New instance: no verdict, nothing marked
+        section = _answer(page, kind, right)
+        _answer(page, kind, "abc")
+        section.get_by_role("button", name="New instance").click()
+        result = section.locator("[data-exercise-result]")
+        assert (
+            result.get_attribute("data-exercise-result") == "none"
+            and result.get_attribute("data-exercise-stale") is None
+        )
         assert log.blocked == [] and log.console_errors == []

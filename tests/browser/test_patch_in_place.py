@@ -40,7 +40,7 @@ CHANGES = {
     ],
     "q4k-explorer": [
         ("click", "button[data-focus='byte-17']", None, "low-formula"),
-        ("key", "[data-focus='explorer']", "ArrowDown", "low-formula"),
+        ("key", "button[data-focus='byte-17']", "ArrowDown", "low-formula"),
         ("commit", "edit-d", "0.5", "low-formula"),
         ("commit", "edit-byte", "0x5A", "low-formula"),
         ("click", "button[data-focus='byte-100']", None, "low-formula"),

@@ -149,11 +149,11 @@ def test_focus_stays_on_the_control_through_re_renders(pages):
         assert page.evaluate(DEEP_ACTIVE) == "bit-0" and _text(page, "e2m1-value") == "\u22126"
 
         open_standalone(page, pages, "q4k-explorer")
-        explorer = page.locator("[data-focus='explorer']")
-        explorer.focus()
+        page.locator("button[data-focus='byte-16']").focus()  # payload byte 0, the one traced
         page.keyboard.press("ArrowRight")
         page.keyboard.press("ArrowRight")
-        assert page.evaluate(DEEP_ACTIVE) == "explorer" and _text(page, "low-weight") == "3.5"
+        # focus goes with the traced byte, to payload byte 2
+        assert page.evaluate(DEEP_ACTIVE) == "byte-18" and _text(page, "low-weight") == "3.5"
 
         open_standalone(page, pages, "ownership")
         cell = page.get_by_role("button", name="element 3,", exact=False).first
@@ -269,4 +269,99 @@ def test_focus_moves_to_the_same_place_when_a_link_takes_its_bit_away(pages):
                 "document.querySelector(\"#widget [data-testid='code-value']\").textContent === '0.009765625'"
             )
             assert page.evaluate(DEEP_ACTIVE) == f"bit-{stand_in}"
+        assert log.blocked == [] and log.console_errors == []
+
+
+# Byte fields (notebooks 3 and 5): what a refusal says for an entry, and what it must never suggest.
+BYTE_REFUSALS = {
+    "abc": ("\u201cabc\u201d is not a byte. Type something like 126, 0x7E or 0b01111110.", "0xABC"),
+    "1e999": ("\u201c1e999\u201d is not a byte. Type something like 126, 0x7E or 0b01111110.", "0x1E999"),
+    "256": ("256 does not fit in a byte. Type 0 to 255 or 0x00 to 0xFF.", "256 is 256"),
+    "a5": ("For hexadecimal, start with 0x: 0xA5.", None),
+}
+
+
+@pytest.mark.parametrize(
+    ("slug", "key"), [("ownership", "mx-byte"), ("ownership", "nv-byte-1"), ("q4k-explorer", "edit-byte")]
+)
+def test_byte_fields_suggest_only_bytes(pages, slug, key):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, slug)
+        field = page.locator(f"#widget input[data-focus='{key}']")
+        for entry, (says, never) in BYTE_REFUSALS.items():
+            field.fill(entry)
+            field.press("Enter")
+            note = _field(page.evaluate(PROBE), key)["note"]
+            assert says in note, (entry, note)
+            assert never is None or never not in note, (entry, note)
+        # the suggestion, typed, is taken
+        field.fill("0xA5")
+        field.press("Enter")
+        assert not _field(page.evaluate(PROBE), key)["invalid"] and field.input_value() == "0xA5"
+        assert log.blocked == [] and log.console_errors == []
+
+
+# Buttons that pick one of many: one Tab stop, focus and pick moving together. (page, the
+# container of the buttons, how many rows' worth of buttons an arrow Up/Down moves)
+PICK_ONE = {
+    "q4k-explorer": ".lab-cells-bytes",
+    "ownership": ".lab-cells-elements",
+    "nibble-decoder": "table[aria-label='all sixteen codes']",
+}
+
+# The container's buttons: which has focus, which is picked, which Tab reaches, and the row on screen.
+PICKS = """(selector) => {
+  const box = document.querySelector(selector);
+  const buttons = [...box.querySelectorAll("button")];
+  const active = document.activeElement;
+  return {
+    focused: buttons.indexOf(active),
+    focusVisible: active.matches(":focus-visible") && getComputedStyle(active).outlineStyle !== "none",
+    picked: buttons.findIndex((b) => b.getAttribute("aria-pressed") === "true" || b.closest("[aria-current='true']")),
+    tabStops: buttons.flatMap((b, i) => (b.tabIndex === 0 ? [i] : [])),
+    row: box.tagName === "TABLE" ? 1 : getComputedStyle(box).gridTemplateColumns.split(" ").length,
+    count: buttons.length,
+  };
+}"""
+
+
+@pytest.mark.parametrize("width", [390, 1440])
+@pytest.mark.parametrize("slug", list(PICK_ONE))
+def test_arrow_keys_move_focus_and_pick_together(pages, slug, width):
+    selector = PICK_ONE[slug]
+    with browser_page() as (page, log):
+        page.set_viewport_size({"width": width, "height": 900})
+        open_standalone(page, pages, slug)
+        buttons = page.locator(f"#widget {selector} button")
+        picks = lambda: page.evaluate(PICKS, selector)  # noqa: E731
+        assert picks()["tabStops"] == [picks()["picked"]]  # one Tab stop: the picked button
+        buttons.nth(2).click()
+        state = picks()
+        assert state["focused"] == state["picked"] == 2 and state["tabStops"] == [2]
+        page.keyboard.press("ArrowRight")
+        state = picks()
+        assert state["focused"] == state["picked"] == 3 and state["tabStops"] == [3] and state["focusVisible"], state
+        for key in ("Enter", " "):  # picks the focused button: no jump back to the clicked one
+            page.keyboard.press(key)
+            state = picks()
+            assert state["focused"] == state["picked"] == 3, (key, state)
+        row = state["row"]
+        page.keyboard.press("ArrowDown")
+        assert picks()["focused"] == picks()["picked"] == 3 + row
+        page.keyboard.press("ArrowUp")
+        page.keyboard.press("ArrowLeft")
+        assert picks()["focused"] == picks()["picked"] == 2
+        page.keyboard.press("End")
+        state = picks()
+        assert state["focused"] == state["picked"] == state["count"] - 1 and state["tabStops"] == [state["count"] - 1]
+        page.keyboard.press("Home")
+        assert picks()["focused"] == picks()["picked"] == 0
+        page.keyboard.press("ArrowLeft")  # round from the first to the last
+        assert picks()["focused"] == picks()["picked"] == state["count"] - 1
+        # one Tab leaves the buttons; Shift+Tab comes back to the picked one
+        page.keyboard.press("Tab")
+        assert picks()["focused"] == -1
+        page.keyboard.press("Shift+Tab")
+        state = picks()
+        assert state["focused"] == state["picked"] == state["count"] - 1 and state["focusVisible"], state
         assert log.blocked == [] and log.console_errors == []

@@ -1,10 +1,12 @@
 """Every standalone page on a 390 px phone, a 1440 px screen and a 1920 px projector, light and dark: no sideways
-scroll, readable type, cell grids that wrap, and a palette that follows the theme. Screenshots go
-to /tmp/ui-shots/ for a person to look at."""
+scroll, nothing reaching past its card, readable type, cell grids that wrap, and a palette that follows the theme.
+Screenshots go to /tmp/ui-shots/ for a person to look at."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from chromium import LAUNCH_ARGS, chromium_path
@@ -28,6 +30,21 @@ MEASURE = """() => {
     smallestCell: Math.min(99, ...[...document.querySelectorAll(".lab-cell")].map(px)),
     columns: [...document.querySelectorAll(".lab-cells")].map((grid) => getComputedStyle(grid).gridTemplateColumns.split(" ").length),
     background: getComputedStyle(widget).backgroundColor,
+    // Every element that reaches past its card (a .lab-card, else the widget itself): none may.
+    // A scroll box's contents may, inside it, and an SVG's shapes are checked as the SVG.
+    overflowing: [...widget.querySelectorAll("*")].flatMap((node) => {
+      if (node.parentElement.closest(".lab-scroll") || node.parentElement.closest("svg")) return [];
+      const edges = node.getBoundingClientRect();
+      const card = node.parentElement.closest(".lab-card, .four-bit-lab").getBoundingClientRect();
+      if (edges.width === 0 || (edges.left >= card.left - 0.5 && edges.right <= card.right + 0.5)) return [];
+      return [`${node.tagName.toLowerCase()}.${node.getAttribute("class")} "${node.textContent.slice(0, 20)}" by ${Math.round(Math.max(card.left - edges.left, edges.right - card.right))} px`];
+    }),
+    // Big readout numbers split over two lines ("−0.18477 / 343"): none may be.
+    brokenNumbers: [...widget.querySelectorAll(".lab-big")].filter((node) => {
+      const text = document.createRange();
+      text.selectNodeContents(node);
+      return !/\\s/.test(node.textContent.trim()) && new Set([...text.getClientRects()].map((rect) => Math.round(rect.top))).size > 1;
+    }).map((node) => node.textContent),
   };
 }"""
 
@@ -61,8 +78,9 @@ def test_page_fits_and_reads(browser, pages, slug, size, scheme):
     try:
         measured = page.evaluate(MEASURE)
         assert measured["scrollWidth"] <= measured["innerWidth"], measured
+        assert measured["overflowing"] == [] and measured["brokenNumbers"] == [], measured
         assert measured["body"] >= 16 and measured["widget"] >= 16
-        assert measured["smallestTable"] >= 15 and measured["smallestCell"] >= 15
+        assert measured["smallestTable"] >= 15 and measured["smallestCell"] >= 16
         if size == "phone":
             assert all(columns <= 8 for columns in measured["columns"]), measured
         dark = measured["background"] == "rgb(22, 22, 22)"
@@ -76,6 +94,7 @@ def test_page_fits_and_reads(browser, pages, slug, size, scheme):
         presented = page.evaluate(MEASURE)
         assert presented["widget"] == 1.5 * measured["widget"]
         assert presented["scrollWidth"] <= presented["innerWidth"], presented
+        assert presented["overflowing"] == [] and presented["brokenNumbers"] == [], presented
         if size == "projector":
             page.screenshot(path=str(SHOTS / f"{slug}-{size}-{scheme}-presenter.png"), full_page=True)
         assert errors == []
@@ -128,6 +147,127 @@ def test_nibble_code_table_fits_without_scrolling_sideways(browser, pages, size,
         assert table["smallestText"] >= 16 and table["codes"] == 16 and table["picks"] == 16, table
         if size != "phone":
             assert set(table["lines"]) == {1}, table  # room enough: one line per code
+        # presenter view: where two lines a code no longer fit (a phone), each code is a block
+        page.get_by_role("button", name="Presenter view").click()
+        table = page.evaluate(CODE_TABLE)
+        assert not table["boxScrolls"] and table["cellsInside"] and table["textFits"], table
+        assert table["smallestText"] >= 16 and table["codes"] == 16 and table["picks"] == 16, table
+        assert errors == []
+    finally:
+        context.close()
+
+
+# Every line of text in every cell of the cell grids: on one line, inside its cell, at least 16 px.
+CELL_TEXT = """() => [...document.querySelectorAll(".lab-cell")].flatMap((cell) => {
+  const box = cell.getBoundingClientRect();
+  return [...cell.children].map((line) => {
+    const text = document.createRange();
+    text.selectNodeContents(line);
+    const edges = line.getBoundingClientRect();
+    return {
+      text: line.textContent,
+      lines: new Set([...text.getClientRects()].map((rect) => Math.round(rect.top))).size,
+      inside: edges.left >= box.left - 0.5 && edges.right <= box.right + 0.5,
+      px: parseFloat(getComputedStyle(line).fontSize),
+    };
+  });
+})"""
+
+
+@pytest.mark.parametrize("presenter", [False, True])
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("slug", ["ownership", "q4k-explorer"])
+def test_a_number_in_a_cell_never_breaks(browser, pages, slug, size, presenter):
+    context, page, errors = _page(browser, pages, slug, size, "dark" if size == "phone" else "light")
+    try:
+        # the default block, then weights with ten significant digits (a tensor scale of 1.234567891e-6)
+        fragments = [None, {"tensor_scale": 1.234567891e-6}] if slug == "ownership" else [None]
+        for fragment in fragments:
+            if fragment is not None:
+                page.goto("about:blank")  # so the link is opened afresh, not applied by hashchange
+                page.goto((pages / f"{slug}.html").as_uri() + "#" + quote(json.dumps(fragment)))
+                page.wait_for_selector("body[data-ready='true']")
+                assert "e\u221206" in page.get_by_test_id("nv-trace").inner_text()
+            if presenter and page.get_by_role("button", name="Presenter view").get_attribute("aria-pressed") != "true":
+                page.get_by_role("button", name="Presenter view").click()
+            lines = page.evaluate(CELL_TEXT)
+            assert lines and all(line["lines"] == 1 for line in lines), [line for line in lines if line["lines"] != 1][
+                :4
+            ]
+            assert all(line["inside"] for line in lines), [line for line in lines if not line["inside"]][:4]
+            assert min(line["px"] for line in lines) >= 16
+            measured = page.evaluate(MEASURE)
+            assert measured["scrollWidth"] <= measured["innerWidth"], measured
+        assert errors == []
+    finally:
+        context.close()
+
+
+# The scale lab's two figures: every label shown, its size on screen, and whether any two touch or
+# one leaves its figure.
+FIGURE_LABELS = """() => [...document.querySelectorAll("svg.lab-error-chart, svg.lab-grid")].map((figure) => {
+  const box = figure.getBoundingClientRect();
+  const scale = box.width / figure.viewBox.baseVal.width;
+  const labels = [...figure.querySelectorAll("text")]
+    .filter((text) => text.textContent.trim() && getComputedStyle(text).visibility !== "hidden")
+    .map((text) => ({ text: text.textContent, edges: text.getBoundingClientRect(), px: parseFloat(getComputedStyle(text).fontSize) * scale }));
+  const touching = [];
+  labels.forEach((a, i) => labels.slice(i + 1).forEach((b) => {
+    const apart = a.edges.right <= b.edges.left || b.edges.right <= a.edges.left || a.edges.bottom <= b.edges.top || b.edges.bottom <= a.edges.top;
+    if (!apart) touching.push(`${a.text} / ${b.text}`);
+  }));
+  return {
+    figure: figure.getAttribute("class"),
+    labels: labels.map((label) => label.text),
+    smallest: Math.min(...labels.map((label) => label.px)),
+    touching,
+    outside: labels.filter(({ edges }) => edges.left < box.left - 0.5 || edges.right > box.right + 0.5 || edges.top < box.top - 0.5 || edges.bottom > box.bottom + 0.5).map((label) => label.text),
+  };
+})"""
+
+# The scale lab's table: does its box scroll sideways, is every cell inside it, and is any cell's
+# value split over two lines.
+RESULT_TABLE = """() => {
+  const table = document.querySelector("table[aria-label='each weight and its reconstruction']");
+  const box = table.closest(".lab-scroll").getBoundingClientRect();
+  const cells = [...table.querySelectorAll("td")].filter((cell) => cell.textContent);
+  const lines = (cell) => {
+    const text = document.createRange();
+    text.selectNodeContents(cell);  // the value; a stacked cell's column name is generated, not in the range
+    return new Set([...text.getClientRects()].map((rect) => Math.round(rect.top))).size;
+  };
+  const scroller = table.closest(".lab-scroll");
+  return {
+    scrolls: scroller.scrollWidth > scroller.clientWidth,
+    outside: cells.filter((cell) => { const r = cell.getBoundingClientRect(); return r.left < box.left - 0.5 || r.right > box.right + 0.5; }).map((cell) => cell.textContent),
+    split: cells.filter((cell) => lines(cell) > 1).map((cell) => cell.textContent),
+    smallest: Math.min(...cells.map((cell) => parseFloat(getComputedStyle(cell).fontSize))),
+  };
+}"""
+
+# Weights whose clipping thresholds crowd together, and long numbers for the table.
+CROWDED = {"w_text": "1, 0.98, 0.96, 0.94, -0.5, 0.49, 1.234567891e-05, 123456.789", "x_text": "1, 2, 3, 4, 5, 6, 7, 8"}
+
+
+@pytest.mark.parametrize("presenter", [False, True])
+@pytest.mark.parametrize("size", list(SIZES))
+def test_scale_lab_figures_and_table_read_on_any_screen(browser, pages, size, presenter):
+    context, page, errors = _page(browser, pages, "scale-lab", size, "dark" if size == "phone" else "light")
+    try:
+        for fragment in (None, CROWDED):
+            if fragment is not None:
+                page.goto("about:blank")
+                page.goto((pages / "scale-lab.html").as_uri() + "#" + quote(json.dumps(fragment)))
+                page.wait_for_selector("body[data-ready='true']")
+            if presenter:
+                page.get_by_role("button", name="Presenter view").click()
+            for figure in page.evaluate(FIGURE_LABELS):
+                assert figure["touching"] == [] and figure["outside"] == [], figure
+                assert figure["smallest"] >= 15, figure
+                assert any(label.startswith("2^") for label in figure["labels"]) or "lab-grid" in figure["figure"]
+            table = page.evaluate(RESULT_TABLE)
+            assert not table["scrolls"] and table["outside"] == [] and table["split"] == [], table
+            assert table["smallest"] >= 15, table
         assert errors == []
     finally:
         context.close()

@@ -143,6 +143,24 @@ describe("golden vectors from the Python codec", () => {
     }
   });
 
+  test("E2M1 encode under both rules: ±0, midpoints and their neighbours, saturation", () => {
+    assert.ok(golden.e2m1Encode.length > 150);
+    for (const { x, rounding, value, error } of golden.e2m1Encode) {
+      const where = `e2m1Encode(${Object.is(x, -0) ? "-0" : x}, ${rounding})`;
+      if (error) assertThrowsNamed(() => codec.e2m1Encode(x, rounding), error, where);
+      else assert.equal(codec.e2m1Encode(x, rounding), value, where);
+    }
+    // the sign of zero: round half to even keeps it, MLX's rule stores +0
+    assert.equal(codec.e2m1Encode(-0), 0b1000);
+    assert.equal(codec.e2m1Encode(-1e-9), 0b1000);
+    assert.equal(codec.e2m1Encode(-0, "mlx"), 0b0000);
+  });
+
+  test("E2M1 encode, round half to even, is ml_dtypes' float4_e2m1fn cast", () => {
+    assert.ok(golden.e2m1EncodeMlDtypes.length > 80);
+    for (const { x, code } of golden.e2m1EncodeMlDtypes) assert.equal(codec.e2m1Encode(x, "rne"), code, `e2m1Encode(${x})`);
+  });
+
   test("E4M3 encode: midpoints, their neighbours, ±0, saturation, random values", () => {
     assert.ok(golden.e4m3Encode.length > 500);
     for (const { x, byte } of golden.e4m3Encode) assert.equal(codec.e4m3Encode(x), byte, `e4m3Encode(${x})`);
@@ -442,6 +460,30 @@ describe("reading what a learner types", () => {
     assert.match(codec.parseByte("1010 0101").message, /0b1010 0101/);
     assert.match(codec.parseByte("10100101").message, /0b10100101/);
   });
+
+  test("parseByte's hints only suggest what the field takes, and its refusals read naturally", () => {
+    // Whatever "start with 0x: …" or "0b: …" suggests must itself be accepted, at the field's width.
+    const texts = ["abc", "ABC", "1e999", "1e2", "A5", "a5", "ff", "fff", "F", "1F", "0b2", "0bad", "1010 0101", "1111 1111 1", "10100101", "100000000", "1010", "11111", "12 34"];
+    for (const bits of [4, 6, 8]) {
+      for (const text of texts) {
+        const parsed = codec.parseByte(text, bits);
+        for (const [, suggested] of parsed.message.matchAll(/start with 0[xb]: (0[xb][^.]*)\./g)) {
+          assert.ok(codec.parseByte(suggested, bits).ok, `${bits} bits: ${JSON.stringify(text)} suggests ${suggested}, which is refused`);
+        }
+      }
+    }
+    assert.doesNotMatch(codec.parseByte("abc").message, /0xABC/);
+    assert.doesNotMatch(codec.parseByte("1e999").message, /0x1E999/);
+    assert.match(codec.parseByte("1e999").message, /^“1e999” is not a byte\. Type something like 126, 0x7E or 0b01111110\.$/);
+    assert.equal(codec.parseByte("256").message, "256 does not fit in a byte. Type 0 to 255 or 0x00 to 0xFF.");
+    assert.equal(codec.parseByte("0x1FF").message, "0x1FF (511) does not fit in a byte. Type 0 to 255 or 0x00 to 0xFF.");
+    // a field narrower than a byte (an E2M1 code) says its own range and hints only within it
+    assert.deepEqual(codec.parseByte("0b0101", 4), { ok: true, value: 5, message: "" });
+    assert.equal(codec.parseByte("16", 4).message, "16 does not fit in 4 bits. Type 0 to 15 or 0x0 to 0xF.");
+    assert.match(codec.parseByte("F", 4).message, /start with 0x: 0xF\./);
+    assert.doesNotMatch(codec.parseByte("A5", 4).message, /0xA5/);
+    assert.match(codec.parseByte("1010", 4).message, /start with 0b: 0b1010\./);
+  });
 });
 
 describe("bad input throws the error Python raises", () => {
@@ -471,6 +513,8 @@ describe("bad input throws the error Python raises", () => {
     assert.throws(() => codec.e2m1Decode(1.5), { name: "DTypeError" });
     assert.throws(() => codec.e8m0Decode(256), { name: "CodeRangeError" });
     assert.throws(() => codec.e4m3Encode(NaN), { name: "NonFiniteError" });
+    assert.throws(() => codec.e2m1Encode(Infinity), { name: "NonFiniteError" });
+    assert.throws(() => codec.e2m1Encode(1, "nearest"), { name: "RuleError" });
     assert.throws(() => codec.mxfp4Dequantize(Array(31).fill(0), [127]), { name: "ShapeError" });
     assert.throws(() => codec.nvfp4Dequantize(Array(16).fill(0), [56, 56]), { name: "ShapeError" });
     assert.throws(() => codec.nvfp4TensorFactor(0), { name: "NonFiniteError" });

@@ -89,6 +89,17 @@ describe("exercises against lab/", () => {
     assert.match(codec.exerciseCheck("e2m1-code", params("e2m1-code"), "0101").message, /start with 0b: 0b0101/);
     // and one of the choices is graded
     assert.ok(codec.exerciseCheck("zoo-check", params("zoo-check"), "6").ok);
+    // a listed check typed by its name is its number; part of a name is refused
+    const zoo = params("zoo-check");
+    const options = codec.exercisePresent("zoo-check", zoo).options;
+    assert.deepEqual(options.map((option) => option.split(". ")[0]), ["1", "2", "3", "4", "5", "6"]);
+    for (const option of options) {
+      const [number, name] = option.split(". ");
+      const byName = codec.exerciseCheck("zoo-check", zoo, ` ${name.toUpperCase()}  `);
+      const byNumber = codec.exerciseCheck("zoo-check", zoo, number);
+      assert.ok(byName.ok && byName.typed === Number(number) && byName.correct === byNumber.correct, option);
+    }
+    assert.match(codec.exerciseCheck("zoo-check", zoo, "lane").message, /neither a number nor a name on the list/);
     assert.ok(codec.exerciseCheck("nibble-decode", params("nibble-decode", (drawn) => drawn.reading === "E2M1"), "-0.5").ok);
   });
 

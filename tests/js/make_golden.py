@@ -100,6 +100,34 @@ def e2m1_cases() -> list:
     return [{"code": c, "value": e2m1.decode(c), "explain": e2m1.explain(c)} for c in range(16)]
 
 
+def e2m1_encode_cases() -> list:
+    """lab.codes.e2m1.encode under both rules: zeros of both signs, every midpoint and its
+    neighbours, saturation, the float64 extremes and NaN (an error)."""
+    rng = np.random.default_rng(2101)
+    values = [0.0, -0.0, 1e-9, -1e-9, 5e-324, -5e-324, 6.0, -6.0, 7.0, -7.0, 1e300, -sys.float_info.max, math.nan]
+    for midpoint in e2m1.MIDPOINTS.astype(np.float64):
+        values += [midpoint, -midpoint, np.nextafter(midpoint, 0.0), np.nextafter(midpoint, np.inf)]
+    values += rng.uniform(-7, 7, 60).tolist()
+    return [
+        {"x": float(x), "rounding": rule, **outcome(e2m1.encode, float(x), rule)}
+        for x in values
+        for rule in e2m1.ROUNDING_RULES
+    ]
+
+
+def e2m1_encode_ml_dtypes_cases() -> list:
+    """ml_dtypes' float4_e2m1fn cast of float32 values: round half to even with the sign kept
+    (-0 and -1e-9 give 1000), saturating at +-6; the code e2m1Encode(x, "rne") must give."""
+    rng = np.random.default_rng(2102)
+    midpoints = e2m1.MIDPOINTS.astype(np.float64)
+    values = [0.0, -0.0, 1e-9, -1e-9, 6.0, -6.0, 7.0, -7.0, 1e30, -1e30]
+    values += midpoints.tolist() + (-midpoints).tolist() + e2m1.VALUES.astype(np.float64).tolist()
+    values += rng.uniform(-7, 7, 60).tolist()
+    as32 = np.array(values, dtype=np.float32)
+    cast = as32.astype(ml_dtypes.float4_e2m1fn).view(np.uint8)
+    return [{"x": float(x), "code": int(c)} for x, c in zip(as32, cast, strict=True)]
+
+
 def nibble_cases() -> list:
     return [{"code": c, "uint4": nibble.as_uint4(c), "int4": nibble.as_int4(c)} for c in range(16)]
 
@@ -776,6 +804,8 @@ def _sections() -> dict:
         },
         "bits_per_weight": bits_per_weight_cases(),
         "e2m1": e2m1_cases(),
+        "e2m1_encode": e2m1_encode_cases(),
+        "e2m1_encode_ml_dtypes": e2m1_encode_ml_dtypes_cases(),
         "e4m3": e4m3_cases(),
         "e4m3_encode": e4m3_encode_cases(),
         "e8m0": e8m0_cases(),

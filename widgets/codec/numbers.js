@@ -212,8 +212,6 @@ export function parseNumber(text) {
   return accepted(value);
 }
 
-const BYTE_EXAMPLES = "126, 0x7E or 0b01111110";
-
 const MAX_ROW_LENGTH = 64;
 
 /** A row of numbers separated by commas, semicolons or spaces, at most 64 (lab.numbers.parse_number_row). */
@@ -230,14 +228,27 @@ export function parseNumberRow(text, label) {
   return { ok: true, values, message: "" };
 }
 
+// What a field of `bits` bits is called, and what typing into one looks like.
+const BYTE_EXAMPLES = "126, 0x7E or 0b01111110";
+function codeWords(bits) {
+  if (bits === 8) return { what: "a byte", fits: "a byte", examples: BYTE_EXAMPLES };
+  const example = 0b0101 & ((1 << bits) - 1); // 5 in four bits
+  return { what: `a ${bits}-bit code`, fits: `${bits} bits`, examples: `${example}, 0x${example.toString(16).toUpperCase()} or 0b${example.toString(2).padStart(bits, "0")}` };
+}
+
 /**
- * A byte 0..255 from text: decimal "126", hex "0x7E" or binary "0b01111110" (hex and binary may
- * group digits with spaces or underscores: "0b1010 0101"). Returns {ok, value, message}.
+ * A byte 0..255 from text (or a code of fewer `bits`, 0..2^bits − 1): decimal "126", hex "0x7E" or
+ * binary "0b01111110" (hex and binary may group digits with spaces or underscores: "0b1010 0101").
+ * Returns {ok, value, message}. A refusal's hint ("start with 0x") only ever suggests text this
+ * field would take: "abc" gets none, since 0xABC is no byte.
  */
-export function parseByte(text) {
+export function parseByte(text, bits = 8) {
   if (typeof text !== "string") return rejected(`Expected text to read a byte from, got ${describe(text)}.`);
+  const largest = 2 ** bits - 1;
+  const words = codeWords(bits);
   const cleaned = text.trim();
-  if (cleaned === "") return rejected(`Type a byte from 0 to 255, for example ${BYTE_EXAMPLES}.`);
+  if (cleaned === "") return rejected(`Type ${words.what} from 0 to ${largest}, for example ${words.examples}.`);
+  const fits = (digits, base) => parseInt(digits.replace(/[_ ]/g, ""), base) <= largest;
   let value;
   const hex = /^0x([0-9a-f](?:[_ ]?[0-9a-f])*)$/i.exec(cleaned);
   const bin = /^0b([01](?:[_ ]?[01])*)$/i.exec(cleaned);
@@ -245,16 +256,22 @@ export function parseByte(text) {
   else if (bin) value = parseInt(bin[1].replace(/[_ ]/g, ""), 2);
   else if (/^\+?\d+$/.test(cleaned)) value = parseInt(cleaned, 10);
   else if (/^[-\u2212]\s*(?:0x|0b)?[0-9a-f]+$/i.test(cleaned)) {
-    return rejected(`A byte cannot be negative: type a value from 0 to 255, for example ${BYTE_EXAMPLES}.`);
+    return rejected(`${words.what[0].toUpperCase()}${words.what.slice(1)} cannot be negative: type a value from 0 to ${largest}, for example ${words.examples}.`);
   } else {
     let hint = "";
-    if (/^[01]+(?:[_ ][01]+)+$/.test(cleaned)) hint = ` For binary, start with 0b: 0b${cleaned}.`;
-    else if (/^[0-9a-f]+$/i.test(cleaned)) hint = ` For hexadecimal, start with 0x: 0x${cleaned.toUpperCase()}.`;
-    return rejected(`“${cleaned}” is not a byte.${hint} Type something like ${BYTE_EXAMPLES}.`);
+    if (/^[01]+(?:[_ ][01]+)+$/.test(cleaned) && fits(cleaned, 2)) hint = ` For binary, start with 0b: 0b${cleaned}.`;
+    // (not for a botched 0b or 0x prefix: "0b2" was never meant as hex)
+    else if (/^[0-9a-f]+$/i.test(cleaned) && !/^0[bx]/i.test(cleaned) && fits(cleaned, 16)) hint = ` For hexadecimal, start with 0x: 0x${cleaned.toUpperCase()}.`;
+    return rejected(`“${cleaned}” is not ${words.what}.${hint} Type something like ${words.examples}.`);
   }
-  if (value > 255) {
-    const hint = /^[01]{5,}$/.test(cleaned) ? ` For binary, start with 0b: 0b${cleaned}.` : "";
-    return rejected(`${cleaned} is ${value}, which does not fit in a byte (0 to 255).${hint}`);
+  if (value > largest) {
+    // Digits that are all 0 and 1 were most likely meant as bits.
+    const hint = /^[01]{2,}$/.test(cleaned) && fits(cleaned, 2) ? ` For binary, start with 0b: 0b${cleaned}.` : "";
+    const typed = String(value) === cleaned.replace(/^\+/, "") ? cleaned : `${cleaned} (${value})`;
+    const digits = Math.ceil(bits / 4);
+    return rejected(
+      `${typed} does not fit in ${words.fits}.${hint} Type 0 to ${largest} or 0x${"0".repeat(digits)} to 0x${largest.toString(16).toUpperCase()}.`,
+    );
   }
   return accepted(value);
 }

@@ -50,10 +50,13 @@ const WRONG_VALUE_SPECIMENS = ["raw E8M0 byte as the scale", "INT4 instead of E2
 // An exercise whose answer is one of a fixed set (a check's number, a code, a lane, a reading's
 // values) declares it, and an answer outside the set is refused in the exercise's words, not
 // graded: {allows(value), what (the set, named), type (how to answer)}.
+// A set 0..2^k − 1 also says its width in bits, so that a byte answer's refusal only hints at
+// codes the exercise takes (parseByte).
 const wholeNumbers = (low, high, what) => ({
   allows: (value) => Number.isInteger(value) && value >= low && value <= high,
   what,
   type: `a whole number from ${n(low)} to ${n(high)}`,
+  bits: low === 0 && Number.isInteger(Math.log2(high + 1)) ? Math.log2(high + 1) : null,
 });
 const BYTES = wholeNumbers(0, 255, "a byte");
 const E2M1_MAGNITUDES = [...new Set(E2M1_VALUES.map(Math.abs))].sort((a, b) => a - b);
@@ -82,9 +85,9 @@ function nibbleReading(code, reading) {
 }
 
 // Each kind: its notebook (topic), a title, how its parameters are drawn, the question, the kind
-// of answer ("number", "byte" read by parseByte, or "choice" of a listed option), the answers it
-// can have if they are a fixed set (choices; a byte is 0..255 unless they say less) and its
-// solution.
+// of answer ("number", "byte" read by parseByte, or "choice" of a listed option, which may also be
+// typed by its name: names), the answers it can have if they are a fixed set (choices; a byte is
+// 0..255 unless they say less) and its solution.
 const KINDS = {
   "nibble-decode": {
     topic: 1,
@@ -285,9 +288,10 @@ const KINDS = {
     generate: (rng) => ({ specimen: choose(rng, ZOO_WRONG_SPECIMENS).name }),
     prompt: ({ specimen }) => {
       const entry = ZOO_WRONG_SPECIMENS.find((each) => each.name === specimen);
-      return `A ${entry.kind} is wrong: ${entry.whatIsWrong}. Which check (1..6) is meant to catch it?`;
+      return `A ${entry.kind} is wrong: ${entry.whatIsWrong}. Which check (1..6, or its name) is meant to catch it?`;
     },
     options: () => Object.entries(ZOO_CHECK_TITLES).map(([number, title]) => `${number}. ${title}`),
+    names: () => ZOO_CHECK_TITLES,
     choices: () => wholeNumbers(1, Object.keys(ZOO_CHECK_TITLES).length, "one of the listed checks"),
     accepts: ({ specimen }, typed) => ZOO_WRONG_SPECIMENS.find((each) => each.name === specimen).caughtBy.includes(typed),
     solve: ({ specimen }) => {
@@ -352,6 +356,13 @@ export function exerciseSolve(kind, params) {
 // The typed answer as a number, or {ok: false, message} when it is no answer at all: not a number,
 // or a number outside the exercise's choices.
 function readAnswer(entry, params, text) {
+  // A listed option typed by its name, in any case and spacing, is its number; the names are
+  // distinct, so this is never ambiguous.
+  if (entry.names) {
+    const typed = text.trim().replace(/\s+/g, " ").toLowerCase();
+    const named = Object.entries(entry.names(params)).find(([, name]) => name.toLowerCase() === typed);
+    if (named) return { ok: true, value: Number(named[0]), message: "" };
+  }
   const choices = entry.choices ? entry.choices(params) : entry.answer === "byte" ? BYTES : null;
   const outside = (value) => {
     // 0101 reads as a hundred and one; someone who typed it most likely meant bits.
@@ -365,7 +376,9 @@ function readAnswer(entry, params, text) {
   const number = entry.answer === "byte" ? parseNumber(text) : parsed;
   if (number.ok) return outside(number.value);
   // The parser's advice is for any number or byte; the exercise's says what this answer can be.
-  const why = parsed.message.replace(/\s*(?:Type|Try) .*$/, "");
+  const reread = entry.answer === "byte" && choices.bits !== null ? parseByte(text, choices.bits) : parsed;
+  let why = reread.message.replace(/\s*(?:Type|Try) .*$/, "");
+  if (why && entry.names) why = `“${text.trim()}” is neither a number nor a name on the list.`;
   const examples = entry.answer === "byte" ? ", such as 5, 0x05 or 0b0101" : "";
   return { ok: false, message: `${why ? `${why} ` : ""}Type ${choices.type}${examples}.` };
 }
