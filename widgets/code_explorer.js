@@ -23,7 +23,7 @@ const FORMATS = {
     // lab's convention at scale 1 (MLX's and ggml's rule) stores every zero as +0.
     rules: [
       { name: "nearest, ties to even, saturating at ±6 (OCP, ml_dtypes)", encode: (x) => e2m1Encode(x, "rne") },
-      { name: "nearest, ties to the lower code, zero as +0 (the lab convention, MLX)", encode: (x) => scaleQuantizeCodes([x], 1)[0] },
+      { name: "nearest, ties to the lower code, zero as +0 (MLX and ggml; the scale lab's rule)", encode: (x) => scaleQuantizeCodes([x], 1)[0] },
     ],
   },
   E8M0: {

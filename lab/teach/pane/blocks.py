@@ -100,7 +100,7 @@ def run_block(fmt: str | Format, w=None, tensor=None, x=None, **options) -> Devi
     if fmt.mlx is None:
         return _no_mlx_mode(fmt)
     if tensor is not None and not isinstance(tensor, MLXTensor):
-        raise LabError(f"a {fmt.title} run needs a tensor with MLX's layout (mlx_layout, to_mlx), got {type(tensor)}")
+        raise LabError(f"running {fmt.title} needs a tensor with MLX's layout (mlx_layout, to_mlx), got {type(tensor)}")
     try:
         mx = mlx_layout.mlx_core()
     except mlx_layout.MLXUnavailableError as error:
@@ -163,7 +163,7 @@ def _checked_layout(fmt: Format, tensor) -> tuple[np.ndarray, ...]:
     length, packed, scales = tensor.shape[-1], layout[0], layout[1]
     if packed.shape[-1] * 32 != length * mode.bits or scales.shape[-1] * mode.group_size != length:
         raise LabError(
-            f"a {fmt.title} run needs {mode.bits}-bit codes with one scale per {mode.group_size} weights; this "
+            f"running {fmt.title} needs {mode.bits}-bit codes with one scale per {mode.group_size} weights; this "
             f"{type(tensor).__name__} packs {packed.shape[-1] * 32 / length:g} bits a weight and "
             f"{length / scales.shape[-1]:g} weights a scale"
         )

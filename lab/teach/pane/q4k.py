@@ -155,7 +155,7 @@ def _load_gguf(mx, steps: Steps, tensor: q4k.Q4KTensor, device) -> _Loaded | Non
     # the shape as MLX's .shape prints it: the note quotes what mx.load handed back
     # and the tensor's name in the file last, so that 'lab.q4k' does not read as the lab's decoder
     description = ", ".join(
-        f"a {dtypes[name]} array of .shape {array.shape} for the file's tensor '{name}'"
+        f"an array of {dtypes[name]} of .shape {array.shape} for the file's tensor '{name}'"
         for name, array in arrays.items()
     )
     return _Loaded(arrays=arrays, dtypes=dtypes, description=description or "no arrays")
