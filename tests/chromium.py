@@ -17,7 +17,21 @@ import pytest
 
 from bench.browser import LAUNCH_ARGS, NO_CHROMIUM, chromium, find_chromium
 
-__all__ = ["LAUNCH_ARGS", "browser_page", "chromium_path", "open_standalone"]
+__all__ = ["COUNT_CREATED", "LAUNCH_ARGS", "browser_page", "chromium_path", "open_standalone"]
+
+
+# Run in a page: from then on window.created counts the elements it creates (a widget patched in
+# place creates none; one drawn afresh creates hundreds).
+COUNT_CREATED = """() => {
+  window.created = 0;
+  for (const name of ["createElement", "createElementNS"]) {
+    const original = Document.prototype[name];
+    Document.prototype[name] = function (...args) {
+      window.created += 1;
+      return original.apply(this, args);
+    };
+  }
+}"""
 
 
 def chromium_path() -> str:

@@ -9,7 +9,7 @@ import re
 from urllib.parse import unquote
 
 import pytest
-from chromium import browser_page, open_standalone
+from chromium import COUNT_CREATED, browser_page, open_standalone
 
 pytestmark = pytest.mark.browser
 
@@ -156,18 +156,6 @@ WATCH_FEEDBACK = """() => {
     note(watch.takeRecords());
     return writes;
   };
-}"""
-
-# Counts the elements the page creates from now on (as in test_patch_in_place).
-COUNT_CREATED = """() => {
-  window.created = 0;
-  for (const name of ["createElement", "createElementNS"]) {
-    const original = Document.prototype[name];
-    Document.prototype[name] = function (...args) {
-      window.created += 1;
-      return original.apply(this, args);
-    };
-  }
 }"""
 
 

@@ -5,21 +5,9 @@ measured in bench/browser.py, never here."""
 from __future__ import annotations
 
 import pytest
-from chromium import browser_page
+from chromium import COUNT_CREATED, browser_page
 
 pytestmark = pytest.mark.browser
-
-# Counts the elements the page creates from now on.
-COUNT_CREATED = """() => {
-  window.created = 0;
-  for (const name of ["createElement", "createElementNS"]) {
-    const original = Document.prototype[name];
-    Document.prototype[name] = function (...args) {
-      window.created += 1;
-      return original.apply(this, args);
-    };
-  }
-}"""
 
 # (what is done, how: a control clicked, a field committed or a key pressed, the readout that must change)
 CHANGES = {
