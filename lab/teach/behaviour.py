@@ -179,13 +179,10 @@ def embeddings(name: str, cache: bool = False) -> Embeddings:
         return _EMBEDDINGS[name]
     store = _store(cache)
     key = result_cache.digest(model_key(), "embeddings", name) if store else None
-    entry = store.load(key) if store else None
-    if entry is not None:
-        try:
-            _EMBEDDINGS[name] = _embeddings_from_json(name, entry)
-            return _EMBEDDINGS[name]
-        except (KeyError, TypeError, ValueError):
-            pass  # a damaged entry is a miss, and is written again below
+    found = store.load_as(key, lambda entry: _embeddings_from_json(name, entry)) if store else None
+    if found is not None:
+        _EMBEDDINGS[name] = found
+        return found
     model = sentence_model.load(None if name == FP32 else name)
     texts = [*QUERIES, *PASSAGES, *SIMILARITY_SENTENCES]
     vectors = model.embed(texts)
@@ -654,17 +651,12 @@ def layer_study(name: str, progress: Progress | None = None, cache: bool = False
         return _LAYER_STUDIES[name]
     store = _store(cache)
     key = result_cache.digest(model_key(), "layer_study", name) if store else None
-    entry = store.load(key) if store else None
-    if entry is not None:
-        try:
-            _LAYER_STUDIES[name] = _layer_study_from_json(name, entry)
-        except (KeyError, TypeError, ValueError):
-            pass  # a damaged entry is a miss, and is written again below
-        else:
-            if progress is not None:
-                layers = _LAYER_STUDIES[name].layers
-                progress(len(layers), len(layers), layers[-1])
-            return _LAYER_STUDIES[name]
+    found = store.load_as(key, lambda entry: _layer_study_from_json(name, entry)) if store else None
+    if found is not None:
+        _LAYER_STUDIES[name] = found
+        if progress is not None:
+            progress(len(found.layers), len(found.layers), found.layers[-1])
+        return found
     weights, inputs = captured_inputs()
     model = sentence_model.load(name)
     kept = tuple(layer for layer, _ in model.fallbacks)

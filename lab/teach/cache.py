@@ -189,6 +189,18 @@ class ResultCache:
             pass  # a read-only cache still serves its entries
         return value
 
+    def load_as(self, key: str, decode):
+        """decode(the value stored under key), or None when there is none or decode finds it
+        damaged (KeyError, TypeError or ValueError): a damaged entry is a miss, and the caller
+        computes the result again and stores it over the entry."""
+        entry = self.load(key)
+        if entry is None:
+            return None
+        try:
+            return decode(entry)
+        except (KeyError, TypeError, ValueError):
+            return None
+
     def store(self, key: str, value) -> None:
         """Store a JSON-able value under key, then prune the folder to its budget. A cache that
         cannot be written (a read-only home, a full disk) only costs the next run its speed, so

@@ -326,3 +326,15 @@ def test_the_folder_is_listed_again_only_when_the_count_reaches_the_budget(tmp_p
     store.store("k10", "z" * 998)
     assert len(listings) == 2  # the eleventh would pass 10,000 bytes
     assert sum(path.stat().st_size for path in tmp_path.glob("*/*.json")) <= 10_000
+
+
+def test_load_as_reads_an_entry_back_and_takes_a_damaged_one_for_a_miss(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache, "_FOLDER_BYTES", {})
+    store = cache.ResultCache("one", folder=tmp_path)
+    store.store("whole", {"rows": [1, 2]})
+    store.store("damaged", {"columns": [1, 2]})
+    assert store.load_as("whole", lambda entry: entry["rows"]) == [1, 2]
+    assert store.load_as("damaged", lambda entry: entry["rows"]) is None  # KeyError: a miss
+    assert store.load_as("absent", lambda entry: entry["rows"]) is None
+    with pytest.raises(ZeroDivisionError):  # a bug in the decoder is not a miss
+        store.load_as("whole", lambda entry: 1 / 0)

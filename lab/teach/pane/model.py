@@ -285,12 +285,9 @@ def run_model(fmt: str, sentences: list[str] | None = None, cache: bool = False)
     devices = mlx_devices(mx)
     store = result_cache.ResultCache(CACHE_NAMESPACE) if cache else None
     key = _report_key(mx, spec, sentences, devices) if store else None
-    entry = store.load(key) if store else None
-    if entry is not None:
-        try:
-            return _report_from_json(entry)
-        except (KeyError, TypeError, ValueError):
-            pass  # a damaged entry is a miss, and is written again below
+    found = store.load_as(key, _report_from_json) if store else None
+    if found is not None:
+        return found
     report = _run_on_devices(mx, spec, sentences, devices)
     if store:
         store.store(key, asdict(report))
