@@ -48,10 +48,8 @@ def chart_notebooks() -> dict[str, set[str]]:
 
 NOTEBOOKS = chart_notebooks()
 
-# Every chart on the page: where it is drawn, its plot area(s), every piece of text it shows, and
-# the rules it draws as marks (not axis ticks or grid lines).
-MEASURE = """() => {
-  const embeds = [];
+# Every vega-embed on the page, inside marimo's shadow roots too, into `embeds` (a JS prelude).
+FIND_EMBEDS = """  const embeds = [];
   const walk = (root) => {
     for (const el of root.querySelectorAll("*")) {
       if (el.shadowRoot) walk(el.shadowRoot);
@@ -59,7 +57,15 @@ MEASURE = """() => {
     }
   };
   walk(document);
-  const up = (el) => el.parentElement || (el.getRootNode() instanceof ShadowRoot ? el.getRootNode().host : null);
+"""
+
+# Every chart on the page: where it is drawn, its plot area(s), every piece of text it shows, and
+# the rules it draws as marks (not axis ticks or grid lines).
+MEASURE = (
+    """() => {
+"""
+    + FIND_EMBEDS
+    + """  const up = (el) => el.parentElement || (el.getRootNode() instanceof ShadowRoot ? el.getRootNode().host : null);
   const box = (el) => { const r = el.getBoundingClientRect(); return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; };
   const shown = (text) => {
     for (let el = text; el && el.tagName !== "svg"; el = el.parentElement) {
@@ -93,20 +99,17 @@ MEASURE = """() => {
     return chart;
   });
 }"""
+)
 
 # marimo draws an output when it comes into view: bring each one into view, then wait for every
 # chart to be drawn.
-DRAWN = """() => {
-  const embeds = [];
-  const walk = (root) => {
-    for (const el of root.querySelectorAll("*")) {
-      if (el.shadowRoot) walk(el.shadowRoot);
-      if (el.classList.contains("vega-embed")) embeds.push(el);
-    }
-  };
-  walk(document);
-  return embeds.length > 0 && embeds.every((embed) => embed.querySelector("svg.marks path.background, canvas"));
+DRAWN = (
+    """() => {
+"""
+    + FIND_EMBEDS
+    + """  return embeds.length > 0 && embeds.every((embed) => embed.querySelector("svg.marks path.background, canvas"));
 }"""
+)
 
 
 @pytest.fixture(scope="module")
