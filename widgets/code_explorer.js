@@ -7,7 +7,6 @@ import { E2M1_VALUES, e2m1Encode, e2m1Explain } from "./codec/codes/e2m1.js";
 import { e4m3Decode, e4m3Encode, e4m3Explain } from "./codec/codes/e4m3.js";
 import { e8m0Decode, e8m0Encode, e8m0Explain, e8m0Nearest } from "./codec/codes/e8m0.js";
 import { parseByte, parseNumber } from "./codec/numbers.js";
-import { scaleQuantizeCodes } from "./codec/teach/scale.js";
 import { h, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker } from "./ui.js";
 
 // Each format: its width, which bits are which field (bit 7 or 3 first), its decoder and explain,
@@ -19,11 +18,11 @@ const FORMATS = {
     fields: ["sign", "exponent", "exponent", "mantissa"],
     decode: (code) => E2M1_VALUES[code],
     explain: (code) => e2m1Explain(code),
-    // The OCP rounding keeps the sign, so −0 and a tiny negative number are 1000 (−0); the scale
-    // lab's convention at scale 1 (MLX's and ggml's rule) stores every zero as +0.
+    // The OCP rounding keeps the sign, so −0 and a tiny negative number are 1000 (−0); MLX's and
+    // ggml's rule (lab.codes.e2m1's "mlx", which the scale lab follows) stores every zero as +0.
     rules: [
       { name: "nearest, ties to even, saturating at ±6 (OCP, ml_dtypes)", encode: (x) => e2m1Encode(x, "rne") },
-      { name: "nearest, ties to the lower code, zero as +0 (MLX and ggml; the scale lab's rule)", encode: (x) => scaleQuantizeCodes([x], 1)[0] },
+      { name: "nearest, ties to the lower code, zero as +0 (MLX and ggml; the scale lab's rule)", encode: (x) => e2m1Encode(x, "mlx") },
     ],
   },
   E8M0: {
