@@ -10,7 +10,9 @@ import { parseByte, parseNumber } from "./codec/numbers.js";
 import { h, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker } from "./ui.js";
 
 // Each format: its width, which bits are which field (bit 7 or 3 first), its decoder and explain,
-// and its rounding rules, each a function from a real number to a code.
+// its rounding rules, each a function from a real number to a code, and `carry`: the code it
+// gives the number on screen when the learner switches to it (its nearest, ties to even,
+// saturating, so E4M3's 0x2A = 0.3125 becomes E2M1's 0.5, not a clamped code 15 = −6).
 // Every name starts with the sound of E, so the messages call it "an E2M1 code".
 const FORMATS = {
   E2M1: {
@@ -24,6 +26,7 @@ const FORMATS = {
       { name: "nearest, ties to even, saturating at ±6 (OCP, ml_dtypes)", encode: (x) => e2m1Encode(x, "rne") },
       { name: "nearest, ties to the lower code, zero as +0 (MLX and ggml; the scale lab's rule)", encode: (x) => e2m1Encode(x, "mlx") },
     ],
+    carry: (x) => (Number.isNaN(x) ? 0 : e2m1Encode(x, "rne")), // no NaN code: back to +0
   },
   E8M0: {
     width: 8,
@@ -36,6 +39,8 @@ const FORMATS = {
       { name: "ceil (MLX): 2^ceil(log2 x)", encode: (x) => e8m0Encode(x, "mlx", 1) },
       { name: "nearest, ties up (ml_dtypes' cast)", encode: e8m0Nearest },
     ],
+    // No zero and no sign: zero and negative numbers go to the nearest E8M0 has, 2^−127.
+    carry: (x) => (Number.isNaN(x) ? 0xff : x > 0 ? e8m0Nearest(x) : 0),
   },
   E4M3: {
     width: 8,
@@ -43,6 +48,7 @@ const FORMATS = {
     decode: e4m3Decode,
     explain: e4m3Explain,
     rules: [{ name: "nearest, ties to even, saturating at ±448", encode: e4m3Encode }],
+    carry: (x) => (Number.isNaN(x) ? 0x7f : e4m3Encode(x)),
   },
 };
 
@@ -121,6 +127,17 @@ function commitValue(text) {
   return parsed.ok ? { ok: true, values: { value_text: text.trim() } } : { ok: false, message: `value: ${parsed.message}` };
 }
 
+// The code `target` shows after a switch: the same code if the format stays, the number on
+// screen carried over if the traits hold one, else the old code clamped into the new range.
+function carriedCode(model, target) {
+  const name = model.get("format");
+  const code = model.get("code");
+  if (name === target) return code;
+  const readable = Object.hasOwn(FORMATS, name) && Number.isInteger(code) && code >= 0 && code < 2 ** FORMATS[name].width;
+  if (readable) return FORMATS[target].carry(FORMATS[name].decode(code));
+  return Math.min(Number.isInteger(code) && code >= 0 ? code : 0, 2 ** FORMATS[target].width - 1);
+}
+
 // The format chips and the two fields, drawn once and kept even when the traits have a problem;
 // `update` marks the chip of the format the traits name.
 function controls(model, ui) {
@@ -131,7 +148,7 @@ function controls(model, ui) {
         type: "button",
         class: "lab-chip",
         "data-focus": `format-${each}`,
-        onclick: () => setTraits(model, { format: each, code: Math.min(model.get("code"), 2 ** FORMATS[each].width - 1) }),
+        onclick: () => setTraits(model, { format: each, code: carriedCode(model, each) }),
       },
       each,
     ),

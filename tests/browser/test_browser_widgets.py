@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import ml_dtypes
+import numpy as np
 import pytest
 from chromium import browser_page, open_standalone
 
@@ -205,4 +207,69 @@ def test_nibble_decoder_levels_of_every_decoder(pages):
         field.press("Enter")
         assert page.get_by_role("alert").count() >= 1
         assert row("iq4_nl").get_attribute("data-value") == "113"  # the bad input changed nothing
+        assert log.blocked == [] and log.console_errors == []
+
+
+ML_DTYPES = {"E2M1": ml_dtypes.float4_e2m1fn, "E8M0": ml_dtypes.float8_e8m0fnu, "E4M3": ml_dtypes.float8_e4m3fn}
+
+
+def _ml_dtypes_code(value: float, target: str) -> int:
+    """ml_dtypes' cast of a float32 value to the target format, as its bit pattern."""
+    return int(np.array(value, dtype=np.float32).astype(ML_DTYPES[target]).view(np.uint8))
+
+
+# (format, code, its value): asymmetric picks, normal and subnormal, both signs, ties, the ends.
+SWITCH_SOURCES = [
+    ("E4M3", 0x2A, 0.3125),
+    ("E4M3", 0xB5, -0.8125),
+    ("E4M3", 0x01, 2.0**-9),
+    ("E4M3", 0x46, 3.5),  # E2M1 tie between 3 and 4: to the even code, 4
+    ("E4M3", 0x7E, 448.0),
+    ("E2M1", 3, 1.5),  # E8M0 tie between 1 and 2: up, as ml_dtypes
+    ("E2M1", 13, -3.0),
+    ("E8M0", 125, 0.25),
+    ("E8M0", 130, 8.0),
+]
+# Where the carried code is not ml_dtypes' cast, and why: E2M1 and E8M0 have no NaN or sign, E4M3
+# and E2M1 saturate (ml_dtypes' E4M3 cast of 2^127 is NaN), E8M0 has no zero (ml_dtypes gives NaN).
+SWITCH_QUIRKS = [
+    ("E4M3", 0x7F, "E2M1", 0),  # NaN: E2M1 has none, back to +0
+    ("E4M3", 0x7F, "E8M0", 0xFF),
+    ("E8M0", 0xFF, "E4M3", 0x7F),
+    ("E8M0", 254, "E4M3", 0x7E),  # 2^127 saturates at 448
+    ("E8M0", 254, "E2M1", 7),  # and at 6
+    ("E2M1", 8, "E4M3", 0x80),  # −0 keeps its sign
+    ("E2M1", 8, "E8M0", 0),  # zero: the nearest E8M0 has is 2^−127
+    ("E4M3", 0xB5, "E8M0", 0),  # and so for a negative number
+]
+
+
+def _switch(page, pages, source, code, target) -> int:
+    """The code the explorer shows after it opens on (source, code) and the target chip is clicked."""
+    open_standalone(page, pages, "code-explorer", {"format": source, "code": code})
+    page.get_by_role("button", name=target, exact=True).click()
+    heading = page.locator("#widget h4").first.inner_text()
+    assert heading.startswith(f"{target} code "), heading
+    return int(heading.split(" = ")[0].split(" code ")[1], 0)
+
+
+def test_code_explorer_format_switch_keeps_the_number(pages):
+    """Switching format shows the new format's code for the same number, as ml_dtypes casts it
+    (E4M3's 0x2A = 0.3125 used to become E2M1's code 15 = −6, a clamp)."""
+    for source, code, value in SWITCH_SOURCES:
+        assert float(np.array(code, dtype=np.uint8).view(ML_DTYPES[source])) == value, (source, code)
+    with browser_page() as (page, log):
+        for source, code, value in SWITCH_SOURCES:
+            for target in ("E2M1", "E8M0", "E4M3"):
+                if target == source or (target == "E8M0" and value <= 0):
+                    continue
+                assert _switch(page, pages, source, code, target) == _ml_dtypes_code(value, target), (
+                    source,
+                    code,
+                    target,
+                )
+        for source, code, target, carried in SWITCH_QUIRKS:
+            assert _switch(page, pages, source, code, target) == carried, (source, code, target)
+        # the chip of the format already shown leaves the code alone (E4M3's negative NaN included)
+        assert _switch(page, pages, "E4M3", 0xFF, "E4M3") == 0xFF
         assert log.blocked == [] and log.console_errors == []

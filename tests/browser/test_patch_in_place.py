@@ -57,10 +57,11 @@ CHANGES = {
         ("commit", "value", "3", "bracket"),
         ("click", "button[data-focus='show-floor (OCP): 2^floor(log2 x)']", None, "code-formula"),
         ("commit", "value", "-1", None),
-        ("click", "button[data-focus='format-E2M1']", None, "code-value"),
+        # E8M0's 2 carries over as E2M1's 2: the value stays, the formula changes
+        ("click", "button[data-focus='format-E2M1']", None, "code-formula"),
         ("key", "button[data-focus='bit-3']", "Enter", "code-value"),
         ("commit", "code", "16", None),
-        ("click", "button[data-focus='format-E4M3']", None, "code-value"),
+        ("click", "button[data-focus='format-E4M3']", None, "code-formula"),
         ("commit", "value", "0.3", "bracket"),
     ],
 }
