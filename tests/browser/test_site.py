@@ -300,3 +300,40 @@ def test_a_charts_menu_offers_downloads_and_nothing_online(server):
         # vega-embed's full menu adds View Source, View Compiled Vega and Open in Vega Editor
         assert names == ["Save as SVG", "Save as PNG"], names
         assert log.blocked == [] and log.console_errors == []
+
+
+TABLE_FADES = """() => [...document.querySelectorAll(".markdown.prose table")].map((table) => {
+  const style = getComputedStyle(table);
+  return {
+    scrolls: table.scrollWidth > table.clientWidth,
+    start: parseFloat(style.getPropertyValue("--lab-table-fade-start")),
+    end: parseFloat(style.getPropertyValue("--lab-table-fade-end")),
+  };
+})"""
+
+
+def test_a_wide_table_on_a_phone_fades_where_it_scrolls(server):
+    """A table wider than a phone fades at the edge it can scroll towards, and a table that fits
+    does not fade at all (notebook 3's MLX comparison tables: some 530 px of columns in 354)."""
+    with browser_page() as (page, log):
+        page.set_viewport_size({"width": 390, "height": 900})
+        page.goto(f"{server}/03_mxfp4.html")
+        page.wait_for_selector(".markdown.prose table", timeout=20000)
+        tables = page.evaluate(TABLE_FADES)
+        wide = [index for index, table in enumerate(tables) if table["scrolls"]]
+        assert len(wide) >= 2, tables
+        for table in tables:
+            assert table["start"] == 0 and (table["end"] > 20 if table["scrolls"] else table["end"] == 0), tables
+        table = page.locator(".markdown.prose table").nth(wide[0])
+        table.evaluate("(table) => { table.scrollLeft = (table.scrollWidth - table.clientWidth) / 2 }")
+        page.wait_for_timeout(200)
+        middle = page.evaluate(TABLE_FADES)[wide[0]]
+        assert middle["start"] > 20 and middle["end"] > 20, middle
+        table.evaluate("(table) => { table.scrollLeft = table.scrollWidth }")
+        page.wait_for_timeout(200)
+        assert page.evaluate(TABLE_FADES)[wide[0]] == {"scrolls": True, "start": 0, "end": 0}
+        page.set_viewport_size({"width": 1440, "height": 900})
+        page.reload()
+        page.wait_for_selector(".markdown.prose table", timeout=20000)
+        assert page.evaluate(TABLE_FADES) == [{"scrolls": False, "start": 0, "end": 0}] * len(tables)
+        assert log.blocked == [] and log.console_errors == []
