@@ -13,12 +13,14 @@ def _():
     import numpy as np
 
     from lab import device, e2m1, e8m0, format_number, mxfp4, rounding
+    from lab.errors import LabError
     from lab.teach import course
     from lab.teach.charts import block_grid_chart, difference_chart
     from lab.teach.metrics import error_metrics
     from widgets import OwnershipView
 
     return (
+        LabError,
         OwnershipView,
         block_grid_chart,
         course,
@@ -107,7 +109,7 @@ def _(mo):
 
 @app.cell(hide_code=True)
 def _(mo):
-    seed = mo.ui.number(start=0, stop=10_000, value=7, label="random seed")
+    seed = mo.ui.number(start=0, stop=10_000, step=1, value=7, label="random seed")
     spread = mo.ui.slider(start=-6, stop=6, value=0, label="log₂ of the block's spread", show_value=True)
     # 5 lies in [4, 6): both rules choose exponent 0. 7 lies in (6, 8): floor(log₂ 7) − 2 = 0 but
     # ceil(log₂(7 / 6)) = 1, so the rules choose scale bytes one apart.
@@ -121,8 +123,12 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(largest, np, seed, spread):
-    _rng = np.random.default_rng(seed.value)
+def _(LabError, course, largest, mo, np, seed, spread):
+    try:
+        _seed = course.whole_number(seed.value, label="random seed", low=0, high=10_000)
+    except LabError as _refusal:
+        mo.stop(True, mo.callout(mo.md(f"**The lab cannot draw this block.** {_refusal}"), kind="warn"))
+    _rng = np.random.default_rng(_seed)
     block = (_rng.normal(0, 1, 32) * 2.0**spread.value).astype(np.float32)
     block[:4] = np.array([0.75, 1.75, -3.5, 5.0], dtype=np.float32) * 2.0**spread.value  # planted midpoints
     block[4] = largest.value * 2.0**spread.value  # planted largest element: sets amax

@@ -13,12 +13,14 @@ def _():
     import numpy as np
 
     from lab import device, e2m1, e4m3, format_number, nvfp4, sizes
+    from lab.errors import LabError
     from lab.teach import course
     from lab.teach.charts import block_grid_chart, difference_chart
     from lab.teach.metrics import error_metrics
     from widgets import OwnershipView
 
     return (
+        LabError,
         OwnershipView,
         block_grid_chart,
         course,
@@ -87,7 +89,7 @@ def _(mo):
 
 @app.cell(hide_code=True)
 def _(mo):
-    seed = mo.ui.number(start=0, stop=10_000, value=3, label="random seed")
+    seed = mo.ui.number(start=0, stop=10_000, step=1, value=3, label="random seed")
     use_tensor_scale = mo.ui.switch(value=True, label="use an FP32 tensor scale (MLX convention)")
     mo.hstack([seed, use_tensor_scale])
     return seed, use_tensor_scale
@@ -95,6 +97,7 @@ def _(mo):
 
 @app.cell(hide_code=True)
 def _(
+    LabError,
     course,
     error_metrics,
     format_number,
@@ -104,7 +107,11 @@ def _(
     seed,
     use_tensor_scale,
 ):
-    _rng = np.random.default_rng(seed.value)
+    try:
+        _seed = course.whole_number(seed.value, label="random seed", low=0, high=10_000)
+    except LabError as _refusal:
+        mo.stop(True, mo.callout(mo.md(f"**The lab cannot draw these weights.** {_refusal}"), kind="warn"))
+    _rng = np.random.default_rng(_seed)
     weights = (_rng.normal(0, 1, (1, 32)) * np.repeat([0.05, 40.0], 16)).astype(np.float32)
     global_scale = nvfp4.tensor_amax(weights) if use_tensor_scale.value else None
     tensor = nvfp4.quantize(weights, global_scale=global_scale)

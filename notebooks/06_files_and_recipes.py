@@ -249,18 +249,29 @@ def _(mo, own_tensors, traced_tensor):
 
 @app.cell(hide_code=True)
 def _(mo, own_tensors, tensor_choice):
-    _blocks = next((row.blocks for row in own_tensors if row.name == tensor_choice.value), 1)
-    block_choice = mo.ui.number(start=0, stop=max(_blocks - 1, 0), value=0, label=f"block (0 to {_blocks - 1})")
+    block_count = next((row.blocks for row in own_tensors if row.name == tensor_choice.value), 1)
+    block_choice = mo.ui.number(
+        start=0, stop=max(block_count - 1, 0), step=1, value=0, label=f"block (0 to {block_count - 1})"
+    )
     block_choice
-    return (block_choice,)
+    return block_choice, block_count
 
 
 @app.cell(hide_code=True)
-def _(LabError, block_choice, browsed, gguf_browser, tensor_choice):
+def _(
+    LabError,
+    block_choice,
+    block_count,
+    browsed,
+    course,
+    gguf_browser,
+    tensor_choice,
+):
     pick = None
     pick_error = None
     try:
-        pick = gguf_browser.pick_block(browsed.file, tensor_choice.value, int(block_choice.value))
+        _block = course.whole_number(block_choice.value, label="block", low=0, high=max(block_count - 1, 0))
+        pick = gguf_browser.pick_block(browsed.file, tensor_choice.value, _block)
     except LabError as _error:
         pick_error = f"{type(_error).__name__}: {_error}"
     return pick, pick_error
@@ -268,7 +279,7 @@ def _(LabError, block_choice, browsed, gguf_browser, tensor_choice):
 
 @app.cell(hide_code=True)
 def _(OwnershipView, Q4KExplorer, course, gguf_browser, mo, pick, pick_error):
-    mo.stop(pick_error is not None, mo.callout(mo.md(f"**The lab refuses this tensor.** {pick_error}"), kind="warn"))
+    mo.stop(pick_error is not None, mo.callout(mo.md(f"**The lab cannot show this block.** {pick_error}"), kind="warn"))
     _summary = mo.md(
         f"**`{pick.tensor}`, {pick.type_name} block {pick.block} of {pick.blocks}** "
         f"({pick.raw.size} bytes, weights {pick.first_weight} to {pick.first_weight + pick.weights.size - 1}): "

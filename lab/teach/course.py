@@ -1,7 +1,11 @@
 """The course's table of contents and the Markdown built from it (index, links, navigation), shared by
-the notebooks and the static-site build."""
+the notebooks and the static-site build; and how a notebook reads its number controls."""
 
 from __future__ import annotations
+
+import math
+
+from lab.errors import InputError
 
 NOTEBOOKS: tuple[tuple[str, str, str], ...] = (
     (
@@ -99,3 +103,20 @@ def readout(html: str) -> str:
     """Wrap Python-computed output that follows a control; the static site labels it as computed at
     build time, because there no kernel recomputes it when the control moves."""
     return f'<div class="{READOUT_CLASS}">{html}</div>'
+
+
+def whole_number(value, *, label: str, low: int, high: int) -> int:
+    """A number control's value as a whole number in low..high, or InputError saying what to type.
+
+    marimo's number field hands over what was typed: a fraction such as 3.7, or None once the
+    field is cleared. Rounding 3.7 to a seed or a block the learner did not ask for would be
+    silent garbage, so it is refused in words beside the control instead.
+    """
+    wanted = f"{label}: type a whole number from {low} to {high}"
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise InputError(f"{wanted}; the field is empty.")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"{wanted}, not {value!r}.")
+    if not float(value).is_integer() or not low <= value <= high:
+        raise InputError(f"{wanted}, not {value:g}.")
+    return int(value)

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import marimo as mo
 import numpy as np
+import pytest
 
 from lab.teach import charts, course
 from widgets.build import site as sitebuild
@@ -170,3 +171,35 @@ def test_the_two_scale_rules_disagree_on_the_preset_block():
     assert int(mxfp4.quantize(disagree, rule="mlx").scale_bytes[0]) == 0x80  # ceil: 2^1
     source = (NOTEBOOKS / "03_mxfp4.py").read_text()
     assert '"7 (the rules disagree)": 7.0' in source and "Set the largest element to 7" in source
+
+
+# What marimo's number field can hand over, and what the notebooks make of it.
+WHOLE_NUMBER_CASES = [
+    (7, 7),
+    (7.0, 7),
+    (0, 0),
+    (10_000, 10_000),
+    (3.7, "from 0 to 10000, not 3.7."),
+    (None, "from 0 to 10000; the field is empty."),
+    ("", "from 0 to 10000; the field is empty."),
+    (-1, "not -1."),
+    (10_001, "not 10001."),
+    (1e300, "not 1e+300."),
+    (float("nan"), "not nan."),
+    (float("inf"), "not inf."),
+    (True, "not True."),
+    ("7", "not '7'."),
+]
+
+
+@pytest.mark.parametrize(("value", "expected"), WHOLE_NUMBER_CASES)
+def test_whole_number_reads_a_number_control_or_says_what_to_type(value, expected):
+    from lab.errors import InputError
+    from lab.teach.course import whole_number
+
+    if isinstance(expected, int):
+        assert whole_number(value, label="random seed", low=0, high=10_000) == expected
+        return
+    with pytest.raises(InputError) as refusal:
+        whole_number(value, label="random seed", low=0, high=10_000)
+    assert str(refusal.value).startswith("random seed: type a whole number") and str(refusal.value).endswith(expected)

@@ -33,3 +33,31 @@ def test_a_click_in_the_widget_reaches_the_kernel(live_notebook):
         page.get_by_role("heading", name="Doing 0111 by hand").wait_for(timeout=30000)
         assert page.get_by_text("(+1) \u00d7 2^(3 \u2212 1) \u00d7 (1 + 1/2) = 6").count() >= 1
         assert log.blocked == []
+
+
+def test_a_seed_that_is_not_a_whole_number_is_refused_beside_it():
+    """Notebook 3's seed field: 3.7 or an empty field is refused in the lab's words (it used to
+    raise inside the cell, and the block's whole section vanished); a whole number brings it back."""
+    notebook = NOTEBOOKS / "03_mxfp4.py"
+    with (
+        marimo_server(Path(sys.executable), "run", notebook, quiet=True, start_s=60) as server,
+        browser_page() as (page, log),
+    ):
+        page.goto(server.url())
+        page.get_by_text("amax =").first.wait_for(timeout=60000)
+        field = (
+            page.get_by_role("spinbutton", name="random seed")
+            .or_(page.get_by_role("textbox", name="random seed"))
+            .first
+        )
+        wanted = "random seed: type a whole number from 0 to 10000"
+        for entry, refusal in [("3.7", f"{wanted}, not 3.7."), ("", f"{wanted}; the field is empty.")]:
+            field.fill(entry)
+            field.press("Enter")
+            page.get_by_text(refusal).wait_for(timeout=30000)
+            assert page.get_by_text("amax =").count() == 0
+        field.fill("12")
+        field.press("Enter")
+        page.get_by_text("amax =").first.wait_for(timeout=30000)
+        assert page.get_by_text("type a whole number").count() == 0
+        assert log.blocked == [] and log.console_errors == []
