@@ -1,8 +1,9 @@
 """Reading a file the learner names, with the operating system's refusals in the lab's words.
 
 An OSError from open, fstat, read or mmap becomes a FileReadError that names the path and the
-reason (no such file, permission denied, a directory, an input/output error), so a reader never
-ends in a bare traceback for a file it could not read.
+reason (no such file, permission denied, a directory, an input/output error, a name too long), so
+a reader never ends in a bare traceback for a file it could not read. The path is named as
+`shown_path` writes it: a pasted page of text is not echoed whole, and control characters show.
 """
 
 from __future__ import annotations
@@ -10,10 +11,36 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 from lab.errors import FileReadError
+
+#: the longest path a message repeats whole; a longer one keeps its start and its end
+SHOWN_PATH_CHARS = 120
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """`path` as a message names it: control characters escaped (a NUL shows as \\x00), and a
+    path longer than SHOWN_PATH_CHARS cut in the middle, where an ellipsis says so."""
+    text = "".join(char if char.isprintable() else repr(char)[1:-1] for char in os.fspath(path))
+    if len(text) <= SHOWN_PATH_CHARS:
+        return text
+    half = (SHOWN_PATH_CHARS - 1) // 2
+    return f"{text[:half]}…{text[-half:]}"
+
+
+def is_regular_file(path: str | os.PathLike) -> bool:
+    """Whether `path` names a regular file rather than a folder, a device or a pipe. Where there is
+    nothing to name, FileReadError says why: no such file, a NUL in the name, a name too long for
+    the file system, no permission to look (Path.is_file answers False or lets an OSError out)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except ValueError as error:  # a NUL: no file system has such a name, so nothing to stat
+        raise FileReadError(f"cannot open {shown_path(path)}: a file name cannot hold a NUL character") from error
+    except OSError as error:
+        raise FileReadError(f"cannot open {shown_path(path)}: {error.strerror or error}") from error
 
 
 def map_or_read(path: str | os.PathLike, *, map_from: int = 1) -> mmap.mmap | bytes:
@@ -29,7 +56,7 @@ def map_or_read(path: str | os.PathLike, *, map_from: int = 1) -> mmap.mmap | by
     try:
         handle = open(path, "rb")  # closed by the with block below, outside this try
     except OSError as error:
-        raise FileReadError(f"cannot open {path}: {error.strerror or error}") from error
+        raise FileReadError(f"cannot open {shown_path(path)}: {error.strerror or error}") from error
     with handle:
         try:
             size = os.fstat(handle.fileno()).st_size
@@ -37,7 +64,7 @@ def map_or_read(path: str | os.PathLike, *, map_from: int = 1) -> mmap.mmap | by
                 return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
             return handle.read() if size == 0 and map_from <= 1 else handle.read(map_from)
         except OSError as error:
-            raise FileReadError(f"cannot read {path}: {error.strerror or error}") from error
+            raise FileReadError(f"cannot read {shown_path(path)}: {error.strerror or error}") from error
 
 
 @contextlib.contextmanager

@@ -22,7 +22,8 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from lab.errors import LabError, UnsupportedTypeError
+from lab.errors import FileReadError, LabError, UnsupportedTypeError
+from lab.files import shown_path
 from lab.formats import mxfp4, nvfp4
 from lab.interop.gguf import DECODABLE_TYPES, FLOAT_TYPES, TENSOR_TYPES, TYPE_IDS, GGUFFile, decode_raw, open_gguf
 from lab.interop.gguf.recipes import explain_recipe
@@ -78,7 +79,10 @@ def _release(file: GGUFFile, scratch: tempfile.TemporaryDirectory | None) -> Non
 
 def open_path(path: str | Path, source: str | None = None, *, decode_budget: int | None = None) -> GGUFBrowser:
     """A file on this machine, memory-mapped and validated; never read whole, whatever its size."""
-    path = Path(path).expanduser()
+    try:
+        path = Path(path).expanduser()
+    except RuntimeError as error:  # "~name" where this machine has no user called name
+        raise FileReadError(f"cannot open {shown_path(path)}: this machine has no such home directory") from error
     gf = open_gguf(path, decode_budget=decode_budget)
     return GGUFBrowser(gf, source or str(path), path.stat().st_size)
 

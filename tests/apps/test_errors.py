@@ -309,3 +309,30 @@ def test_read_only_map_leaves_errors_from_its_body_alone(tmp_path):
     with pytest.raises(OSError, match="from the body"):
         with read_only_map(tmp_path / "data.bin"):
             raise OSError("from the body")
+
+
+# Paths a learner can type or paste into notebook 6's path box, and the refusal each gets: the
+# lab's own error class, a message that says why, never the whole of a pasted page.
+TYPED_PATHS = [
+    ("x" * 5000, "FileReadError", r"^cannot open x{59}…x{59}: File name too long$"),
+    ("/" + "d/" * 3000, "FileReadError", r"^cannot open /d/d.*….*d/d: File name too long$"),
+    ("~no-such-user-of-this-lab/model.gguf", "FileReadError", "this machine has no such home directory"),
+    ("a\x00b.gguf", "FileReadError", r"^cannot open a\\x00b\.gguf: a file name cannot hold a NUL character$"),
+    ("/etc/passwd/model.gguf", "FileReadError", r"^cannot open /etc/passwd/model\.gguf: Not a directory$"),
+    ("/dev/null", "GGUFFormatError", r"^/dev/null is not a regular file$"),
+    ("café\n.gguf", "FileReadError", r"^cannot open .*café\\n\.gguf: No such file"),
+]
+
+
+@pytest.mark.parametrize(("typed", "error", "message"), TYPED_PATHS)
+def test_a_typed_path_is_refused_in_the_labs_words(typed, error, message):
+    import re
+
+    from lab.errors import LabError
+    from lab.teach import gguf_browser
+
+    with pytest.raises(LabError) as refusal:
+        gguf_browser.open_path(typed)
+    assert type(refusal.value).__name__ == error
+    assert re.search(message, str(refusal.value)), str(refusal.value)
+    assert len(str(refusal.value)) < 300

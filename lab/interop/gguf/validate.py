@@ -8,12 +8,11 @@ import struct
 from array import array
 from dataclasses import dataclass
 from itertools import pairwise
-from pathlib import Path
 
 import numpy as np
 
 from lab.errors import GGUFFormatError
-from lab.files import map_or_read
+from lab.files import is_regular_file, map_or_read, shown_path
 from lab.interop.gguf.layout import (
     ALIGNMENT_KEY,
     DEFAULT_ALIGNMENT,
@@ -330,9 +329,8 @@ def validate(buffer) -> Layout:
 def map_file(path) -> mmap.mmap | bytes:
     """The file at `path` as a read-only memory map, whose pages are read only when touched; or
     its first bytes when it is too short to be GGUF (an empty file cannot be memory-mapped)."""
-    path = Path(path)
-    if not path.is_file():
-        raise GGUFFormatError(f"{path} is not a regular file")
+    if not is_regular_file(path):
+        raise GGUFFormatError(f"{shown_path(path)} is not a regular file")
     # a pseudo-file such as /proc/self/mem reports size 0: its first bytes are read, or refused by name
     return map_or_read(path, map_from=HEADER_BYTES)
 
