@@ -92,9 +92,9 @@ def _(gguf_tools, np, path):
 
 
 @app.cell(hide_code=True)
-def _(format_number, inventory, mo, path):
+def _(course, format_number, inventory, mo, path):
     _rows = "\n".join(
-        f"| `{row['name']}` | {row['type']} | {' × '.join(str(n) for n in row['shape'])} | {row['bytes']:,} | {format_number(round(row['bits_per_weight'], 4))} |"
+        f"| {course.code_name(row['name'])} | {row['type']} | {' × '.join(str(n) for n in row['shape'])} | {row['bytes']:,} | {format_number(round(row['bits_per_weight'], 4))} |"
         for row in inventory
     )
     mo.md(
@@ -210,14 +210,14 @@ def _(browse_error, browsed, browsing_toy, course, gguf_browser, mo):
     _tensors = course.table(
         ["tensor", "type", "shape", "bytes", "the lab decodes it"],
         [
-            [f"`{row.name}`", row.type_name, row.shape_text, f"{row.n_bytes:,}", "yes" if row.supported else "no"]
+            [course.code_name(row.name), row.type_name, row.shape_text, f"{row.n_bytes:,}", "yes" if row.supported else "no"]
             for row in _shown
         ],
     )
     _metadata = course.table(
         ["key", "type", "length", "value (arrays: the first five)"],
         [
-            [f"`{row.key}`", row.type_label, "" if row.length is None else f"{row.length:,}", row.value_text]
+            [course.code_name(row.key), row.type_label, "" if row.length is None else f"{row.length:,}", row.value_text]
             for row in gguf_browser.metadata_rows(browsed.file)
         ],
     )

@@ -111,7 +111,7 @@ def _(course, format_choice, format_number, mo, report):
     _records = [row for row in report.records() if row["format"] == format_choice.value]
     _measured = sorted((row for row in _records if not row["skipped"]), key=lambda row: -row["relative_rmse"])
     _rows = "\n".join(
-        f"| `{row['tensor']}` | {'×'.join(str(n) for n in row['shape'])} | "
+        f"| {course.code_name(row['tensor'])} | {'×'.join(str(n) for n in row['shape'])} | "
         f"{row['relative_rmse']:.4f} | {format_number(round(row['max_abs_error'], 4))} | {row['outlier_share']:.3%} |"
         for row in _measured
     )
@@ -120,7 +120,7 @@ def _(course, format_choice, format_number, mo, report):
     _reasons = {}
     for _row in _records:
         if _row["skipped"]:
-            _reasons.setdefault(_row["skipped"].removeprefix("skipped: "), []).append(f"`{_row['tensor']}`")
+            _reasons.setdefault(_row["skipped"].removeprefix("skipped: "), []).append(course.code_name(_row["tensor"]))
     _skipped = "".join(
         f"\n\n**Skipped, {len(_names)} of {len(_records)}**, {_reason}: {', '.join(_names)}."
         for _reason, _names in _reasons.items()

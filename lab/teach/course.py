@@ -3,7 +3,9 @@ the notebooks and the static-site build; and how a notebook reads its number con
 
 from __future__ import annotations
 
+import html
 import math
+import re
 
 from lab.errors import InputError
 
@@ -94,6 +96,14 @@ def table(header: list[str], rows: list[list[str]]) -> str:
         return "| " + " | ".join(str(cell).replace("|", r"\|") for cell in cells) + " |"
 
     return "\n".join([line(header), "|" + "---|" * len(header), *(line(row) for row in rows)])
+
+
+def code_name(name: str) -> str:
+    """A dotted name (a tensor's, a metadata key's) as inline code for Markdown, free to break after
+    each dot: on a phone, encoder.layer.0.attention.output.dense.weight wraps at its dots rather than
+    mid-word or off the page, and copies back as the same name."""
+    parts = re.split(r"(?<=\.)", name)
+    return "<code>" + "<wbr>".join(html.escape(part).replace("|", "&#124;") for part in parts) + "</code>"
 
 
 READOUT_CLASS = "lab-readout"

@@ -203,3 +203,19 @@ def test_whole_number_reads_a_number_control_or_says_what_to_type(value, expecte
     with pytest.raises(InputError) as refusal:
         whole_number(value, label="random seed", low=0, high=10_000)
     assert str(refusal.value).startswith("random seed: type a whole number") and str(refusal.value).endswith(expected)
+
+
+@pytest.mark.parametrize(
+    "name", ["encoder.layer.0.attention.output.dense.weight", "blk.0.attn_q.weight", "a<b>|c.d", "plain"]
+)
+def test_code_name_breaks_only_after_dots_and_reads_back_as_the_name(name):
+    import html
+
+    from lab.teach.course import code_name
+
+    written = code_name(name)
+    assert "|" not in written and written.count("<wbr>") == name.count(".")
+    # what a reader copies: the tags dropped, the entities read back
+    assert html.unescape(re.sub(r"<[^>]+>", "", written)) == name
+    # marimo's Markdown passes the element through (a table cell keeps it whole)
+    assert written in mo.md(f"| tensor |\n|---|\n| {written} |").text
