@@ -263,8 +263,8 @@ function metadataTable() {
 
 // The twelve metadata bytes bit by bit (bit 7 on the left), with the bits that make s_j and m_j
 // of the two traced subblocks coloured: for j = 4..7 each field is two pieces in two bytes. Drawn
-// to its width on screen (ui.js svgWidth), so its 16 px text stays 16 px on a phone; each byte's
-// hex and field names sit after its bits where every row's fit there, else on a line below them.
+// to its width on screen (ui.js svgWidth), so its 16 px text stays 16 px on a phone. Each byte's
+// hex and field names follow its bits where every row's fit beside them, else go on a line below.
 function metadataBits() {
   const cell = 22;
   let width = DRAWN_WIDTH;
