@@ -9,7 +9,7 @@ import { iq4NlValue } from "./codec/formats/iq4_nl.js";
 import { nf4Level } from "./codec/formats/nf4.js";
 import { q4_0Value } from "./codec/formats/q4_0.js";
 import { formatFloat32, parseByte } from "./codec/numbers.js";
-import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, stackingTable, pickOne } from "./ui.js";
+import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, stackingTable, pickOne, watchSize, svgWidth, textWidth, labelRows, DRAWN_WIDTH } from "./ui.js";
 
 const BIT_NAMES = ["sign", "exponent bit 1", "exponent bit 0", "fraction bit"];
 
@@ -131,52 +131,68 @@ function readouts() {
 // Each decoder's sixteen levels on one line, divided by the row's largest magnitude so every row
 // spans at most −1..1 with zero in one place: uniform, floating-point and quantile spacing side by
 // side. The current code's level is the thick mark in every row; the thin marks show the other
-// fifteen, in code order.
+// fifteen, in code order. Drawn to its width on screen (ui.js svgWidth), so its 16 px labels stay
+// 16 px on a phone; the lines start just past the widest decoder's name.
 function levelRows() {
-  const width = 640;
-  const left = 150;
-  const right = width - 20;
   const rowHeight = 34;
-  const x = (unit) => left + ((unit + 1) / 2) * (right - left);
+  let width = DRAWN_WIDTH;
+  let left = 0; // where the lines start, just past the widest name: set by layout()
+  const x = (unit) => left + ((unit + 1) / 2) * (width - 20 - left);
   const rows = DECODERS.map((decoder, row) => {
     const levels = Array.from({ length: 16 }, (_, each) => decoder.decode(each));
     const reach = Math.max(...levels.map(Math.abs));
     const y = 24 + row * rowHeight;
+    const name = svg("text", { x: 4, y: y + 5, class: "lab-tick" }, decoder.title);
+    const axis = svg("line", { y1: y, y2: y, class: "lab-axis lab-axis-faint" });
     const marks = Array.from({ length: 15 }, () => svg("line", { y1: y - 7, y2: y + 7, class: "lab-mark" }));
     const current = svg("line", { y1: y - 12, y2: y + 12, class: "lab-mark lab-mark-current" });
     const title = svg("title", {});
-    const node = svg(
-      "g",
-      { "data-testid": `levels-${decoder.key}`, "data-spacing": decoder.spacing },
-      svg("text", { x: 4, y: y + 5, class: "lab-tick" }, decoder.title),
-      svg("line", { x1: x(-1), x2: x(1), y1: y, y2: y, class: "lab-axis lab-axis-faint" }),
-      marks,
-      current,
-      title,
-    );
-    return { decoder, levels, reach, node, marks, current, title };
+    const node = svg("g", { "data-testid": `levels-${decoder.key}`, "data-spacing": decoder.spacing }, name, axis, marks, current, title);
+    return { decoder, levels, reach, node, name, axis, marks, current, title };
   });
   const bottom = 24 + DECODERS.length * rowHeight;
+  const ticks = [-1, 0, 1].map((tick) => ({ tick, label: svg("text", { y: bottom + 10, "text-anchor": "middle", class: "lab-tick" }, formatNumber(tick)) }));
   const node = svg(
     "svg",
-    { viewBox: `0 0 ${width} ${bottom + 16}`, class: "lab-ruler lab-levels", role: "img", "data-testid": "levels" },
+    { class: "lab-ruler lab-levels", role: "img", "data-testid": "levels" },
     rows.map((row) => row.node),
-    [-1, 0, 1].map((tick) => svg("text", { x: x(tick), y: bottom + 10, "text-anchor": "middle", class: "lab-tick" }, formatNumber(tick))),
+    ticks.map(({ label }) => label),
   );
+  let code = null;
+
+  // Everything placed along x, for this width and code.
+  function layout() {
+    left = 4 + Math.ceil(Math.max(...rows.map((row) => textWidth(row.name)))) + 12;
+    setAttr(node, "viewBox", `0 0 ${width} ${bottom + 16}`);
+    for (const { levels, reach, axis, marks, current } of rows) {
+      setAttrs(axis, { x1: x(-1), x2: x(1) });
+      marks.forEach((mark, i) => {
+        const level = levels[i < code ? i : i + 1];
+        setAttrs(mark, { x1: x(level / reach), x2: x(level / reach) });
+      });
+      setAttrs(current, { x1: x(levels[code] / reach), x2: x(levels[code] / reach) });
+    }
+    for (const { tick, label } of ticks) setAttr(label, "x", x(tick));
+  }
+
+  // Laid out again on the page (its names measured, not estimated) and at every new width; the
+  // frame is HTML, since the sentinel that watches it cannot sit in an SVG.
+  const frame = h("div", {}, node);
+  watchSize(frame, () => {
+    width = svgWidth(node);
+    if (code !== null) layout();
+  });
   return {
-    node,
-    patch(code) {
-      for (const { decoder, levels, reach, node: group, marks, current, title } of rows) {
+    node: frame,
+    patch(next) {
+      code = next;
+      for (const { decoder, levels, reach, node: group, title } of rows) {
         const value = levels[code];
         setAttrs(group, { "data-value": String(value), "data-normalised": String(value / reach) });
-        marks.forEach((mark, i) => {
-          const level = levels[i < code ? i : i + 1];
-          setAttrs(mark, { x1: x(level / reach), x2: x(level / reach) });
-        });
-        setAttrs(current, { x1: x(value / reach), x2: x(value / reach) });
         setText(title, `${decoder.title} (${decoder.where}): code ${code} is ${formatNumber(value)}, ${formatNumber(value / reach)} of the row's reach ${formatNumber(reach)}; ${decoder.spacing} spacing`);
       }
       setAttr(node, "aria-label", `the sixteen levels of each decoder on one line, scaled to its largest magnitude; code ${code} is ${rows.map((row) => `${formatNumber(row.levels[code])} as ${row.decoder.title}`).join(", ")}`);
+      layout();
     },
   };
 }
@@ -224,29 +240,52 @@ function codeTable(model) {
   };
 }
 
-// The representable E2M1 values on a number line: uneven gaps, and two codes at zero.
+// The representable E2M1 values on a number line: uneven gaps, and two codes at zero. Drawn to its
+// width on screen (ui.js svgWidth), so its 16 px labels stay 16 px on a phone. The values near
+// zero are only 0.5 apart, so each label takes the first row under the line in which it clears
+// the labels to its left (ui.js labelRows): two rows on a wide screen, more on a phone.
 function ruler() {
-  const width = 640;
+  let width = DRAWN_WIDTH;
   const x = (value) => 30 + ((value + 6) / 12) * (width - 60);
-  const marks = [];
-  const nodes = [];
-  for (let each = 0; each < 16; each += 1) {
-    const value = E2M1_VALUES[each];
-    if (each === 8) continue; // −0 shares +0's position; labelled below
-    const line = svg("line", { x1: x(value), x2: x(value), y1: 30 });
-    marks.push({ line, value });
-    // Marks within 1.5 of zero are only 0.5 apart: stagger their labels so they stay legible.
-    const lowered = Math.abs(value) <= 1.5 && Math.round(Math.abs(value) * 2) % 2 === 1;
-    nodes.push(line, svg("text", { x: x(value), y: lowered ? 64 : 50, "text-anchor": "middle", class: "lab-tick" }, formatNumber(value)));
+  const axis = svg("line", { y1: 30, y2: 30, class: "lab-axis" });
+  // −0 (code 8) shares +0's mark; the note below the labels names both.
+  const marks = E2M1_VALUES.filter((_, each) => each !== 8)
+    .sort((a, b) => a - b)
+    .map((value) => ({
+      value,
+      line: svg("line", { y1: 30 }),
+      label: svg("text", { "text-anchor": "middle", class: "lab-tick" }, formatNumber(value)),
+    }));
+  const zeroNote = svg("text", { "text-anchor": "middle", class: "lab-tick lab-zero-note" }, "+0 and −0 (codes 0000 and 1000)");
+  const node = svg(
+    "svg",
+    { class: "lab-ruler", role: "img", "aria-label": "the E2M1 values on a number line: gaps of 0.5 near zero, 2 between 4 and 6" },
+    axis,
+    marks.map(({ line, label }) => [line, label]),
+    zeroNote,
+  );
+
+  // Everything placed along x, and the label rows that follow from it, for this width.
+  function layout() {
+    setAttrs(axis, { x1: x(-6), x2: x(6) });
+    const rowOf = labelRows(marks.map(({ value, label }) => [x(value) - textWidth(label) / 2, x(value) + textWidth(label) / 2]));
+    marks.forEach(({ value, line, label }, i) => {
+      setAttrs(line, { x1: x(value), x2: x(value) });
+      setAttrs(label, { x: x(value), y: 50 + 20 * rowOf[i] }); // rows 20 apart: 16 px type is about 19 px tall
+    });
+    const noteY = 50 + 20 * Math.max(...rowOf) + 24;
+    setAttrs(zeroNote, { x: x(0), y: noteY });
+    setAttr(node, "viewBox", `0 0 ${width} ${noteY + 8}`);
   }
-  nodes.push(svg("text", { x: x(0), y: 84, "text-anchor": "middle", class: "lab-tick lab-zero-note" }, "+0 and −0 (codes 0000 and 1000)"));
+
+  // Laid out again on the page (its labels measured, not estimated) and at every new width.
+  const frame = h("div", {}, node);
+  watchSize(frame, () => {
+    width = svgWidth(node);
+    layout();
+  });
   return {
-    node: svg(
-      "svg",
-      { viewBox: `0 0 ${width} 92`, class: "lab-ruler", role: "img", "aria-label": "the E2M1 values on a number line: gaps of 0.5 near zero, 2 between 4 and 6" },
-      svg("line", { x1: x(-6), x2: x(6), y1: 30, y2: 30, class: "lab-axis" }),
-      nodes,
-    ),
+    node: frame,
     patch(code) {
       const current = E2M1_VALUES[code];
       for (const { line, value } of marks) {

@@ -14,7 +14,7 @@ import {
   q4kMetadataSources,
 } from "./codec/formats/q4k.js";
 import { parseByte, parseNumber } from "./codec/numbers.js";
-import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, stackingTable, pickOne, gridColumns, cellFrames } from "./ui.js";
+import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, stackingTable, pickOne, gridColumns, cellFrames, watchSize, svgWidth, textWidth, DRAWN_WIDTH } from "./ui.js";
 
 const REGIONS = [
   { name: "d", start: 0, end: 2, className: "lab-region-d" },
@@ -262,27 +262,56 @@ function metadataTable() {
 }
 
 // The twelve metadata bytes bit by bit (bit 7 on the left), with the bits that make s_j and m_j
-// of the two traced subblocks coloured: for j = 4..7 each field is two pieces in two bytes.
+// of the two traced subblocks coloured: for j = 4..7 each field is two pieces in two bytes. Drawn
+// to its width on screen (ui.js svgWidth), so its 16 px text stays 16 px on a phone. Each byte's
+// hex and field names follow its bits where every row's fit beside them, else go on a line below.
 function metadataBits() {
   const cell = 22;
+  let width = DRAWN_WIDTH;
   const rows = Array.from({ length: 12 }, (_, index) => {
-    const y = index * (cell + 4);
-    const bits = [7, 6, 5, 4, 3, 2, 1, 0].map((bit, column) => {
-      const x = 70 + column * cell;
+    const bits = [7, 6, 5, 4, 3, 2, 1, 0].map((bit) => {
       const title = svg("title", {});
       return {
         bit,
         title,
-        rect: svg("rect", { x, y, width: cell - 2, height: cell }, title),
-        value: svg("text", { x: x + (cell - 2) / 2, y: y + 16, "text-anchor": "middle", class: "lab-tick" }),
+        rect: svg("rect", { width: cell - 2, height: cell }, title),
+        value: svg("text", { "text-anchor": "middle", class: "lab-tick" }),
       };
     });
-    const hex = svg("text", { x: 70 + 8 * cell + 10, y: y + 16, class: "lab-tick" });
-    return { bits, hex, nodes: [svg("text", { x: 0, y: y + 16, class: "lab-tick" }, `B[${index}]`), bits.map((each) => [each.rect, each.value]), hex] };
+    const name = svg("text", { x: 0, class: "lab-tick" }, `B[${index}]`);
+    const hex = svg("text", { class: "lab-tick" });
+    return { bits, name, hex, nodes: [name, bits.map((each) => [each.rect, each.value]), hex] };
   });
-  const node = svg("svg", { viewBox: `0 0 520 ${12 * (cell + 4)}`, class: "lab-metadata-bits", role: "img" }, rows.map((row) => row.nodes));
+  const node = svg("svg", { class: "lab-metadata-bits", role: "img" }, rows.map((row) => row.nodes));
   let metadata = null;
   let owners = new Map(); // "byte:bit" -> field label and colour class
+
+  // Every row placed for this width and these texts.
+  function layout() {
+    const bitsLeft = Math.ceil(Math.max(...rows.map((row) => textWidth(row.name)))) + 12;
+    const bitsRight = bitsLeft + 8 * cell;
+    const beside = bitsRight + 10 + Math.max(...rows.map((row) => textWidth(row.hex))) <= width;
+    const rowHeight = beside ? cell + 4 : cell + 26; // below: a 20-unit line for 16 px type
+    setAttr(node, "viewBox", `0 0 ${width} ${12 * rowHeight}`);
+    rows.forEach((row, index) => {
+      const y = index * rowHeight;
+      setAttr(row.name, "y", y + 16);
+      row.bits.forEach((each, column) => {
+        const x = bitsLeft + column * cell;
+        setAttrs(each.rect, { x, y });
+        setAttrs(each.value, { x: x + (cell - 2) / 2, y: y + 16 });
+      });
+      setAttrs(row.hex, beside ? { x: bitsRight + 10, y: y + 16 } : { x: bitsLeft, y: y + cell + 18 });
+    });
+  }
+
+  // Laid out again on the page (its text measured, not estimated) and at every new width; the
+  // frame is HTML, since the sentinel that watches it cannot sit in an SVG.
+  const frame = h("div", {}, node);
+  watchSize(frame, () => {
+    width = svgWidth(node);
+    if (metadata !== null) layout();
+  });
   function patchRow(index) {
     const row = rows[index];
     const byte = metadata[index];
@@ -297,7 +326,7 @@ function metadataBits() {
     setText(row.hex, `${hexByte(byte)}${labels.length ? "  → " + labels.join(", ") : ""}`);
   }
   return {
-    node,
+    node: frame,
     values(block) {
       const next = block.slice(Q4K_METADATA_OFFSET, Q4K_PAYLOAD_OFFSET);
       const before = metadata;
@@ -305,6 +334,7 @@ function metadataBits() {
       next.forEach((byte, index) => {
         if (before === null || before[index] !== byte) patchRow(index);
       });
+      layout();
     },
     mark(traced) {
       owners = new Map();
@@ -327,32 +357,48 @@ function metadataBits() {
         `the 12 metadata bytes bit by bit; coloured bits make s${traced.low.subblock}, m${traced.low.subblock}, s${traced.high.subblock} and m${traced.high.subblock}`,
       );
       rows.forEach((_, index) => patchRow(index));
+      layout();
     },
   };
 }
 
 // All 256 weights as bars from a zero line, subblocks in alternating colours, the traced lanes
 // highlighted. The vertical range covers the weights and zero, so no space is spent on a sign
-// the block does not use.
+// the block does not use. Drawn to its width on screen (ui.js svgWidth), so its 16 px labels stay
+// 16 px on a phone: each subblock is numbered below its 32 lanes, and one line below says so.
 function laneView() {
-  const width = 768;
   const plotHeight = 160;
+  let width = DRAWN_WIDTH;
   const bars = Array.from({ length: 256 }, (_, lane) => {
     const title = svg("title", {});
-    return { title, rect: svg("rect", { x: lane * 3, width: 2.6 }, title) };
+    return { title, rect: svg("rect", {}, title) };
   });
-  const axis = svg("line", { x1: 0, x2: width, class: "lab-axis" });
-  const node = svg(
-    "svg",
-    { viewBox: `0 0 ${width} ${plotHeight + 22}`, class: "lab-lanes", role: "img" },
-    axis,
-    bars.map((bar) => bar.rect),
-    [0, 1, 2, 3, 4, 5, 6, 7].map((j) => svg("text", { x: j * 96 + 48, y: plotHeight + 18, "text-anchor": "middle", class: "lab-tick" }, `subblock ${j}`)),
-  );
+  const axis = svg("line", { x1: 0, class: "lab-axis" });
+  const numbers = [0, 1, 2, 3, 4, 5, 6, 7].map((j) => svg("text", { y: plotHeight + 18, "text-anchor": "middle", class: "lab-tick" }, String(j)));
+  const numbersTitle = svg("text", { y: plotHeight + 40, "text-anchor": "middle", class: "lab-tick" }, "subblock (32 lanes each)");
+  const node = svg("svg", { viewBox: `0 0 ${width} ${plotHeight + 46}`, class: "lab-lanes", role: "img" }, axis, bars.map((bar) => bar.rect), numbers, numbersTitle);
+
+  // Everything placed along x, for this width.
+  function layout() {
+    const lanePitch = width / 256;
+    setAttr(node, "viewBox", `0 0 ${width} ${plotHeight + 46}`);
+    setAttr(axis, "x2", width);
+    bars.forEach((bar, lane) => setAttrs(bar.rect, { x: lane * lanePitch, width: 0.87 * lanePitch })); // a gap between neighbours
+    numbers.forEach((number, j) => setAttr(number, "x", (j + 0.5) * 32 * lanePitch));
+    setAttr(numbersTitle, "x", width / 2);
+  }
+
+  // Laid out again at every new width; the frame is HTML, since the sentinel that watches it
+  // cannot sit in an SVG.
+  const frame = h("div", {}, node);
+  watchSize(frame, () => {
+    width = svgWidth(node);
+    layout();
+  });
   let current = [];
   const className = (lane) => (current.includes(lane) ? "lab-lane-current" : Math.floor(lane / 32) % 2 ? "lab-lane-odd" : "lab-lane");
   return {
-    node,
+    node: frame,
     weights(weights) {
       const finite = weights.filter(Number.isFinite);
       const highest = Math.max(0, ...finite);

@@ -8,7 +8,7 @@
 import { E2M1_MAX } from "./codec/codes/e2m1.js";
 import { parseNumber, parseNumberRow } from "./codec/numbers.js";
 import { scaleAnalyse, scaleRepresentable } from "./codec/teach/scale.js";
-import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, resize, checker, stackingTable, watchSize, svgWidth, textWidth, DRAWN_WIDTH } from "./ui.js";
+import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, resize, checker, stackingTable, watchSize, svgWidth, textWidth, labelRows, DRAWN_WIDTH } from "./ui.js";
 
 const POWERS = [-6, -5, -4, -3, -2, -1, 0, 1, 2]; // the power-of-two scales offered as buttons
 // The slider and the chart span 2^-6 .. 2^2 in log2 steps of 1 (the article's lab) or 1/20.
@@ -250,7 +250,7 @@ function errorChart() {
   const right = 20;
   const top = 72; // room for three rows of labels, 20 apart: 16 px type is about 19 px from top to bottom
   const bottom = 242;
-  const labelRows = 3;
+  const rowsAbove = 3;
   let width = DRAWN_WIDTH;
   let left = 56; // room for the y axis's labels, widened to fit them
   const x = (log2) => left + ((log2 - LOG2_LOW) / (LOG2_HIGH - LOG2_LOW)) * (width - left - right);
@@ -326,16 +326,13 @@ function errorChart() {
     setAttr(curveLine, "points", curve.points.map((point) => `${x(point.log2).toFixed(1)},${y(point.deltaY).toFixed(1)}`).join(" "));
     for (const mark of [best, current, ...clips]) setAttrs(mark.line, { x1: at(mark.scale), x2: at(mark.scale) });
     setAttrs(dot, { cx: at(result.scale), cy: y(result.deltaY) });
-    // Labels above the plot, left to right, each in the lowest row where it clears the one before.
-    const rowEnds = new Array(labelRows).fill(-Infinity);
+    // Labels above the plot, left to right, each in the lowest row where it clears the one before
+    // (ui.js labelRows).
     const labelled = [best, ...clips].sort((a, b) => at(a.scale) - at(b.scale));
-    for (const mark of labelled) {
-      const half = textWidth(mark.text) / 2;
-      const centre = Math.min(Math.max(at(mark.scale), half), width - half); // kept inside the chart
-      const row = rowEnds.findIndex((end) => end + 6 <= centre - half);
-      setAttrs(mark.text, { x: centre, y: top - 14 - 20 * Math.max(row, 0), visibility: row < 0 ? "hidden" : null });
-      if (row >= 0) rowEnds[row] = centre + half;
-    }
+    const halves = labelled.map((mark) => textWidth(mark.text) / 2);
+    const centres = labelled.map((mark, i) => Math.min(Math.max(at(mark.scale), halves[i]), width - halves[i])); // kept inside the chart
+    const rowOf = labelRows(centres.map((centre, i) => [centre - halves[i], centre + halves[i]]), rowsAbove);
+    labelled.forEach((mark, i) => setAttrs(mark.text, { x: centres[i], y: top - 14 - 20 * Math.max(rowOf[i], 0), visibility: rowOf[i] < 0 ? "hidden" : null }));
   }
 
   return {

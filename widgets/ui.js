@@ -64,6 +64,22 @@ export function textWidth(node) {
   return node.textContent.length * 0.65 * 16; // .lab-tick's 16 px, about 0.65 of it a character
 }
 
+/**
+ * Rows for labels along a line, so that no two touch: `spans` are the labels' [start, end], in
+ * order of where they sit on the line, and each label takes the lowest row in which it starts at
+ * least `gap` after the last label there. Returns each label's row (0 the first), or −1 for a
+ * label that none of the first `most` rows has room for.
+ */
+export function labelRows(spans, most = Infinity, gap = 6) {
+  const rowEnds = [];
+  return spans.map(([start, end]) => {
+    let row = rowEnds.findIndex((last) => last + gap <= start);
+    if (row < 0 && rowEnds.length < most) row = rowEnds.length;
+    if (row >= 0) rowEnds[row] = end;
+    return row;
+  });
+}
+
 /** How many columns a CSS grid has on screen now. */
 export function gridColumns(grid) {
   return getComputedStyle(grid).gridTemplateColumns.split(" ").length;
