@@ -58,7 +58,17 @@ def _(NibbleDecoder, mo):
 
 
 @app.cell(hide_code=True)
-def _(course, decoder, e2m1, format_float32, iq4_nl, mo, nf4, nibble, q4_0):
+def _(
+    course,
+    decoder,
+    e2m1,
+    format_float32,
+    format_number,
+    mo,
+    nf4,
+    nibble,
+    q4_0,
+):
     code = decoder.widget.code
     parts = e2m1.explain(code)
     readings = nibble.three_decoders(code)
@@ -75,10 +85,11 @@ def _(course, decoder, e2m1, format_float32, iq4_nl, mo, nf4, nibble, q4_0):
         This code is **{parts['kind']}**, so the rule is
         `{parts['formula']}`.
 
-        Read as UINT4 it is **{readings['uint4']}**; as INT4 it is **{readings['int4']}**;
-        as Q4_0 it is {code} − {q4_0.CODE_OFFSET} = **{code - q4_0.CODE_OFFSET}**; as NF4 it is
-        level {code}, **{format_float32(nf4.LEVELS[code])}**; as IQ4_NL it is codebook
-        entry {code}, **{int(iq4_nl.KVALUES[code])}**.
+        Read as UINT4 it is **{format_number(readings['uint4'])}**; as INT4 it is
+        **{format_number(readings['int4'])}**; as Q4_0 it is {code} − {q4_0.CODE_OFFSET} =
+        **{format_number(decoder.widget.q4_0)}**; as NF4 it is level {code},
+        **{format_float32(nf4.LEVELS[code])}**; as IQ4_NL it is codebook entry {code},
+        **{format_number(decoder.widget.iq4_nl)}**.
         """
     )
     mo.Html(course.readout(_text.text))
@@ -156,7 +167,7 @@ def _(mo):
     from widgets import CodeExplorer
 
     code_explorer = mo.ui.anywidget(CodeExplorer(format="E2M1", code=5, value_text="2.5"))
-    mo.vstack([mo.md("## Every E2M1 code, clickable"), code_explorer])
+    mo.vstack([mo.md("## Every code, clickable: E2M1, E8M0 and E4M3"), code_explorer])
     return
 
 

@@ -212,9 +212,10 @@ def _(mo):
     2. Set it to `0xFF`. What happens to the NVFP4 row, which shares the codes but not the
        scale? *(Check: the MXFP4 row is all NaN, the NVFP4 row is unchanged.)*
     3. Set the largest element to 7. Which scale bytes do `ocp` and `mlx` pick now, and which
-       has the smaller max error? *(Check: `0x7F` (scale 1) for `ocp`, which clips 7 to 6, and
-       `0x80` (scale 2) for `mlx`; the floor rule saturates the largest element, the ceil rule
-       coarsens the small ones.)*
+       has the smaller error? *(Check: `0x7F` (scale 1) for `ocp`, which clips 7 to 6, and
+       `0x80` (scale 2) for `mlx`, whose grid has no 7 either. Both max errors are 1, so the max
+       error cannot tell them apart; the relative RMS error can: `mlx`'s is larger, because the
+       ceil rule coarsens every small element to spare the largest.)*
     4. Look at the first four codes, which are planted midpoints. Which preset rounds 1.75
        (times the spread) up? *(Check: only `ocp`, which rounds half to even.)*
     """)

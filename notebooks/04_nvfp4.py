@@ -203,8 +203,10 @@ def _(mo):
     mo.md(r"""
     ## Try this
 
-    1. In the ownership view set the first E4M3 byte to `0x2A`. What is its value? *(Check:
-       exponent 5, fraction 2: 0.3125.)*
+    1. The ownership view's first E4M3 byte starts at `0x2A`. Work out its value by hand, then
+       set it to `0x31` and predict the new value before you look. *(Check: `0x2A` is exponent
+       5, fraction 2: 2^(5 − 7) × 1.25 = 0.3125; `0x31` is exponent 6, fraction 1:
+       2^(6 − 7) × 1.125 = 0.5625.)*
     2. Set the tensor scale to 2. Which row changes, and by what factor? *(Check: only NVFP4,
        every weight doubles.)*
     3. Turn the tensor scale off. What do the two block-scale bytes become, and does the error

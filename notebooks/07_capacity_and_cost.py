@@ -68,8 +68,10 @@ def _(bits_per_weight_chart, mo, sizes):
     mo.vstack(
         [
             mo.md(
-                "## MLX's affine grid\n\nMLX stores a 16-bit scale and a 16-bit bias per group, so a "
-                "group of G weights at b bits costs b + 32/G bits per weight.\n\n"
+                "## MLX's affine grid\n\nMLX stores each group's scale and bias in the weights' own "
+                "dtype. For a bfloat16 or float16 model, the usual case, that is a 16-bit scale and a "
+                "16-bit bias, so a group of G weights at b bits costs b + 32/G bits per weight (a float32 "
+                "model pays b + 64/G, as in notebook 9).\n\n"
                 "| bits | g32 | g64 | g128 |\n|---|---|---|---|\n" + _rows
             ),
             bits_per_weight_chart(),

@@ -75,7 +75,11 @@ def _(format_number, mo, report):
         + "\n\nThe floor scale rule (`ocp`) saturates the largest weight of a block, which shows in "
         "the max error; the ceil rule (`mlx`) never saturates but coarsens the rest. The scale search "
         "tries neighbouring scales per block and keeps the best: the scale lab's lesson, applied to "
-        "every block, with blocks MLX still decodes unchanged."
+        "every block, with blocks MLX still decodes unchanged.\n\n"
+        "MLX keeps an affine group's scale and bias in the weights' own dtype. This checkpoint is "
+        "float32, so here they cost 64 bits a group: 4-bit g64 spends 4 + 64/64 = 5 bits per weight "
+        "and g128 4.5. Notebook 7's grid is for a bfloat16 checkpoint, where they cost 32 bits a "
+        "group: 4-bit g64 is 4.5 there."
     )
     return
 

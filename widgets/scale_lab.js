@@ -473,8 +473,10 @@ function validRow(model) {
   const scale = model.get("scale");
   if (!w.ok) return { problem: w.message };
   if (!x.ok) return { problem: x.message };
-  if (w.values.length !== x.values.length)
-    return { problem: `the weight row has ${w.values.length} numbers and the input row ${x.values.length}; they must match` };
+  if (w.values.length !== x.values.length) {
+    const count = (n) => `${n} number${n === 1 ? "" : "s"}`;
+    return { problem: `the weight row has ${count(w.values.length)} and the input row ${count(x.values.length)}; they must match` };
+  }
   if (!(Number.isFinite(scale) && scale > 0 && scale <= LARGEST_SCALE)) {
     return { problem: `the scale must be a positive number no larger than ${formatNumber(LARGEST_SCALE)}` };
   }

@@ -63,6 +63,10 @@ def test_scale_lab_article_numbers_and_bad_input(pages):
         scale_field.fill("0.5")
         scale_field.press("Enter")
         assert _text(page, "delta-y") == "\u22120.25"
+        # rows of different lengths, counted in words a learner reads
+        page.get_by_role("textbox", name="weights w").fill("0.3")
+        page.get_by_role("textbox", name="weights w").press("Enter")
+        assert "the weight row has 1 number and the input row 4 numbers" in page.get_by_role("alert").first.inner_text()
         assert log.blocked == [] and log.console_errors == []
 
 
