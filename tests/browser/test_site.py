@@ -273,6 +273,13 @@ PROSE_SIZES = """() => {
 }"""
 
 
+# The labels, fields and values of marimo's own controls, each inside its control's shadow root.
+CONTROL_SIZES = """() => [...document.querySelectorAll("marimo-number, marimo-slider, marimo-dropdown, marimo-switch")]
+  .flatMap((control) => [...(control.shadowRoot ?? control).querySelectorAll(".mo-label :is(label, input, select, .text-xs)")])
+  .filter((element) => element.offsetParent !== null)
+  .map((element) => ({ text: (element.value ?? element.textContent).slice(0, 40), px: parseFloat(getComputedStyle(element).fontSize) }))"""
+
+
 @pytest.mark.parametrize(("width", "scheme"), [(390, "dark"), (1440, "light")])
 def test_course_pages_follow_the_readers_theme_with_prose_at_16_px(server, width, scheme):
     from lab.teach import course
@@ -280,12 +287,17 @@ def test_course_pages_follow_the_readers_theme_with_prose_at_16_px(server, width
     with browser_page() as (page, log):
         page.set_viewport_size({"width": width, "height": 900})
         page.emulate_media(color_scheme=scheme)
+        controls_seen = 0
         for file, _, _ in course.NOTEBOOKS:
             page.goto(f"{server}/{file.removesuffix('.py')}.html")
             page.wait_for_selector(".markdown.prose", timeout=20000)
             measured = page.evaluate(PROSE_SIZES)
             assert measured["count"] > 3 and measured["smallest"] >= 16, (file, measured)
             assert measured["theme"] == scheme and not measured["sideways"], (file, measured)
+            controls = page.evaluate(CONTROL_SIZES)
+            assert [control for control in controls if control["px"] < 16] == [], file
+            controls_seen += len(controls)
+        assert controls_seen > 10  # the seeds, sliders and dropdowns of notebooks 2-11
         assert log.blocked == [] and log.console_errors == []
 
 
