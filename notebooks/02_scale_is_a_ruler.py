@@ -91,7 +91,7 @@ def _(error_vs_scale_chart, mo, np, scale):
         "alternating [1, −1, 1, −1]": [1.0, -1.0, 1.0, -1.0],
         "last weight dominant [0, 0, 0, 4]": [0.0, 0.0, 0.0, 4.0],
     }
-    _scales = 2.0 ** np.arange(-5, 2)
+    _scales = 2.0 ** np.array(scale.SCALE_POWERS)
     mo.vstack(
         [
             mo.md("## Output error depends on the input"),

@@ -21,6 +21,9 @@ from lab.errors import NonFiniteError, ShapeError
 
 ARTICLE_W = (-1.0, 0.3, 0.9, 1.7)
 ARTICLE_X = (2.0, 1.0, -1.0, 0.5)
+#: the powers of two the scale lab offers as scales, 2^-6..2^2 (widgets/scale_lab.js's POWERS),
+#: so that notebook 2's chart spans what the widget's buttons and slider reach
+SCALE_POWERS = tuple(range(-6, 3))
 
 
 def _check_scale(scale) -> float:

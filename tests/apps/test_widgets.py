@@ -193,3 +193,20 @@ def test_code_explorer_decodes_with_the_python_codec():
     assert widget.value == 0.5 and widget.formula.startswith("2^(126")
     widget.code = 300
     assert "0..255" in widget.message and widget.value is None
+
+
+def test_notebook_2s_chart_spans_the_scales_the_scale_lab_offers():
+    """The scale lab's buttons (widgets/scale_lab.js POWERS) and notebook 2's chart (SCALE_POWERS)
+    cover the same 2^-6..2^2 that the notebook's Try this names; the chart stopped at 2^1 before."""
+    import re
+    from pathlib import Path
+
+    from lab.teach import scale
+
+    source = (Path(__file__).resolve().parents[2] / "widgets" / "scale_lab.js").read_text()
+    offered = re.search(r"const POWERS = \[([^\]]*)\]", source).group(1)
+    assert tuple(int(power) for power in offered.split(",")) == scale.SCALE_POWERS == (-6, -5, -4, -3, -2, -1, 0, 1, 2)
+    assert (
+        "scale.SCALE_POWERS"
+        in (Path(__file__).resolve().parents[2] / "notebooks" / "02_scale_is_a_ruler.py").read_text()
+    )
