@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from lab._arrays import as_code_array, as_code_scalar, as_float_array
+from lab.numbers import format_number
 
 BIAS = 7
 MAX = 448.0
@@ -102,10 +103,10 @@ def explain(byte: int) -> dict:
         kind, formula = "NaN", f"0x{code:02X} is NaN in E4M3fn (exponent 1111, fraction 111)"
     elif exponent == 0:
         kind = "zero" if mantissa == 0 else "subnormal"
-        formula = f"({sign_text}) \u00d7 2^(1 \u2212 7) \u00d7 (0 + {mantissa}/8) = {value:g}"
+        formula = f"({sign_text}) \u00d7 2^(1 \u2212 7) \u00d7 (0 + {mantissa}/8) = {format_number(value)}"
     else:
         kind = "normal"
-        formula = f"({sign_text}) \u00d7 2^({exponent} \u2212 7) \u00d7 (1 + {mantissa}/8) = {value:g}"
+        formula = f"({sign_text}) \u00d7 2^({exponent} \u2212 7) \u00d7 (1 + {mantissa}/8) = {format_number(value)}"
     return {
         "byte": code,
         "hex": f"0x{code:02X}",

@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike
 
 from lab._arrays import as_code_array, as_code_scalar, as_float_array, round_to
 from lab.errors import NonFiniteError, ReservedCodeError, RuleError
+from lab.numbers import format_number
 
 BIAS = 127
 NAN_BYTE = 0xFF
@@ -98,5 +99,5 @@ def explain(byte: int) -> dict:
         "kind": "power of two",
         "exponent": exponent,
         "value": value,
-        "formula": f"2^({code} \u2212 127) = 2^{exponent} = {value:g}".replace("-", "\u2212"),
+        "formula": f"2^({code} \u2212 127) = 2^{exponent} = {format_number(value)}".replace("-", "\u2212"),
     }

@@ -2,7 +2,7 @@
 import { checkCode } from "../arrays.js";
 import { describe, labError } from "../errors.js";
 import { frexpExponent, pow2, roundHalfEven, signbit } from "../floats.js";
-import { formatG } from "../numbers.js";
+import { formatLabNumber } from "../numbers.js";
 import { binary, hexByte } from "./bits.js";
 
 // E4M3 byte, bit 7 first:  s eeee mmm   (exponent bias 7)
@@ -52,10 +52,10 @@ export function e4m3Explain(byte) {
     formula = `${hexByte(byte)} is NaN in E4M3fn (exponent 1111, fraction 111)`;
   } else if (exponentField === 0) {
     kind = fraction === 0 ? "zero" : "subnormal";
-    formula = `(${signText}) \u00d7 2^(1 \u2212 7) \u00d7 (0 + ${fraction}/8) = ${formatG(value, 6)}`;
+    formula = `(${signText}) \u00d7 2^(1 \u2212 7) \u00d7 (0 + ${fraction}/8) = ${formatLabNumber(value)}`;
   } else {
     kind = "normal";
-    formula = `(${signText}) \u00d7 2^(${exponentField} \u2212 7) \u00d7 (1 + ${fraction}/8) = ${formatG(value, 6)}`;
+    formula = `(${signText}) \u00d7 2^(${exponentField} \u2212 7) \u00d7 (1 + ${fraction}/8) = ${formatLabNumber(value)}`;
   }
   return {
     byte,

@@ -2,7 +2,7 @@
 import { checkCode } from "../arrays.js";
 import { describe, labError } from "../errors.js";
 import { frexpExponent, pow2 } from "../floats.js";
-import { formatG } from "../numbers.js";
+import { formatLabNumber } from "../numbers.js";
 import { binary, hexByte } from "./bits.js";
 
 // E8M0: eight exponent bits, bias 127, no sign, no fraction.
@@ -39,7 +39,7 @@ export function e8m0Explain(byte) {
     kind: "power of two",
     exponent,
     value,
-    formula: `2^(${byte} \u2212 127) = 2^${exponent} = ${formatG(value, 6)}`.replace(/-/g, "\u2212"),
+    formula: `2^(${byte} \u2212 127) = 2^${exponent} = ${formatLabNumber(value)}`.replace(/-/g, "\u2212"),
   };
 }
 
