@@ -11,8 +11,9 @@ import { h, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, c
 
 // Each format: its width, which bits are which field (bit 7 or 3 first), its decoder and explain,
 // its rounding rules, each a function from a real number to a code, and `carry`: the code it
-// gives the number on screen when the learner switches to it (its nearest, ties to even,
-// saturating, so E4M3's 0x2A = 0.3125 becomes E2M1's 0.5, not a clamped code 15 = −6).
+// gives the number on screen when the learner switches to it, the nearest it has (ties as
+// ml_dtypes casts them: to even, up for E8M0; saturating), so E4M3's 0x2A = 0.3125 becomes
+// E2M1's 0.5, not a clamped code 15 = −6.
 // Every name starts with the sound of E, so the messages call it "an E2M1 code".
 const FORMATS = {
   E2M1: {
