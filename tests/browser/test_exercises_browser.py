@@ -335,3 +335,103 @@ def test_a_refused_entry_marks_the_old_verdict_and_leaves_the_count(pages):
             and result.get_attribute("data-exercise-stale") is None
         )
         assert log.blocked == [] and log.console_errors == []
+
+
+# The answers the traits keep are at most 200 characters (exercises.js LONGEST_ANSWER). 300 nines
+# read as 1e+300, which any exercise taking a real number grades; 300 zeros and a 1 read as 1, which
+# every exercise takes (1 is one of each fixed set of choices).
+NINES = "9" * 300
+PADDED_ONE = "0" * 300 + "1"
+CONTROLS = "#widget input, #widget button"
+
+
+def _enter_by_paste(page, kind, text):
+    """Put `text` into the answer field as a paste does (one input event, no keystrokes), then Enter."""
+    section = page.locator(f"[data-exercise='{kind}']")
+    field = section.locator("input")
+    field.fill("")
+    field.focus()
+    page.keyboard.insert_text(text)
+    field.press("Enter")
+    return section
+
+
+@pytest.mark.parametrize("how", ["typed, Check", "typed, Enter", "pasted, Enter"])
+def test_an_over_long_answer_is_refused_beside_its_field_and_the_exercises_stay(pages, how):
+    kind = "nvfp4-decode"  # notebook 4's: any real number answers it
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises", {"seed": 1, "topic": 4})
+        controls = page.locator(CONTROLS).count()
+        section = _answer(page, kind, "0")  # a checked answer, whose verdict and count must stay
+        feedback = section.locator("[data-exercise-result]")
+        verdict = feedback.get_attribute("data-exercise-result")
+        progress = page.get_by_test_id("exercise-progress").inner_text()
+        link = _fragment(page)
+        if how == "pasted, Enter":
+            section = _enter_by_paste(page, kind, NINES)
+        else:
+            section = _answer(page, kind, NINES, press_enter=how == "typed, Enter")
+        # every control and both exercises stay, and the traits have no problem to show
+        assert page.locator(CONTROLS).count() == controls and page.locator("[data-exercise]").count() == 2
+        assert page.locator("#widget [role='alert']:not([hidden])").count() == 1
+        field = section.locator("input")
+        alert = section.get_by_role("alert")
+        refusal = alert.inner_text()
+        # refused in the lab's words, beside the field, with the number it reads as to type instead
+        assert "300 characters long" in refusal and "at most 200" in refusal and "1e+300" in refusal, refusal
+        assert alert.get_attribute("id") == field.get_attribute("aria-describedby")
+        assert field.get_attribute("aria-invalid") == "true" and field.input_value() == NINES
+        # the last verdict and the count stay, marked as the last checked answer's
+        assert feedback.get_attribute("data-exercise-result") == verdict
+        assert feedback.get_attribute("data-exercise-stale") == "true"
+        assert page.get_by_test_id("exercise-progress").inner_text() == progress
+        assert _fragment(page) == link  # nothing reached the traits
+        focused = f"check-{kind}" if how == "typed, Check" else f"answer-{kind}"
+        assert page.evaluate("document.activeElement.dataset.focus") == focused
+        # the refusal's suggestion is taken, and graded
+        section = _answer(page, kind, "1e+300", press_enter=how != "typed, Check")
+        assert field.get_attribute("aria-invalid") is None
+        assert feedback.get_attribute("data-exercise-result") == "wrong"
+        assert feedback.get_attribute("data-exercise-stale") is None
+        assert _fragment(page)["answers"][kind] == "1e+300"
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_no_exercise_takes_an_over_long_answer(pages):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises")
+        controls = page.locator(CONTROLS).count()
+        kinds = page.locator("[data-exercise]").evaluate_all("(nodes) => nodes.map((n) => n.dataset.exercise)")
+        assert len(kinds) == 16
+        for kind in kinds:
+            for entry in (PADDED_ONE, NINES):
+                section = _answer(page, kind, entry, press_enter=entry == NINES)
+                assert page.locator(CONTROLS).count() == controls, (kind, entry[-3:])
+                assert page.locator("[data-exercise]").count() == 16, (kind, entry[-3:])
+                refusal = section.get_by_role("alert").inner_text()
+                if entry == PADDED_ONE:  # an answer to every exercise, only too long
+                    assert "301 characters long" in refusal and "It reads as 1:" in refusal, (kind, refusal)
+                else:  # too long, or first of all no answer to this exercise (1e+300 is no INT4 value)
+                    assert refusal.strip(), kind
+                assert section.locator("input").get_attribute("aria-invalid") == "true", (kind, entry[-3:])
+                assert kind not in _fragment(page).get("answers", {}), (kind, entry[-3:])
+        assert page.get_by_test_id("exercise-progress").inner_text() == "0 of 16 correct"
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_a_link_with_an_over_long_answer_says_so_and_falls_back(pages):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises", {"seed": 1, "topic": 4, "answers": {"nvfp4-decode": NINES}})
+        note = page.locator("#link-note").inner_text()
+        assert "the answer to nvfp4-decode is 300 characters long; an answer is at most 200" in note, note
+        assert "defaults are shown" in note and "do not know" not in note
+        # the defaults: every exercise, none answered, every control there
+        assert page.locator("[data-exercise]").count() == 16
+        assert page.get_by_test_id("exercise-progress").inner_text() == "0 of 16 correct"
+        assert page.locator("[data-exercise='nvfp4-decode'] input").input_value() == ""
+        # an entry for an exercise there is no such exercise is still called that
+        open_standalone(page, pages, "exercises", {"answers": {"no-such-kind": "1"}})
+        assert (
+            'answers has an entry the exercises do not know: "no-such-kind"' in page.locator("#link-note").inner_text()
+        )
+        assert log.blocked == [] and log.console_errors == []
