@@ -429,7 +429,15 @@ def test_a_link_with_an_over_long_answer_says_so_and_falls_back(pages):
         assert page.locator("[data-exercise]").count() == 16
         assert page.get_by_test_id("exercise-progress").inner_text() == "0 of 16 correct"
         assert page.locator("[data-exercise='nvfp4-decode'] input").input_value() == ""
-        # an entry for an exercise there is no such exercise is still called that
+        # what is wrong with another record's entry for a known exercise is said as plainly
+        open_standalone(page, pages, "exercises", {"progress": {"nvfp4-decode": "maybe"}})
+        assert (
+            'progress: nvfp4-decode must be "correct" or "wrong", got "maybe"'
+            in page.locator("#link-note").inner_text()
+        )
+        open_standalone(page, pages, "exercises", {"rounds": {"nvfp4-decode": -1}})
+        assert "rounds: the round of nvfp4-decode must be a whole number" in page.locator("#link-note").inner_text()
+        # an entry naming no exercise is still called one the exercises do not know
         open_standalone(page, pages, "exercises", {"answers": {"no-such-kind": "1"}})
         assert (
             'answers has an entry the exercises do not know: "no-such-kind"' in page.locator("#link-note").inner_text()
