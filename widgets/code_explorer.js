@@ -154,7 +154,22 @@ function controls(model, ui) {
     ),
   );
   // A code is read against the format the traits name (E4M3's 0..255 while that is no format).
-  const commit = (text) => commitCode(Object.hasOwn(FORMATS, model.get("format")) ? model.get("format") : "E4M3")(text);
+  const formatNow = () => (Object.hasOwn(FORMATS, model.get("format")) ? model.get("format") : "E4M3");
+  const commit = (text) => commitCode(formatNow())(text);
+  // A refused code stays in its field through a switch of format (the field keeps its entry while
+  // the code it shows stays the same), so it is read again against the format now picked: "abc"
+  // is then no byte for E8M0, not no 4-bit code. Text the new format takes (200, refused by E2M1)
+  // stays refused, with words that say so: the chip carried the number on screen over to the new
+  // format, and a click that also took a code typed for another format would show a code the
+  // learner never chose for this one. Enter takes it, as it does any entry.
+  const recheck = (text) => {
+    const name = formatNow();
+    const result = commit(text);
+    if (!result.ok) return result.message;
+    const { code } = result.values;
+    const spelled = `${FORMATS[name].width === 8 ? hexByte(code) : code} = ${binary(code, FORMATS[name].width)}`;
+    return `code: “${text.trim()}” was typed while another format was picked, so it is not shown yet. As an ${name} code it is ${spelled}: press Enter to show it.`;
+  };
   const node = h(
     "div",
     { class: "lab-controls" },
@@ -162,7 +177,18 @@ function controls(model, ui) {
     h(
       "div",
       { class: "lab-row" },
-      ui.field({ key: "code", label: "code (decimal, 0x… or 0b…)", value: () => String(model.get("code")), commit }),
+      ui.field({
+        key: "code",
+        label: "code (decimal, 0x… or 0b…)",
+        value: () => String(model.get("code")),
+        commit,
+        recheck,
+        // Enter always reads the field, even text unchanged since it was refused, which fires no
+        // change event: that is how a code kept through a switch of format is taken.
+        onkeydown: (event) => {
+          if (event.key === "Enter") event.target.dispatchEvent(new Event("change"));
+        },
+      }),
       ui.field({ key: "value", label: "a real number to encode", value: () => String(model.get("value_text")), commit: commitValue }),
     ),
   );

@@ -443,3 +443,48 @@ def test_a_link_with_an_over_long_answer_says_so_and_falls_back(pages):
             'answers has an entry the exercises do not know: "no-such-kind"' in page.locator("#link-note").inner_text()
         )
         assert log.blocked == [] and log.console_errors == []
+
+
+def _refusal(page, key):
+    """The refusal beside a field (its aria-describedby note, role=alert), or "" when it has none."""
+    field = page.locator(f"#widget input[data-focus='{key}']")
+    note = page.locator(f"#{field.get_attribute('aria-describedby')}")
+    if not note.is_visible():
+        return ""
+    assert note.get_attribute("role") == "alert" and field.get_attribute("aria-invalid") == "true"
+    return note.inner_text()
+
+
+def test_a_kept_code_refusal_is_read_again_for_the_format_now_shown(pages):
+    with browser_page() as (page, log):
+        # code 0 is +0 in E2M1, and carries over as E8M0's code 0 (E8M0 has no zero): the code field
+        # keeps its value through the switch, so its refusal stays
+        open_standalone(page, pages, "code-explorer", {"format": "E2M1", "code": 0, "value_text": "0.3"})
+        code = page.locator("#widget input[data-focus='code']")
+        code.fill("abc")
+        code.press("Enter")
+        assert "\u201cabc\u201d is not a 4-bit code. Type something like 5, 0x5 or 0b0101." in _refusal(page, "code")
+        page.get_by_role("button", name="E8M0").click()
+        assert code.input_value() == "abc"  # what the learner typed is kept
+        # read against E8M0, whose codes are bytes: the message and its suggestion are a byte's
+        refusal = _refusal(page, "code")
+        assert "\u201cabc\u201d is not a byte. Type something like 126, 0x7E or 0b01111110." in refusal, refusal
+        assert "4-bit" not in refusal and "0b0101" not in refusal
+        assert page.evaluate("document.activeElement.dataset.focus") == "format-E8M0"
+        # and back again: a 4-bit code's words
+        page.get_by_role("button", name="E2M1").click()
+        assert "is not a 4-bit code" in _refusal(page, "code")
+        # text that is no E2M1 code but is an E8M0 code: kept, not shown, and it says why and how
+        code.fill("200")
+        code.press("Enter")
+        assert "200 does not fit in 4 bits" in _refusal(page, "code")
+        page.get_by_role("button", name="E8M0").click()
+        refusal = _refusal(page, "code")
+        assert "does not fit" not in refusal and "0xC8" in refusal and "press Enter" in refusal, refusal
+        # the switch carried E2M1's +0 over as E8M0's code 0, 2^-127; the typed code waits for Enter
+        assert code.input_value() == "200"
+        assert page.get_by_test_id("code-formula").inner_text().startswith("2^(0 \u2212 127)")
+        code.press("Enter")  # taken now: the code shown is 200 = 0xC8 = 2^73
+        assert _refusal(page, "code") == "" and code.input_value() == "200"
+        assert page.get_by_test_id("code-formula").inner_text().startswith("2^(200 \u2212 127)")
+        assert log.blocked == [] and log.console_errors == []
