@@ -139,8 +139,9 @@ function carriedCode(model, target) {
 }
 
 // The format chips and the two fields, drawn once and kept even when the traits have a problem;
-// `update` marks the chip of the format the traits name.
-function controls(model, ui) {
+// `update` marks the chip of the format the traits name. The value field tells `box` (the value
+// box) whether it holds a refused entry.
+function controls(model, ui, box) {
   const chips = Object.keys(FORMATS).map((each) =>
     h(
       "button",
@@ -189,7 +190,13 @@ function controls(model, ui) {
           if (event.key === "Enter") event.target.dispatchEvent(new Event("change"));
         },
       }),
-      ui.field({ key: "value", label: "a real number to encode", value: () => String(model.get("value_text")), commit: commitValue }),
+      ui.field({
+        key: "value",
+        label: "a real number to encode",
+        value: () => String(model.get("value_text")),
+        commit: commitValue,
+        refusing: (refused) => box.refusing(refused),
+      }),
     ),
   );
   return {
@@ -251,20 +258,37 @@ function ruleCard(model) {
 
 // The typed number: where it lies among the format's values and the code each rounding rule
 // picks, or a note in place of all that when the format cannot store it. It depends on the format
-// and the typed number, never on the code.
+// and the typed number, never on the code. While the value field holds a refused entry, all that
+// is still for the last number taken; `cue`, a line above it, says so, and it gets a dashed edge.
 function valueBox(model) {
   const note = h("p", { class: "lab-message lab-note", "data-testid": "encode-note" });
   const bracket = h("p", { "data-testid": "bracket" });
   const group = h("div", { class: "lab-readouts", role: "group", "aria-label": "the code each rounding rule picks" });
   const box = h("div", { class: "lab-value-box" }, bracket, group);
+  const cue = h("p", { class: "lab-message lab-note lab-value-stale", "data-testid": "value-stale", hidden: true });
   const cards = [];
   let noted = false; // whether the note stands in for the box
+  let x = null; // the number on show: the last one taken
+  let stale = false; // whether the value field holds a refused entry instead of it
+  function markStale() {
+    cue.hidden = !stale;
+    for (const node of [box, note]) node.classList.toggle("lab-value-old", stale);
+    if (stale) setText(cue, `The ${noted ? "note" : "rounding"} below is for the last number taken, ${formatNumber(x)}, not for the refused entry in the field above.`);
+  }
   return {
+    cue,
     get node() {
       return noted ? note : box;
     },
+    // Whether the value field holds a refused entry; told on every draw.
+    refusing(refused) {
+      if (refused === stale) return;
+      stale = refused;
+      markStale();
+    },
     patch(view) {
-      const { x, format, name } = view;
+      const { format, name } = view;
+      x = view.x;
       const noting = format.positiveOnly && !(x > 0);
       if (noting !== noted) {
         // On the page (the figure is shown), the one stands in for the other where it is.
@@ -272,6 +296,7 @@ function valueBox(model) {
         if (from.parentNode) from.replaceWith(to);
         noted = noting;
       }
+      markStale();
       if (noted) {
         setText(note, `${name} has no sign and no zero: it only stores powers of two, so type a positive number.`);
         return;
@@ -301,11 +326,10 @@ function valueBox(model) {
 
 // What depends on which trait: the bits and the decoded card on the format and the code, the
 // value box on the format and the typed number.
-function figure(model, first) {
+function figure(model, first, box) {
   let code = first.code;
   const bits = bitButtons(model, () => code);
   const card = decoded();
-  const box = valueBox(model);
   function update(view, changed) {
     code = view.code;
     if (changed.has("format") || changed.has("code")) {
@@ -317,7 +341,7 @@ function figure(model, first) {
   update(first, new Set(TRAITS));
   return {
     get nodes() {
-      return [bits.node, card.node, box.node];
+      return [bits.node, card.node, box.cue, box.node];
     },
     update,
   };
@@ -326,14 +350,16 @@ function figure(model, first) {
 const TRAITS = ["format", "code", "value_text"];
 
 function render({ model, el }) {
+  // The value box is made before the controls, whose value field tells it of a refused entry.
+  const box = valueBox(model);
   return mountInPlace({
     model,
     el,
     className: "lab-code-explorer",
     traits: TRAITS,
     validate: validState,
-    controls: (ui) => controls(model, ui),
-    figure: (view) => figure(model, view),
+    controls: (ui) => controls(model, ui, box),
+    figure: (view) => figure(model, view, box),
   });
 }
 

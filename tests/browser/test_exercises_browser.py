@@ -488,3 +488,37 @@ def test_a_kept_code_refusal_is_read_again_for_the_format_now_shown(pages):
         assert _refusal(page, "code") == "" and code.input_value() == "200"
         assert page.get_by_test_id("code-formula").inner_text().startswith("2^(200 \u2212 127)")
         assert log.blocked == [] and log.console_errors == []
+
+
+def test_the_rule_cards_say_when_they_are_for_the_last_number_taken(pages):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "code-explorer")  # E4M3, 0.3
+        value = page.locator("#widget input[data-focus='value']")
+        cue = page.get_by_test_id("value-stale")
+        cards = page.get_by_test_id("encoded-value").all_inner_texts()
+        assert not cue.is_visible()
+        value.fill("abc")
+        value.press("Enter")
+        assert _refusal(page, "value")
+        # the cards still show 0.3's rounding, and a line above them says so
+        assert page.get_by_test_id("encoded-value").all_inner_texts() == cards
+        assert cue.is_visible() and "last number taken, 0.3" in cue.inner_text() and "refused" in cue.inner_text()
+        assert page.locator("#widget .lab-value-box.lab-value-old").count() == 1  # the cards' dashed edge
+        assert page.evaluate("document.activeElement.dataset.focus") == "value"
+        # another format: still the last number taken, now E8M0's three rules for it
+        page.get_by_role("button", name="E8M0").click()
+        assert value.input_value() == "abc" and cue.is_visible() and "0.3" in cue.inner_text()
+        assert len(page.get_by_test_id("encoded-value").all_inner_texts()) == 3
+        # a number taken: no cue
+        value.fill("-1")
+        value.press("Enter")
+        assert not cue.is_visible() and "no sign and no zero" in page.get_by_test_id("encode-note").inner_text()
+        # where the note stands in for the cards, the cue speaks of the note
+        value.fill("1, 2")
+        value.press("Enter")
+        assert cue.is_visible() and "\u22121" in cue.inner_text() and "note" in cue.inner_text()
+        value.fill("3")
+        value.press("Enter")
+        assert not cue.is_visible() and page.get_by_test_id("encoded-value").all_inner_texts() == ["2", "4", "4"]
+        assert page.locator("#widget .lab-value-old").count() == 0
+        assert log.blocked == [] and log.console_errors == []
