@@ -140,8 +140,9 @@ function carriedCode(model, target) {
 }
 
 // The format chips and the two fields, drawn once and kept even when the traits have a problem;
-// `update` marks the chip of the format the traits name.
-function controls(model, ui) {
+// `update` marks the chip of the format the traits name. The value field tells `box` (the value
+// box) whether it holds a refused entry.
+function controls(model, ui, box) {
   const chips = Object.keys(FORMATS).map((each) =>
     h(
       "button",
@@ -155,7 +156,22 @@ function controls(model, ui) {
     ),
   );
   // A code is read against the format the traits name (E4M3's 0..255 while that is no format).
-  const commit = (text) => commitCode(Object.hasOwn(FORMATS, model.get("format")) ? model.get("format") : "E4M3")(text);
+  const formatNow = () => (Object.hasOwn(FORMATS, model.get("format")) ? model.get("format") : "E4M3");
+  const commit = (text) => commitCode(formatNow())(text);
+  // A refused code stays in its field through a switch of format (the field keeps its entry while
+  // the code it shows stays the same), so it is read again against the format now picked: "abc"
+  // is then no byte for E8M0, not no 4-bit code. Text the new format takes (200, refused by E2M1)
+  // stays refused, with words that say so: the chip carried the number on screen over to the new
+  // format, and a click that also took a code typed for another format would show a code the
+  // learner never chose for this one. Enter takes it, as it does any entry.
+  const recheck = (text) => {
+    const name = formatNow();
+    const result = commit(text);
+    if (!result.ok) return result.message;
+    const { code } = result.values;
+    const spelled = `${FORMATS[name].width === 8 ? hexByte(code) : code} = ${binary(code, FORMATS[name].width)}`;
+    return `code: “${text.trim()}” was typed while another format was picked, so it is not shown yet. As an ${name} code it is ${spelled}: press Enter to show it.`;
+  };
   const node = h(
     "div",
     { class: "lab-controls" },
@@ -163,8 +179,25 @@ function controls(model, ui) {
     h(
       "div",
       { class: "lab-row" },
-      ui.field({ key: "code", label: "code (decimal, 0x… or 0b…)", value: () => String(model.get("code")), commit }),
-      ui.field({ key: "value", label: "a real number to encode", value: () => String(model.get("value_text")), commit: commitValue }),
+      ui.field({
+        key: "code",
+        label: "code (decimal, 0x… or 0b…)",
+        value: () => String(model.get("code")),
+        commit,
+        recheck,
+        // Enter always reads the field, even text unchanged since it was refused, which fires no
+        // change event: that is how a code kept through a switch of format is taken.
+        onkeydown: (event) => {
+          if (event.key === "Enter") event.target.dispatchEvent(new Event("change"));
+        },
+      }),
+      ui.field({
+        key: "value",
+        label: "a real number to encode",
+        value: () => String(model.get("value_text")),
+        commit: commitValue,
+        refusing: (refused) => box.refusing(refused),
+      }),
     ),
   );
   return {
@@ -226,20 +259,37 @@ function ruleCard(model) {
 
 // The typed number: where it lies among the format's values and the code each rounding rule
 // picks, or a note in place of all that when the format cannot store it. It depends on the format
-// and the typed number, never on the code.
+// and the typed number, never on the code. While the value field holds a refused entry, all that
+// is still for the last number taken; `cue`, a line above it, says so, and it gets a dashed edge.
 function valueBox(model) {
   const note = h("p", { class: "lab-message lab-note", "data-testid": "encode-note" });
   const bracket = h("p", { "data-testid": "bracket" });
   const group = h("div", { class: "lab-readouts", role: "group", "aria-label": "the code each rounding rule picks" });
   const box = h("div", { class: "lab-value-box" }, bracket, group);
+  const cue = h("p", { class: "lab-message lab-note lab-value-stale", "data-testid": "value-stale", hidden: true });
   const cards = [];
   let noted = false; // whether the note stands in for the box
+  let x = null; // the number on show: the last one taken
+  let stale = false; // whether the value field holds a refused entry instead of it
+  function markStale() {
+    cue.hidden = !stale;
+    for (const node of [box, note]) node.classList.toggle("lab-value-old", stale);
+    if (stale) setText(cue, `The ${noted ? "note" : "rounding"} below is for the last number taken, ${formatNumber(x)}, not for the refused entry in the field above.`);
+  }
   return {
+    cue,
     get node() {
       return noted ? note : box;
     },
+    // Whether the value field holds a refused entry; told on every draw.
+    refusing(refused) {
+      if (refused === stale) return;
+      stale = refused;
+      markStale();
+    },
     patch(view) {
-      const { x, format, name } = view;
+      const { format, name } = view;
+      x = view.x;
       const noting = format.positiveOnly && !(x > 0);
       if (noting !== noted) {
         // On the page (the figure is shown), the one stands in for the other where it is.
@@ -247,6 +297,7 @@ function valueBox(model) {
         if (from.parentNode) from.replaceWith(to);
         noted = noting;
       }
+      markStale();
       if (noted) {
         setText(note, `${name} has no sign and no zero: it only stores powers of two, so type a positive number.`);
         return;
@@ -276,11 +327,10 @@ function valueBox(model) {
 
 // What depends on which trait: the bits and the decoded card on the format and the code, the
 // value box on the format and the typed number.
-function figure(model, first) {
+function figure(model, first, box) {
   let code = first.code;
   const bits = bitButtons(model, () => code);
   const card = decoded();
-  const box = valueBox(model);
   function update(view, changed) {
     code = view.code;
     if (changed.has("format") || changed.has("code")) {
@@ -292,7 +342,7 @@ function figure(model, first) {
   update(first, new Set(TRAITS));
   return {
     get nodes() {
-      return [bits.node, card.node, box.node];
+      return [bits.node, card.node, box.cue, box.node];
     },
     update,
   };
@@ -301,14 +351,16 @@ function figure(model, first) {
 const TRAITS = ["format", "code", "value_text"];
 
 function render({ model, el }) {
+  // The value box is made before the controls, whose value field tells it of a refused entry.
+  const box = valueBox(model);
   return mountInPlace({
     model,
     el,
     className: "lab-code-explorer",
     traits: TRAITS,
     validate: validState,
-    controls: (ui) => controls(model, ui),
-    figure: (view) => figure(model, view),
+    controls: (ui) => controls(model, ui, box),
+    figure: (view) => figure(model, view, box),
   });
 }
 

@@ -3,13 +3,17 @@
 // the worked arithmetic, a New instance button and a progress count. Questions, answers and the
 // arithmetic all come from codec/teach/exercises.js, which computes with the lab's own codec.
 // State: the synced traits topic, seed, rounds (New instance presses per kind), answers (the
-// text last checked per kind) and progress ("correct" or "wrong" per kind).
+// text last checked per kind, at most LONGEST_ANSWER characters) and progress ("correct" or
+// "wrong" per kind).
 import { formatLabNumber } from "./codec/numbers.js";
 import { EXERCISE_KINDS, exerciseCheck, exerciseInstance, exerciseKinds } from "./codec/teach/exercises.js";
 import { h, mountInPlace, setTraits, setText, setAttr, setAttrs, resize, checker } from "./ui.js";
 
 const KNOWN = new Set(EXERCISE_KINDS.map((entry) => entry.kind));
 const isRecord = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+// The longest answer the traits keep (and so a page's link carries): room for any number or name
+// typed by hand, while a pasted page of text never rides along in every link.
+const LONGEST_ANSWER = 200;
 
 function validExercises(model) {
   const topic = model.get("topic");
@@ -19,14 +23,29 @@ function validExercises(model) {
   const progress = model.get("progress");
   if (!(Number.isInteger(topic) && topic >= 0 && topic <= 8)) return { problem: `topic must be a notebook number 1..8, or 0 for all, got ${JSON.stringify(topic)}` };
   if (!(Number.isInteger(seed) && seed >= 0 && seed < 2 ** 32)) return { problem: `seed must be a whole number 0..4294967295, got ${JSON.stringify(seed)}` };
-  for (const [name, record, good] of [
-    ["rounds", rounds, (value) => Number.isInteger(value) && value >= 0 && value < 2 ** 31],
-    ["answers", answers, (value) => typeof value === "string" && value.length <= 200],
-    ["progress", progress, (value) => value === "correct" || value === "wrong"],
+  const shown = (value) => String(JSON.stringify(value)).slice(0, 40);
+  // Each record: which values it takes, and what it says of one it does not take.
+  for (const [name, record, good, says] of [
+    [
+      "rounds",
+      rounds,
+      (value) => Number.isInteger(value) && value >= 0 && value < 2 ** 31,
+      (kind, value) => `the round of ${kind} must be a whole number 0..2147483647, got ${shown(value)}`,
+    ],
+    [
+      "answers",
+      answers,
+      (value) => typeof value === "string" && value.length <= LONGEST_ANSWER,
+      (kind, value) =>
+        typeof value === "string" ? `the answer to ${kind} is ${value.length} characters long; an answer is at most ${LONGEST_ANSWER}` : `the answer to ${kind} must be text, got ${shown(value)}`,
+    ],
+    ["progress", progress, (value) => value === "correct" || value === "wrong", (kind, value) => `${kind} must be "correct" or "wrong", got ${shown(value)}`],
   ]) {
     if (!isRecord(record)) return { problem: `${name} must be a set of named values` };
-    const bad = Object.entries(record).find(([kind, value]) => !KNOWN.has(kind) || !good(value));
-    if (bad) return { problem: `${name} has an entry the exercises do not know: ${JSON.stringify(bad[0]).slice(0, 40)}` };
+    const unknown = Object.keys(record).find((kind) => !KNOWN.has(kind));
+    if (unknown !== undefined) return { problem: `${name} has an entry the exercises do not know: ${JSON.stringify(unknown).slice(0, 40)}` };
+    const bad = Object.entries(record).find(([, value]) => !good(value));
+    if (bad) return { problem: `${name}: ${says(...bad)}` };
   }
   return { topic, seed, rounds, answers, progress, kinds: exerciseKinds(topic) };
 }
@@ -34,8 +53,8 @@ function validExercises(model) {
 // The verdict and the worked arithmetic for a checked answer, or nothing before one is checked
 // (a new instance has none). The lines leave the page with their answer but are kept, so the
 // next check writes its working into them instead of making them again. While the field holds
-// an entry that was refused (no answer at all), the verdict is still the last checked answer's,
-// and says so: that answer is the one the count counts.
+// an entry that was refused (no answer at all, or one too long to keep), the verdict is still the
+// last checked answer's, and says so: that answer is the one the count counts.
 function feedback() {
   const node = h("div", { role: "status" });
   const verdict = h("p", { class: "lab-exercise-verdict" });
@@ -52,7 +71,7 @@ function feedback() {
     if (!stale) setText(verdict, shown.correct ? "Correct." : `Not yet: you typed ${typed}; the codec computes ${answer}.`);
     else {
       const was = shown.correct ? "was correct" : `was not right (the codec computes ${answer})`;
-      setText(verdict, `Your last checked answer, ${typed}, ${was}. What the field holds now is no answer, so it was not checked and the count stays as it was.`);
+      setText(verdict, `Your last checked answer, ${typed}, ${was}. What the field holds now was refused, so it was not checked and the count stays as it was.`);
     }
   }
   // Show the first `texts.length` lines, in order, with these texts; take the rest away.
@@ -98,10 +117,18 @@ function exercise(model, ui, kind) {
   const commit = (text) => {
     const result = exerciseCheck(kind, instance.params, text);
     if (!result.ok) return result;
+    // An answer is kept as typed (less the spaces around it), so one too long for the traits is
+    // refused here, before it reaches them; any exercise can be answered that long (300 zeros and
+    // a 1 read as 1). The number it reads as is short, in the spelling that reads back exactly.
+    const answer = text.trim();
+    if (answer.length > LONGEST_ANSWER) {
+      const exact = Object.is(result.typed, -0) ? "-0" : String(result.typed);
+      return { ok: false, message: `This answer is ${answer.length} characters long; an answer is at most ${LONGEST_ANSWER}. It reads as ${exact}: type that instead.` };
+    }
     return {
       ok: true,
       values: {
-        answers: { ...model.get("answers"), [kind]: text.trim() },
+        answers: { ...model.get("answers"), [kind]: answer },
         progress: { ...model.get("progress"), [kind]: result.correct ? "correct" : "wrong" },
       },
     };
@@ -199,7 +226,7 @@ function figure(model, ui, first) {
   const rule = h(
     "p",
     { class: "lab-caption", "data-testid": "exercise-count-rule" },
-    "Each exercise counts its last checked answer: a wrong answer after a right one takes the count back down, and an entry that is no answer (refused beside its field) changes nothing.",
+    "Each exercise counts its last checked answer: a wrong answer after a right one takes the count back down, and an entry refused beside its field (no answer, or one too long to keep) changes nothing.",
   );
   const seedNote = h("p", { class: "lab-caption" });
   const exercises = new Map(EXERCISE_KINDS.map(({ kind }) => [kind, exercise(model, ui, kind)]));

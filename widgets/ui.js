@@ -274,8 +274,11 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
      * value, such as an exercise's instance; a refusal lasts while it stays the same.
      * `refusing(shown)` (optional) is told on every draw whether the field holds a refused entry,
      * so what stands for the kept value (an exercise's verdict) can say it no longer matches.
+     * `recheck(text)` (optional) reads a refused entry again on every draw while the field keeps
+     * it, and returns what its refusal says now: for a field whose rule depends on other traits
+     * (a code's width on the format picked since), so the refusal never speaks of an old rule.
      */
-    field({ key, label, value, commit, about = null, refusing = null, onkeydown = null }) {
+    field({ key, label, value, commit, about = null, refusing = null, recheck = null, onkeydown = null }) {
       const inputId = `${prefix}-${key}`;
       const messageId = `${inputId}-message`;
       const field = {
@@ -284,6 +287,7 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
         value,
         about,
         refusing,
+        recheck,
         shown: null, // what the field last showed for the traits: its label, kept value and about
         inFigure: buildingFigure,
         labelNode: h("label", { for: inputId }),
@@ -317,6 +321,7 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
       // something else, the learner sees that instead.
       if (refused.get(field.key)?.kept !== field.shown) refused.delete(field.key);
       const refusal = refused.get(field.key);
+      if (refusal && field.recheck) refusal.message = shorten(field.recheck(refusal.text));
       let message = refusal?.message ?? "";
       if (!message && problem && field.key === lastField) {
         message = problem;

@@ -335,3 +335,190 @@ def test_a_refused_entry_marks_the_old_verdict_and_leaves_the_count(pages):
             and result.get_attribute("data-exercise-stale") is None
         )
         assert log.blocked == [] and log.console_errors == []
+
+
+# The answers the traits keep are at most 200 characters (exercises.js LONGEST_ANSWER). 300 nines
+# read as 1e+300, which any exercise taking a real number grades; 300 zeros and a 1 read as 1, which
+# every exercise takes (1 is one of each fixed set of choices).
+NINES = "9" * 300
+PADDED_ONE = "0" * 300 + "1"
+CONTROLS = "#widget input, #widget button"
+
+
+def _enter_by_paste(page, kind, text):
+    """Put `text` into the answer field as a paste does (one input event, no keystrokes), then Enter."""
+    section = page.locator(f"[data-exercise='{kind}']")
+    field = section.locator("input")
+    field.fill("")
+    field.focus()
+    page.keyboard.insert_text(text)
+    field.press("Enter")
+    return section
+
+
+@pytest.mark.parametrize("how", ["typed, Check", "typed, Enter", "pasted, Enter"])
+def test_an_over_long_answer_is_refused_beside_its_field_and_the_exercises_stay(pages, how):
+    kind = "nvfp4-decode"  # notebook 4's: any real number answers it
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises", {"seed": 1, "topic": 4})
+        controls = page.locator(CONTROLS).count()
+        section = _answer(page, kind, "0")  # a checked answer, whose verdict and count must stay
+        feedback = section.locator("[data-exercise-result]")
+        verdict = feedback.get_attribute("data-exercise-result")
+        progress = page.get_by_test_id("exercise-progress").inner_text()
+        link = _fragment(page)
+        if how == "pasted, Enter":
+            section = _enter_by_paste(page, kind, NINES)
+        else:
+            section = _answer(page, kind, NINES, press_enter=how == "typed, Enter")
+        # every control and both exercises stay, and the traits have no problem to show
+        assert page.locator(CONTROLS).count() == controls and page.locator("[data-exercise]").count() == 2
+        assert page.locator("#widget [role='alert']:not([hidden])").count() == 1
+        field = section.locator("input")
+        alert = section.get_by_role("alert")
+        refusal = alert.inner_text()
+        # refused in the lab's words, beside the field, with the number it reads as to type instead
+        assert "300 characters long" in refusal and "at most 200" in refusal and "1e+300" in refusal, refusal
+        assert alert.get_attribute("id") == field.get_attribute("aria-describedby")
+        assert field.get_attribute("aria-invalid") == "true" and field.input_value() == NINES
+        # the last verdict and the count stay, marked as the last checked answer's
+        assert feedback.get_attribute("data-exercise-result") == verdict
+        assert feedback.get_attribute("data-exercise-stale") == "true"
+        assert page.get_by_test_id("exercise-progress").inner_text() == progress
+        assert _fragment(page) == link  # nothing reached the traits
+        focused = f"check-{kind}" if how == "typed, Check" else f"answer-{kind}"
+        assert page.evaluate("document.activeElement.dataset.focus") == focused
+        # the refusal's suggestion is taken, and graded
+        section = _answer(page, kind, "1e+300", press_enter=how != "typed, Check")
+        assert field.get_attribute("aria-invalid") is None
+        assert feedback.get_attribute("data-exercise-result") == "wrong"
+        assert feedback.get_attribute("data-exercise-stale") is None
+        assert _fragment(page)["answers"][kind] == "1e+300"
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_no_exercise_takes_an_over_long_answer(pages):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises")
+        controls = page.locator(CONTROLS).count()
+        kinds = page.locator("[data-exercise]").evaluate_all("(nodes) => nodes.map((n) => n.dataset.exercise)")
+        assert len(kinds) == 16
+        for kind in kinds:
+            for entry in (PADDED_ONE, NINES):
+                section = _answer(page, kind, entry, press_enter=entry == NINES)
+                assert page.locator(CONTROLS).count() == controls, (kind, entry[-3:])
+                assert page.locator("[data-exercise]").count() == 16, (kind, entry[-3:])
+                refusal = section.get_by_role("alert").inner_text()
+                if entry == PADDED_ONE:  # an answer to every exercise, only too long
+                    assert "301 characters long" in refusal and "It reads as 1:" in refusal, (kind, refusal)
+                else:  # too long, or first of all no answer to this exercise (1e+300 is no INT4 value)
+                    assert refusal.strip(), kind
+                assert section.locator("input").get_attribute("aria-invalid") == "true", (kind, entry[-3:])
+                assert kind not in _fragment(page).get("answers", {}), (kind, entry[-3:])
+        assert page.get_by_test_id("exercise-progress").inner_text() == "0 of 16 correct"
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_a_link_with_an_over_long_answer_says_so_and_falls_back(pages):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises", {"seed": 1, "topic": 4, "answers": {"nvfp4-decode": NINES}})
+        note = page.locator("#link-note").inner_text()
+        assert "the answer to nvfp4-decode is 300 characters long; an answer is at most 200" in note, note
+        assert "defaults are shown" in note and "do not know" not in note
+        # the defaults: every exercise, none answered, every control there
+        assert page.locator("[data-exercise]").count() == 16
+        assert page.get_by_test_id("exercise-progress").inner_text() == "0 of 16 correct"
+        assert page.locator("[data-exercise='nvfp4-decode'] input").input_value() == ""
+        # what is wrong with another record's entry for a known exercise is said as plainly
+        open_standalone(page, pages, "exercises", {"progress": {"nvfp4-decode": "maybe"}})
+        assert (
+            'progress: nvfp4-decode must be "correct" or "wrong", got "maybe"'
+            in page.locator("#link-note").inner_text()
+        )
+        open_standalone(page, pages, "exercises", {"rounds": {"nvfp4-decode": -1}})
+        assert "rounds: the round of nvfp4-decode must be a whole number" in page.locator("#link-note").inner_text()
+        # an entry naming no exercise is still called one the exercises do not know
+        open_standalone(page, pages, "exercises", {"answers": {"no-such-kind": "1"}})
+        assert (
+            'answers has an entry the exercises do not know: "no-such-kind"' in page.locator("#link-note").inner_text()
+        )
+        assert log.blocked == [] and log.console_errors == []
+
+
+def _refusal(page, key):
+    """The refusal beside a field (its aria-describedby note, role=alert), or "" when it has none."""
+    field = page.locator(f"#widget input[data-focus='{key}']")
+    note = page.locator(f"#{field.get_attribute('aria-describedby')}")
+    if not note.is_visible():
+        return ""
+    assert note.get_attribute("role") == "alert" and field.get_attribute("aria-invalid") == "true"
+    return note.inner_text()
+
+
+def test_a_kept_code_refusal_is_read_again_for_the_format_now_shown(pages):
+    with browser_page() as (page, log):
+        # code 0 is +0 in E2M1, and carries over as E8M0's code 0 (E8M0 has no zero): the code field
+        # keeps its value through the switch, so its refusal stays
+        open_standalone(page, pages, "code-explorer", {"format": "E2M1", "code": 0, "value_text": "0.3"})
+        code = page.locator("#widget input[data-focus='code']")
+        code.fill("abc")
+        code.press("Enter")
+        assert "\u201cabc\u201d is not a 4-bit code. Type something like 5, 0x5 or 0b0101." in _refusal(page, "code")
+        page.get_by_role("button", name="E8M0").click()
+        assert code.input_value() == "abc"  # what the learner typed is kept
+        # read against E8M0, whose codes are bytes: the message and its suggestion are a byte's
+        refusal = _refusal(page, "code")
+        assert "\u201cabc\u201d is not a byte. Type something like 126, 0x7E or 0b01111110." in refusal, refusal
+        assert "4-bit" not in refusal and "0b0101" not in refusal
+        assert page.evaluate("document.activeElement.dataset.focus") == "format-E8M0"
+        # and back again: a 4-bit code's words
+        page.get_by_role("button", name="E2M1").click()
+        assert "is not a 4-bit code" in _refusal(page, "code")
+        # text that is no E2M1 code but is an E8M0 code: kept, not shown, and it says why and how
+        code.fill("200")
+        code.press("Enter")
+        assert "200 does not fit in 4 bits" in _refusal(page, "code")
+        page.get_by_role("button", name="E8M0").click()
+        refusal = _refusal(page, "code")
+        assert "does not fit" not in refusal and "0xC8" in refusal and "press Enter" in refusal, refusal
+        # the switch carried E2M1's +0 over as E8M0's code 0, 2^-127; the typed code waits for Enter
+        assert code.input_value() == "200"
+        assert page.get_by_test_id("code-formula").inner_text().startswith("2^(0 \u2212 127)")
+        code.press("Enter")  # taken now: the code shown is 200 = 0xC8 = 2^73
+        assert _refusal(page, "code") == "" and code.input_value() == "200"
+        assert page.get_by_test_id("code-formula").inner_text().startswith("2^(200 \u2212 127)")
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_the_rule_cards_say_when_they_are_for_the_last_number_taken(pages):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "code-explorer")  # E4M3, 0.3
+        value = page.locator("#widget input[data-focus='value']")
+        cue = page.get_by_test_id("value-stale")
+        cards = page.get_by_test_id("encoded-value").all_inner_texts()
+        assert not cue.is_visible()
+        value.fill("abc")
+        value.press("Enter")
+        assert _refusal(page, "value")
+        # the cards still show 0.3's rounding, and a line above them says so
+        assert page.get_by_test_id("encoded-value").all_inner_texts() == cards
+        assert cue.is_visible() and "last number taken, 0.3" in cue.inner_text() and "refused" in cue.inner_text()
+        assert page.locator("#widget .lab-value-box.lab-value-old").count() == 1  # the cards' dashed edge
+        assert page.evaluate("document.activeElement.dataset.focus") == "value"
+        # another format: still the last number taken, now E8M0's three rules for it
+        page.get_by_role("button", name="E8M0").click()
+        assert value.input_value() == "abc" and cue.is_visible() and "0.3" in cue.inner_text()
+        assert len(page.get_by_test_id("encoded-value").all_inner_texts()) == 3
+        # a number taken: no cue
+        value.fill("-1")
+        value.press("Enter")
+        assert not cue.is_visible() and "no sign and no zero" in page.get_by_test_id("encode-note").inner_text()
+        # where the note stands in for the cards, the cue speaks of the note
+        value.fill("1, 2")
+        value.press("Enter")
+        assert cue.is_visible() and "\u22121" in cue.inner_text() and "note" in cue.inner_text()
+        value.fill("3")
+        value.press("Enter")
+        assert not cue.is_visible() and page.get_by_test_id("encoded-value").all_inner_texts() == ["2", "4", "4"]
+        assert page.locator("#widget .lab-value-old").count() == 0
+        assert log.blocked == [] and log.console_errors == []

@@ -57,6 +57,8 @@ CHANGES = {
         ("commit", "value", "3", "bracket"),
         ("click", "button[data-focus='show-floor (OCP): 2^floor(log2 x)']", None, "code-formula"),
         ("commit", "value", "-1", None),
+        # refused: the line saying the note is for the last number taken appears, made beforehand
+        ("commit", "value", "abc", None),
         # E8M0's 2 carries over as E2M1's 2: the value stays, the formula changes
         ("click", "button[data-focus='format-E2M1']", None, "code-formula"),
         ("key", "button[data-focus='bit-3']", "Enter", "code-value"),
