@@ -334,3 +334,28 @@ def test_svg_labels_read_at_16px_and_never_overlap(browser, pages, slug, size, s
         assert errors == []
     finally:
         context.close()
+
+
+# Links to the longest numbers a big readout shows: E8M0's smallest scale, 2^-127, written with
+# ten significant digits (it broke as "5.877471754e−3 / 9" on a phone), and E4M3's smallest
+# subnormal.
+LONGEST_NUMBERS = [
+    ("code-explorer", {"format": "E8M0", "code": 0}),
+    ("code-explorer", {"format": "E4M3", "code": 0x81}),
+]
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize(("slug", "fragment"), LONGEST_NUMBERS)
+def test_the_longest_readout_numbers_stay_on_one_line(browser, pages, slug, fragment, size):
+    context, page, errors = _page(browser, pages, slug, size, "dark")
+    try:
+        page.goto("about:blank")
+        page.goto((pages / f"{slug}.html").as_uri() + "#" + quote(json.dumps(fragment)))
+        page.wait_for_selector("body[data-ready='true']")
+        measured = page.evaluate(MEASURE)
+        assert measured["brokenNumbers"] == [] and measured["overflowing"] == [], measured
+        assert measured["scrollWidth"] <= measured["innerWidth"], measured
+        assert errors == []
+    finally:
+        context.close()
