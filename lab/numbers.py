@@ -8,6 +8,8 @@ Writing, in two forms:
                      sign, −0 kept. Every `explain` and every readout uses it.
     format_float32   the shortest text that reads back as the same float32 (the Q4_K explorer's
                      d, dmin and products, where every bit of a float32 matters).
+    format_signed    a fixed number of decimals with a real minus sign, for table columns and
+                     changes ("−0.018", "+0.004"); Python only, for the notebooks.
 
 Reading:
 Accepted: decimals and scientific notation ("0.5", "-1e-3", ".5", "1."), a power of two
@@ -87,6 +89,19 @@ def parse_number_row(text: str, label: str) -> list[float]:
         except InputError as error:
             raise InputError(f'{label}, item {position} ("{item}"): {error}') from None
     return values
+
+
+def format_signed(value: float, decimals: int, *, plus: bool = False) -> str:
+    """`value` with `decimals` decimals and a real minus sign; with `plus`, a + on a positive value
+    (a change). A value that rounds to zero is written without a sign: "−0.000" says nothing."""
+    if math.isnan(value):
+        return "NaN"
+    text = f"{value:+.{decimals}f}"
+    if float(text) == 0:
+        return text[1:]
+    if text.startswith("+") and not plus:
+        text = text[1:]
+    return text.replace("-", "\u2212")
 
 
 def format_number(value: float) -> str:

@@ -9,10 +9,19 @@ def _():
     import marimo as mo
 
     from lab import real_weights
-    from lab.teach import behaviour, charts
+    from lab.numbers import format_signed
+    from lab.teach import behaviour, charts, course
     from lab.teach.pane.model import run_model
 
-    return behaviour, charts, mo, real_weights, run_model
+    return (
+        behaviour,
+        charts,
+        course,
+        format_signed,
+        mo,
+        real_weights,
+        run_model,
+    )
 
 
 @app.cell(hide_code=True)
@@ -105,10 +114,10 @@ def _(behaviour, charts, chosen_title, similarity):
 
 
 @app.cell(hide_code=True)
-def _(mo, study):
+def _(format_signed, mo, study):
     _rows = "\n".join(
         f"| {row['title']} | {row['bits_per_weight']:g} | {row['top1']:.3f} | {row['mrr']:.3f} "
-        f"| {row['median_margin']:.3f} | {row['mean_cosine_to_fp32']:.4f} | {row['fallbacks']} of 36 |"
+        f"| {format_signed(row['median_margin'], 3)} | {row['mean_cosine_to_fp32']:.4f} | {row['fallbacks']} of 36 |"
         for row in study
     )
     mo.md(
@@ -151,7 +160,7 @@ def _(behaviour, chosen):
 
 
 @app.cell(hide_code=True)
-def _(answers, mo):
+def _(answers, format_signed, mo):
     def _listed(indices, heading):
         if not len(indices):
             return ""
@@ -165,7 +174,7 @@ def _(answers, mo):
         "shows damage long before an answer flips. "
         f"With **{answers.format_title}**, {answers.closer} of {len(answers.questions)} questions came "
         f"closer to a wrong answer, and the median change of a question's margin was "
-        f"{answers.median_shift:+.3f}; "
+        f"{format_signed(answers.median_shift, 3, plus=True)}; "
         f"{len(answers.lost)} answers were lost and {len(answers.gained)} gained. "
         "Pick another format at the top of the page and watch the cloud sink below the diagonal."
         + _listed(answers.lost, f"Right in float32, wrong in {answers.format_title}")
@@ -194,9 +203,9 @@ def _(behaviour, chosen, mo):
 
 
 @app.cell(hide_code=True)
-def _(layers, mo):
+def _(course, format_signed, layers, mo):
     _moved = "\n".join(
-        f"| `{row['layer'].removeprefix('encoder.')}` | {row['weight_error']:.4f} | {int(row['weight_rank'])} "
+        f"| {course.code_name(row['layer'].removeprefix('encoder.'))} | {row['weight_error']:.4f} | {int(row['weight_rank'])} "
         f"| {row['output_error']:.4f} | {int(row['output_rank'])} | {row['peak_to_median']:.1f} |"
         for row in layers.records()
         if row["disagreeing"]
@@ -208,10 +217,10 @@ def _(layers, mo):
         f"{layers.tokens} tokens. For each one the lab measures the weight error ‖Ŵ − W‖/‖W‖ and the "
         "output error ‖(Ŵ − W)x‖/‖Wx‖, ranks the layers by each (1 = worst), and compares the two "
         f"rankings.{_kept}\n\n"
-        f"**Spearman's rank correlation between them: {layers.spearman:.2f}.** "
+        f"**Spearman's rank correlation between them: {format_signed(layers.spearman, 2)}.** "
         "A value near 1 would mean weight error predicts output error; here it does not. The layers "
         "whose rank moves most:\n\n"
-        "| Linear | weight error | rank | output error | rank | peak / median channel RMS |\n"
+        "| Linear | weight error | weight rank | output error | output rank | peak / median channel RMS |\n"
         "|---|---:|---:|---:|---:|---:|\n" + _moved
     )
     return
@@ -229,6 +238,9 @@ def _(charts, layers, mo):
     _channels = ", ".join(
         f"{channel} (RMS {outliers.rms[channel]:.2f})" for channel in outliers.top_channels.tolist()
     )
+    _layer = next(row for row in layers.records() if row["layer"] == outliers.layer)
+    _carry = "error than of its signal" if outliers.error_share > outliers.signal_share else "signal than of its error"
+    _side = "below" if _layer["output_error"] < _layer["weight_error"] else "above"
     mo.vstack(
         [
             mo.md(
@@ -238,9 +250,12 @@ def _(charts, layers, mo):
                 f"Top channels: {_channels}.\n\n"
                 f"These {outliers.top_channels.size} channels are {outliers.channel_share:.1%} of the "
                 f"inputs. Their terms alone make {outliers.error_share:.1%} of ‖ΔW·x‖² and "
-                f"{outliers.signal_share:.1%} of ‖W·x‖². When a few channels carry much of the signal but "
-                "less of the error, the layer's *relative* output error drops below its weight error; when "
-                "they carry the error, it rises. Either way the input, not the weights alone, decides."
+                f"{outliers.signal_share:.1%} of ‖W·x‖²: they carry more of this layer's {_carry}. "
+                f"Its relative output error, {_layer['output_error']:.4f}, is {_side} its weight error, "
+                f"{_layer['weight_error']:.4f}.\n\n"
+                "A few large channels do not settle that on their own. The output error weighs each "
+                "weight's error by every input that meets it, so what decides is how ΔW lines up with all "
+                "of the inputs: the input, not the weights alone."
             ),
             charts.channel_outliers_chart(outliers.rms, outliers.top_channels, outliers.layer),
         ]
@@ -253,11 +268,13 @@ def _(mo):
     mo.md(r"""
     ## On the device: the same bytes through MLX's kernels
 
-    Everything above ran in the lab's numpy. Here the same forward pass runs again with each of the
-    36 Linears computed by MLX's `mx.quantized_matmul` from the lab's bytes (Q4_K through its affine
-    repack), on every MLX device present. Per Linear the lab's product on the very same input is set
-    beside MLX's, against the float32 accumulation bound 2·γ_{K+3}·Σ|xₖ|·mₖ derived in
-    `lab/teach/pane/model.py`: two correct float32 sums of K products may differ by that much.
+    Everything above ran in the lab's numpy. Here the same forward pass runs again on every MLX
+    device present: each Linear the format quantized is computed by MLX's `mx.quantized_matmul` from
+    the lab's bytes (Q4_K through its affine repack), and each one it left in float32 by `mx.matmul`.
+    Per Linear the lab's product on the very same input is set beside MLX's, against the float32
+    accumulation bound 2·γ(K+3)·Σ|xₖ|·mₖ derived in `lab/teach/pane/model.py`, where
+    γ(n) = n·u / (1 − n·u) and u = 2⁻²⁴: two correct float32 sums of K products may differ by that
+    much.
     """)
     return
 

@@ -219,3 +219,25 @@ def test_code_name_breaks_only_after_dots_and_reads_back_as_the_name(name):
     assert html.unescape(re.sub(r"<[^>]+>", "", written)) == name
     # marimo's Markdown passes the element through (a table cell keeps it whole)
     assert written in mo.md(f"| tensor |\n|---|\n| {written} |").text
+
+
+# (value, decimals, plus, written): the real minus sign, a + only for a change, no sign on zero.
+SIGNED_CASES = [
+    (-0.0184, 3, False, "\u22120.018"),
+    (-0.0184, 3, True, "\u22120.018"),
+    (0.0042, 3, True, "+0.004"),
+    (0.0042, 3, False, "0.004"),
+    (-0.0004, 3, True, "0.000"),
+    (-0.0, 2, False, "0.00"),
+    (-0.09, 2, False, "\u22120.09"),
+    (0.995, 2, False, "0.99"),  # 0.995 is 0.99499999... in binary
+    (-1234.5678, 1, False, "\u22121234.6"),
+    (float("nan"), 3, True, "NaN"),
+]
+
+
+@pytest.mark.parametrize(("value", "decimals", "plus", "written"), SIGNED_CASES)
+def test_format_signed_writes_a_real_minus_sign(value, decimals, plus, written):
+    from lab.numbers import format_signed
+
+    assert format_signed(value, decimals, plus=plus) == written

@@ -17,12 +17,17 @@ from support import require_real_model
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
-def run_notebook(name: str) -> dict:
+def run_notebook_with_outputs(name: str) -> tuple[list, dict]:
+    """What each cell shows, and what the cells define."""
     spec = importlib.util.spec_from_file_location(f"notebook_{name}", NOTEBOOKS / name)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    _, defs = module.app.run()
-    return defs
+    outputs, defs = module.app.run()
+    return list(outputs), defs
+
+
+def run_notebook(name: str) -> dict:
+    return run_notebook_with_outputs(name)[1]
 
 
 def test_every_course_notebook_exists_and_is_listed():
@@ -134,7 +139,7 @@ def test_06_your_own_gguf_defaults_to_the_toy_file():
 def test_10_what_four_bits_do_to_answers():
 
     require_real_model()  # a skip on a laptop without the model, a failure in CI
-    defs = run_notebook("10_what_four_bits_do_to_answers.py")
+    outputs, defs = run_notebook_with_outputs("10_what_four_bits_do_to_answers.py")
     rows = {row["format"]: row for row in defs["study"]}
     assert {"fp32", "mxfp4", "affine2_g64", "affine3_g64", "affine4_g64", "affine8_g64", "q4k"} <= set(rows)
     assert rows["fp32"]["mean_cosine_to_fp32"] == pytest.approx(1.0)
@@ -146,6 +151,17 @@ def test_10_what_four_bits_do_to_answers():
     assert answers.format_title == "MXFP4" and len(answers.questions) == len(answers.margins) == 64
     assert np.mean(answers.margins >= 0) == pytest.approx(rows["mxfp4"]["top1"])
     assert np.mean(answers.fp32_margins >= 0) == pytest.approx(rows["fp32"]["top1"])
+    # What the inputs section says of its layer agrees with that layer's own numbers: it once said
+    # the output error "rises" above the weight error for MXFP4, whose layer showed 0.0454 < 0.1245.
+    outliers = defs["outliers"]
+    layer = next(row for row in defs["layers"].records() if row["layer"] == outliers.layer)
+    shown = next(
+        output.text for output in outputs if output is not None and "The inputs of" in getattr(output, "text", "")
+    )
+    side = "below" if layer["output_error"] < layer["weight_error"] else "above"
+    assert f"{layer['output_error']:.4f}, is {side} its weight error, {layer['weight_error']:.4f}" in shown
+    carry = "error than of its signal" if outliers.error_share > outliers.signal_share else "signal than of its error"
+    assert f"carry more of this layer’s {carry}" in shown or f"carry more of this layer's {carry}" in shown
 
 
 def test_11_formats_side_by_side():

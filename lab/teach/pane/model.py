@@ -45,6 +45,7 @@ from lab.formats.registry import Format, get
 from lab.teach import behaviour
 from lab.teach import cache as result_cache
 from lab.teach import model as sentence_model
+from lab.teach.course import code_name
 from lab.teach.pane.compare import FLOAT32_UNIT_ROUNDOFF
 from lab.teach.pane.steps import Steps, device_name, mlx_devices, mlx_version
 
@@ -99,10 +100,7 @@ class ModelDeviceRun:
         if beyond:
             return f"{len(beyond)} of {len(ran)} Linears differ beyond float32 accumulation: {', '.join(beyond)}"
         worst = max(layer.max_abs_diff for layer in ran)
-        return (
-            f"all {len(ran)} Linears agree within float32 accumulation (largest difference {worst:.3g}); "
-            f"embeddings differ by at most {self.embedding_max_abs_diff:.3g}"
-        )
+        return f"all {len(ran)} Linears agree within float32 accumulation (largest difference {worst:.3g})"
 
 
 @dataclass(frozen=True)
@@ -121,17 +119,19 @@ class ModelDeviceReport:
             return f"**MLX is not available here.** {self.message}\n\nTo see this section: `{self.install_hint}`"
         if not self.runs:
             return self.message
-        parts = [f"**{self.title} on MLX {self.mlx_version}**, {self.sentences} sentences. {self.message}"]
+        # The summary names each device's verdict; with one device, its own section says it.
+        summary = f" {self.message}" if len(self.runs) > 1 else ""
+        parts = [f"**{self.title} on MLX {self.mlx_version}**, {self.sentences} sentences.{summary}"]
         for run in self.runs:
             rows = "\n".join(
-                f"| `{layer.layer.removeprefix('encoder.')}` | {layer.path} | {layer.max_abs_diff:.3g} "
-                f"| {layer.bound_at_max:.3g} | {layer.bound_used:.2%} |" + (" refused |" if layer.refused else " |")
+                f"| {code_name(layer.layer.removeprefix('encoder.'))} | {layer.path} | {layer.max_abs_diff:.3g} "
+                f"| {layer.bound_at_max:.3g} | {layer.bound_used:.2%} | {'yes' if layer.refused else 'no'} |"
                 for layer in run.layers
             )
             parts.append(
-                f"### {run.device} ({run.device_name})\n\n{run.verdict}. Output: largest |MLX − lab| in an "
-                f"embedding component {run.embedding_max_abs_diff:.3g}, smallest cosine {run.embedding_min_cosine:.9f}."
-                "\n\n| Linear | MLX path | max abs diff | its bound | share of bound used (max) | |\n"
+                f"### {run.device} ({run.device_name})\n\n{run.verdict}. Embeddings: largest |MLX − lab| in a "
+                f"component {run.embedding_max_abs_diff:.3g}, smallest cosine {run.embedding_min_cosine:.9f}."
+                "\n\n| Linear | MLX path | max abs diff | its bound | share of bound used (max) | refused |\n"
                 "|---|---|---:|---:|---:|---|\n" + rows
             )
             parts += [f"- refused: {refusal}" for refusal in run.refusals]
