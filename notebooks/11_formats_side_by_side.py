@@ -96,7 +96,7 @@ def _(compare, mo, payload_pick):
     trace = compare.byte_trace(0xA5, payload_pick.value)
     _rows = "\n".join(
         f"| {row['title']} | {row['block_byte']} | {row['nibble']} ({row['nibble_value']}) | {row['weight']} "
-        f"| {row['code']} | {row['owner']} | {row['value']:.6g} |"
+        f"| {row['code']} | {row['owner']} | {compare.six_digits(row['value'])} |"
         for row in trace
     )
     mo.vstack(
@@ -107,7 +107,8 @@ def _(compare, mo, payload_pick):
                 "slider picks the position, counted in bytes from the payload's start. Where its "
                 "nibbles land is read from the lab's decoder, by setting one nibble at a time; the "
                 "tests check every lane against gguf-py's. Q4_0, Q4_1, IQ4_NL and MXFP4 pair weight "
-                "j with j + 16; Q4_K pairs j with j + 32, in neighbouring subblocks with different "
+                "j with j + 16, and IQ4_XS does within each subblock of 32; Q4_K pairs j with j + 32, "
+                "in neighbouring subblocks with different "
                 "scales; Q6_K's byte holds only the low four bits of two 6-bit codes, 64 apart."
             ),
             payload_pick,
@@ -147,11 +148,13 @@ def _(mo):
     mo.md(r"""
     ## Try this
 
-    1. On N(0, 1), which 4-bit formats are on the front, and which 4.5-bit format is not?
-       *(Check the points joined by the line.)*
-    2. Switch to the Student t weights. Does the front change? *(Compare the lists under the
-       chart.)*
-    3. Move the byte to payload position 15. Which layout's weights move furthest from weight 0?
+    1. On N(0, 1), six formats spend 4.5 bits per weight. Which one is on the front? *(Check the
+       list under the chart: Q4_K, whose subblocks of 32 each get their own scale and minimum.)*
+    2. Switch to the Student t weights. Which 4.5-bit format is on the front now? *(Check:
+       NVFP4. Heavy tails put a large weight in many blocks; E2M1's grid, dense near zero, keeps
+       the small weights of such a block finer than Q4_K's evenly spaced steps.)*
+    3. Move the byte to payload position 15. Which layout's two weights lie furthest apart?
+       *(Check the weight column: Q6_K's, 64 apart, where the others are 16 or 32.)*
     """)
     return
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.formats import FORMATS
+from lab.numbers import format_number
 from lab.teach import cache as result_cache
 from lab.teach import real_weights
 
@@ -172,19 +173,25 @@ TRACE_PAYLOAD_BYTES = 16
 def _owner(name: str, parts: dict) -> str:
     """Which scale owns a weight, in words, from the format's explain."""
     if name in ("q4_0", "iq4_nl"):
-        return f"the block's d = {parts['d']:.6g} (bytes 0..1)"
+        return f"the block's d = {six_digits(parts['d'])} (bytes 0..1)"
     if name == "q4_1":
-        return f"the block's d = {parts['d']:.6g} and m = {parts['m']:.6g} (bytes 0..3)"
+        return f"the block's d = {six_digits(parts['d'])} and m = {six_digits(parts['m'])} (bytes 0..3)"
     if name == "iq4_xs":
-        return f"subblock {parts['subblock']}: d × ({parts['stored_scale']} − 32), gain {parts['gain']:.6g}"
+        return f"subblock {parts['subblock']}: d × ({parts['stored_scale']} − 32), gain {six_digits(parts['gain'])}"
     if name == "q4k":
         return f"subblock {parts['subblock']}: scale {parts['scale']}, min {parts['min']} (12-byte metadata)"
     if name == "q6_k":
+        # the int8 scale's value first, then where it sits: "byte 192 = -96" read as a byte's value
         return (
-            f"subblock {parts['subblock']}: scale byte {parts['scale_byte']} = {parts['scale']}; "
-            f"code bits 5..4 from qh byte {parts['qh_byte']}"
+            f"subblock {parts['subblock']}: int8 scale {format_number(parts['scale'])} at block byte "
+            f"{parts['scale_byte']}; code bits 5..4 from qh byte {parts['qh_byte']}"
         )
-    return f"the block's E8M0 scale byte 0 = {parts['scale']['hex']} = {parts['scale']['value']:g}"
+    return f"the block's E8M0 scale byte 0 = {parts['scale']['hex']} = {six_digits(parts['scale']['value'])}"
+
+
+def six_digits(value: float) -> str:
+    """Six significant digits, the width of the trace's columns, with a real minus sign."""
+    return f"{value:.6g}".replace("-", "\u2212")
 
 
 def trace_block(name: str, seed: int = 0) -> np.ndarray:
