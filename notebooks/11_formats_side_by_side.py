@@ -96,7 +96,7 @@ def _(compare, mo, payload_pick):
     trace = compare.byte_trace(0xA5, payload_pick.value)
     _rows = "\n".join(
         f"| {row['title']} | {row['block_byte']} | {row['nibble']} ({row['nibble_value']}) | {row['weight']} "
-        f"| {row['code']} | {row['owner']} | {compare.six_digits(row['value'])} |"
+        f"| {row['code']} | {compare.six_digits(row['value'])} | {row['owner']} |"
         for row in trace
     )
     mo.vstack(
@@ -113,7 +113,7 @@ def _(compare, mo, payload_pick):
             ),
             payload_pick,
             mo.md(
-                "| format | block byte | nibble | weight | code | owned by | value |\n"
+                "| format | block byte | nibble | weight | code | value | owned by |\n"
                 "|---|---|---|---|---|---|---|\n" + _rows
             ),
         ]
