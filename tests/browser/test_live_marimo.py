@@ -60,4 +60,12 @@ def test_a_seed_that_is_not_a_whole_number_is_refused_beside_it():
         field.press("Enter")
         page.get_by_text("amax =").first.wait_for(timeout=30000)
         assert page.get_by_text("type a whole number").count() == 0
+        # marimo's slider shows keyboard focus with a ring (course.css), not only a paler thumb
+        slider = page.get_by_role("slider").first
+        slider.focus()
+        page.keyboard.press("ArrowRight")
+        ring = slider.evaluate(
+            "(thumb) => [getComputedStyle(thumb).outlineStyle, getComputedStyle(thumb).outlineWidth]"
+        )
+        assert ring == ["solid", "3px"]
         assert log.blocked == [] and log.console_errors == []
