@@ -237,7 +237,7 @@ function metadataTable() {
     h(
       "table",
       { class: "lab-table", role: "table", "aria-label": label },
-      h("thead", { role: "rowgroup" }, h("tr", { role: "row" }, ["j", "s_j", "s_j comes from", "m_j", "m_j comes from"].map((t) => h("th", { scope: "col", role: "columnheader" }, t)))),
+      h("thead", { role: "rowgroup" }, h("tr", { role: "row" }, ["j", "sⱼ", "sⱼ comes from", "mⱼ", "mⱼ comes from"].map((t) => h("th", { scope: "col", role: "columnheader" }, t)))),
       h(
         "tbody",
         { role: "rowgroup" },
