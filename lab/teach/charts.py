@@ -65,6 +65,11 @@ FOREGROUND = {"expr": "luminance(background) < 0.5 ? '#ffffff' : '#000000'"}
 EMBED_OPTIONS = {"renderer": "svg", "actions": {"export": True, "source": False, "compiled": False, "editor": False}}
 
 
+def _num(value: float) -> str:
+    """A number for a description, to three significant digits, with a real minus sign."""
+    return f"{value:.3g}".replace("-", "\u2212")
+
+
 def _data(columns: dict) -> alt.Data:
     """Columns of equal length as inline Vega data (plain Python values, so it serialises)."""
     names = list(columns)
@@ -96,10 +101,13 @@ def _title(text: str, *notes: str) -> alt.Title:
     return alt.Title(text, subtitle=lines or alt.Undefined, anchor="start", frame="group", limit=alt.ExprRef("width"))
 
 
-def _styled(chart: alt.Chart) -> alt.Chart:
-    """The chart spanning its output, in the course's type sizes."""
+def _styled(chart: alt.Chart, description: str) -> alt.Chart:
+    """The chart spanning its output, in the course's type sizes, with `description` as its text
+    alternative: what it shows in words, which Vega gives the SVG as its aria-label for a screen
+    reader, and for anyone who cannot hover over a point to have it named."""
     return (
         chart.properties(
+            description=description,
             width="container",
             autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
             padding={"left": 2, "top": 5, "right": 5, "bottom": 5},
@@ -112,6 +120,35 @@ def _styled(chart: alt.Chart) -> alt.Chart:
         )
         .configure_title(fontSize=18, subtitleFontSize=TEXT_PX, subtitlePadding=6, offset=14)
     )
+
+
+# A symbol legend's entry is its symbol, a gap and its label; columns of entries are this far apart.
+LEGEND_SYMBOL_PX = 22
+LEGEND_COLUMN_GAP = 10
+
+
+def _legend(labels: list[str]) -> alt.Legend:
+    """A legend below the plot in as many columns as fit the narrowest plot: one row where every
+    entry fits in it, else fewer columns, down to one entry under another. Vega starts a bottom
+    legend at the plot's left edge and never wraps it, so a row wider than the plot runs out of a
+    phone's chart. (The columns are fixed here: a count that follows the plot's width in the page
+    changes the legend's height after Vega has sized the chart, which then cuts it off.)"""
+    widths = [_text_px([label])[0] + LEGEND_SYMBOL_PX for label in labels]
+
+    def row_px(columns: int) -> float:
+        # Vega lines the entries up in columns, each as wide as its widest entry.
+        return sum(max(widths[i::columns]) for i in range(columns)) + LEGEND_COLUMN_GAP * (columns - 1)
+
+    columns = max((n for n in range(1, len(labels) + 1) if row_px(n) <= NARROWEST_PLOT), default=1)
+    return alt.Legend(columns=columns)
+
+
+def _axis_title(head: str, name: str) -> str | list[str]:
+    """An axis title that names something (a format): one line where it fits the narrowest plot,
+    else the name on a line of its own, whole. Axis titles are 16 px, a little wider than _text_px
+    counts."""
+    line = f"{head} {name}"
+    return line if _text_px([line])[0] * 16 / TEXT_PX <= NARROWEST_PLOT else [head, name]
 
 
 def _text_px(lines: list[str]) -> tuple[float, float]:
@@ -256,10 +293,15 @@ def e2m1_ruler_chart() -> alt.Chart:
         .encode(x="value:Q", text="label:N")
         for row, offset in enumerate(RULER_LABEL_OFFSETS)
     ]
+    description = (
+        f"The {values.size} distinct E2M1 values on a number line: {', '.join(labels_text)}. "
+        f"Neighbours are {_num(gaps[:-1].min())} apart near zero and {_num(gaps[:-1].max())} apart at the ends."
+    )
     return _styled(
         alt.layer(marks, *labels).properties(
             height=150, title=_title("Every E2M1 value", "Dense near zero, sparse far out.")
-        )
+        ),
+        description,
     )
 
 
@@ -292,8 +334,17 @@ def error_vs_scale_chart(w, inputs: dict[str, list[float]], scales) -> alt.Chart
         )
     )
     zero = alt.Chart(alt.Data(values=[{"y": 0}])).mark_rule(color="#555").encode(y="y:Q")
+    # Per input, the scale where the error is smallest: the lines' story, that it is not the same scale.
+    best = [min((row for row in rows if row["input"] == name), key=lambda row: abs(row["Δy"])) for name in inputs]
+    description = (
+        f"Signed output error Δy of the same four weights against the scale, from {_num(min(scales))} to "
+        f"{_num(max(scales))} on a log₂ axis, one line per input vector. Smallest |Δy|: "
+        + "; ".join(f"{row['input']} at scale {_num(row['scale'])}, Δy {_num(row['Δy'])}" for row in best)
+        + "."
+    )
     return _styled(
-        (zero + lines).properties(height=300, title=_title("Error against scale", "Same weights; a line per input."))
+        (zero + lines).properties(height=300, title=_title("Error against scale", "Same weights; a line per input.")),
+        description,
     )
 
 
@@ -412,13 +463,19 @@ def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> alt.Chart:
         .encode(x="lane:Q", y=alt.Y("label top:Q", scale=None), text="lines:N")
         for side in ("left", "right")
     ]
+    description = (
+        f"Bars of the {weights.size} reconstructed weights of one Q4_K block by output lane, coloured by "
+        f"subblock, eight of 32 lanes; weights from {_num(weights.min())} to {_num(weights.max())}."
+        + (f" Traced: {'; '.join(labels)}." if labels else "")
+    )
     return _styled(
         alt.layer(bars, rule, bar, point, *label_marks).properties(
             height=300,
             title=_title(
                 "One Q4_K block", "256 lanes in eight subblocks of 32; a traced lane is dashed and named at the top."
             ),
-        )
+        ),
+        description,
     )
 
 
@@ -445,10 +502,15 @@ def bits_per_weight_chart(extra: dict[str, float] | None = None) -> alt.Chart:
             tooltip=["format:N", "bits per weight:Q"],
         )
     )
+    ranked = sorted(entries.items(), key=lambda entry: entry[1])
+    description = f"Bits stored per weight, codes plus scales, for {len(ranked)} formats, fewest first: " + (
+        "; ".join(f"{name} {bpw:.4g}" for name, bpw in ranked) + "."
+    )
     return _styled(
         (bars + _row_names(alt.Chart(frame), "format", order, 1)).properties(
             height=height, title=_title("Storage per weight", "Codes plus scales, in bits.")
-        )
+        ),
+        description,
     )
 
 
@@ -484,7 +546,13 @@ def block_grid_chart(weights: ArrayLike, levels: ArrayLike, title: str = "A bloc
         f"Blue rules: the {grid.size} values the codes decode to, {low:g} to {high:g}.".replace("-", "\u2212"),
         "Shaded: beyond them, clipped.",
     )
-    return _styled(alt.layer(shade, rules, bars).properties(height=220, title=_title(title, *notes)))
+    clipped = int(np.count_nonzero((weights < low) | (weights > high)))
+    description = (
+        f"{title}: a histogram of {weights.size} weights from {_num(weights.min())} to {_num(weights.max())}, "
+        f"with rules at the {grid.size} values the codes decode to, {_num(low)} to {_num(high)}; "
+        f"{clipped} of the weights lie beyond them and clip."
+    )
+    return _styled(alt.layer(shade, rules, bars).properties(height=220, title=_title(title, *notes)), description)
 
 
 def difference_rows(report: DeviceReport) -> list[dict]:
@@ -562,11 +630,26 @@ def difference_chart(report: DeviceReport) -> alt.LayerChart | None:
             text="note:N",
         )
     )
+    largest = {
+        name: max((row for row in rows if row["compared"] == name), key=lambda row: row["max abs diff"])
+        for name in compared
+    }
+    description = (
+        f"Bars of the largest |MLX − lab| in each of {len(groups)} groups, for {len(compared)} weight comparisons. "
+        + "; ".join(
+            f"{name}: bit-identical in every group"
+            if not row["max abs diff"]
+            else f"{name}: largest {_num(row['max abs diff'])}, in {row['group']}"
+            for name, row in largest.items()
+        )
+        + "."
+    )
     return _styled(
         alt.layer(bars, row_names, notes).properties(
             height=height,
             title=_title("MLX beside the lab", "The largest |MLX − lab| in each group; 0: bit-identical."),
-        )
+        ),
+        description,
     )
 
 
@@ -616,10 +699,18 @@ def tensor_error_chart(records: list[dict], format_name: str) -> alt.Chart:
         tooltip=["tensor:N", "layer type:N", "relative RMSE:Q"],
     )
     names = _row_names(base, "tensor", order, label_lines)
+    ranked = sorted(rows, key=lambda row: row["relative_rmse"], reverse=True)
+    description = f"Bars of the relative RMSE of {len(rows)} tensors in {format_name}, worst first" + (
+        f": worst {_short_tensor(ranked[0]['tensor'])} at {_num(ranked[0]['relative_rmse'])}, best "
+        f"{_short_tensor(ranked[-1]['tensor'])} at {_num(ranked[-1]['relative_rmse'])}."
+        if rows
+        else "."
+    )
     return _styled(
         (bars + names).properties(
             height=max(80, height), title=_title("Relative RMSE per tensor", f"{format_name}, worst first.")
-        )
+        ),
+        description,
     )
 
 
@@ -645,7 +736,16 @@ def outlier_chart(records: list[dict], format_name: str) -> alt.Chart:
         )
     )
     note = f"{format_name}, one point per tensor. Outliers: weights beyond 6 × the tensor's RMS."
-    return _styled(points.properties(height=300, title=_title("Outliers against error", note)))
+    description = (
+        f"Relative RMSE against outlier share for {len(rows)} tensors in {format_name}, coloured by layer type"
+        + (
+            f"; outlier shares from {min(r['outlier_share'] for r in rows):.2%} to {max(r['outlier_share'] for r in rows):.2%}, "
+            f"relative RMSE from {_num(min(r['relative_rmse'] for r in rows))} to {_num(max(r['relative_rmse'] for r in rows))}."
+            if rows
+            else "."
+        )
+    )
+    return _styled(points.properties(height=300, title=_title("Outliers against error", note)), description)
 
 
 def _heatmap(matrix, labels: list[str], title: str, legend: bool) -> alt.Chart:
@@ -667,6 +767,17 @@ def _heatmap(matrix, labels: list[str], title: str, legend: bool) -> alt.Chart:
         title="cosine",
         legend=alt.Legend(direction="horizontal", gradientLength=220, values=[0, 0.5, 1]) if legend else None,
     )
+    # Sentences 1 and 2, 3 and 4, ... say the same thing; a format that damages the model lifts
+    # the cosines of the unrelated ones towards those of the pairs.
+    matrix = np.asarray(matrix, dtype=np.float64)
+    pair = (rows // 2 == cols // 2) & (rows != cols)
+    description = (
+        f"{title}: the cosine similarity of every two of {len(labels)} sentences' embeddings, a "
+        f"{len(labels)} by {len(labels)} grid, coloured from 0 (dark) to 1 (bright). Sentences 1 and 2, 3 "
+        f"and 4 and so on say the same thing: their cosines run from {_num(matrix[pair].min())} to "
+        f"{_num(matrix[pair].max())}; unrelated sentences' from {_num(matrix[rows // 2 != cols // 2].min())} "
+        f"to {_num(matrix[rows // 2 != cols // 2].max())}."
+    )
     return _styled(
         alt.Chart(frame)
         .mark_rect()
@@ -676,7 +787,8 @@ def _heatmap(matrix, labels: list[str], title: str, legend: bool) -> alt.Chart:
             color=colour,
             tooltip=["row sentence:N", "column sentence:N", "cosine:Q"],
         )
-        .properties(height=300, title=_title(title, "Sentences 1 to 10, in pairs."))
+        .properties(height=300, title=_title(title, "Sentences 1 to 10, in pairs.")),
+        description,
     )
 
 
@@ -713,10 +825,17 @@ def per_sentence_cosine_chart(cosines, labels: list[str], format_title: str) -> 
             tooltip=["sentence:N", alt.Tooltip("1 − cosine:Q", format=".2e")],
         )
     )
+    most, least = int(np.argmax(distance)), int(np.argmin(distance))
+    description = (
+        f"Bars of 1 − cosine between each of {len(labels)} sentences' embedding in {format_title} and in "
+        f"float32: largest {_num(distance[most])} for sentence {most + 1}, “{labels[most]}”; smallest "
+        f"{_num(distance[least])} for sentence {least + 1}, “{labels[least]}”."
+    )
     return _styled(
         (bars + _row_names(alt.Chart(frame), "sentence", labels, max(map(len, names)))).properties(
             height=height, title=_title("Each sentence", f"{format_title} against float32.")
-        )
+        ),
+        description,
     )
 
 
@@ -768,13 +887,25 @@ def retrieval_quality_chart(rows: list[dict]) -> alt.Chart:
         ],
     )
     points = base.mark_point(size=120, filled=True).encode(
-        color=alt.Color("measure:N", scale=alt.Scale(range=PALETTE), title=None)
+        color=alt.Color("measure:N", scale=alt.Scale(range=PALETTE), title=None, legend=_legend(["top-1", "MRR"]))
+    )
+    # In words: the most bits (the reference), the fewest, and the lowest top-1.
+    worst = min(range(len(rows)), key=lambda i: (rows[i]["top1"], bits[i]))
+    description = (
+        f"Top-1 accuracy and MRR of {len(rows)} formats against bits per weight, on a log₂ axis. "
+        + "; ".join(
+            f"{row['title']} at {row['bits_per_weight']:g} bits: top-1 {row['top1']:.3f}, MRR {row['mrr']:.3f}"
+            for row in (rows[i] for i in dict.fromkeys([ends[1], ends[0], worst]))
+        )
+        + "."
     )
     return _styled(
         alt.layer(points, *_point_labels(base)).properties(
             height=height,
-            title=_title("Where answers break", "Named where a name fits; every point names itself on hover."),
-        )
+            # At 4 to 8 bits the formats crowd together: there is room to name only a few of them.
+            title=_title("Where answers break", "Named where a name fits; the table above lists every format."),
+        ),
+        description,
     )
 
 
@@ -799,7 +930,7 @@ def retrieval_margins_chart(records: list[dict], format_title: str) -> alt.Chart
     frame = alt.Data(values=[dict(record) for record in records])
     base = alt.Chart(frame).encode(
         x=alt.X("fp32_margin:Q", scale=alt.Scale(domain=domain, nice=False), title="margin in float32"),
-        y=alt.Y("margin:Q", scale=alt.Scale(domain=domain, nice=False), title=f"margin in {format_title}"),
+        y=alt.Y("margin:Q", scale=alt.Scale(domain=domain, nice=False), title=_axis_title("margin in", format_title)),
     )
     outcomes = [outcome for outcome in _OUTCOME_MARKS if any(r["outcome"] == outcome for r in records)]
     points = base.mark_point(size=90, filled=True, opacity=0.85).encode(
@@ -807,9 +938,13 @@ def retrieval_margins_chart(records: list[dict], format_title: str) -> alt.Chart
             "outcome:N",
             scale=alt.Scale(domain=outcomes, range=[_OUTCOME_MARKS[o][0] for o in outcomes]),
             title=None,
+            legend=_legend(outcomes),
         ),
         shape=alt.Shape(
-            "outcome:N", scale=alt.Scale(domain=outcomes, range=[_OUTCOME_MARKS[o][1] for o in outcomes]), title=None
+            "outcome:N",
+            scale=alt.Scale(domain=outcomes, range=[_OUTCOME_MARKS[o][1] for o in outcomes]),
+            title=None,
+            legend=_legend(outcomes),
         ),
         tooltip=[
             alt.Tooltip("question:N"),
@@ -826,6 +961,13 @@ def retrieval_margins_chart(records: list[dict], format_title: str) -> alt.Chart
         .encode(x="from:Q", y="from:Q", x2="to:Q", y2="to:Q")
     )
     zero = alt.Chart(guides).mark_rule(color=PALETTE[3], opacity=0.6).encode(y="zero:Q")
+    closer = sum(record["margin"] < record["fp32_margin"] for record in records)
+    counts = [f"{sum(r['outcome'] == outcome for r in records)} {outcome}" for outcome in outcomes]
+    description = (
+        f"Each of {len(records)} questions' retrieval margin in {format_title} against its margin in float32 "
+        f"(the right passage's cosine minus the best wrong one's; below 0 the answer is wrong). "
+        f"{closer} of {len(records)} came closer to a wrong answer. Outcomes: {', '.join(counts)}."
+    )
     return _styled(
         alt.layer(diagonal, zero, points).properties(
             height=height,
@@ -834,7 +976,8 @@ def retrieval_margins_chart(records: list[dict], format_title: str) -> alt.Chart
                 f"One point per question. Dashed: as in float32; below it, closer to a wrong answer. "
                 f"Below the solid line at zero, {format_title} answers wrong.",
             ),
-        )
+        ),
+        description,
     )
 
 
@@ -856,7 +999,13 @@ def layer_errors_chart(records: list[dict], format_title: str) -> alt.Chart:
     sides = _label_sides(xs, ys, labels, disagreeing, height)
     frame = alt.Data(
         values=[
-            dict(record, short=short, label=label, **{"label side": sides[i]})
+            dict(
+                record,
+                short=short,
+                label=label,
+                kind="rank moves most" if record["disagreeing"] else "other layers",
+                **{"label side": sides[i]},
+            )
             for i, (record, short, label) in enumerate(zip(records, shorts, labels, strict=True))
         ]
     )
@@ -872,35 +1021,96 @@ def layer_errors_chart(records: list[dict], format_title: str) -> alt.Chart:
             alt.Tooltip("peak_to_median:Q", format=".1f", title="peak / median channel RMS"),
         ],
     )
-    points = base.mark_point(size=90, filled=True).encode(
-        color=alt.Color("disagreeing:N", scale=alt.Scale(range=[PALETTE[0], PALETTE[3]]), title="rank moves most")
+    # Named in words, in the legend's order; a shape as well as a colour, so no one needs the hue.
+    kinds = {"rank moves most": (PALETTE[3], "diamond"), "other layers": (PALETTE[0], "circle")}
+    legend = _legend(list(kinds))
+    # A diamond of the circles' area looks smaller than they do, and these are the points to find.
+    points = base.mark_point(filled=True).encode(
+        size=alt.Size("kind:N", scale=alt.Scale(domain=list(kinds), range=[140, 90]), legend=None),
+        color=alt.Color(
+            "kind:N",
+            scale=alt.Scale(domain=list(kinds), range=[colour for colour, _ in kinds.values()]),
+            title=None,
+            legend=legend,
+        ),
+        shape=alt.Shape(
+            "kind:N",
+            scale=alt.Scale(domain=list(kinds), range=[shape for _, shape in kinds.values()]),
+            title=None,
+            legend=legend,
+        ),
+    )
+    moved = "; ".join(
+        f"{shorts[i]} (weight error {_num(records[i]['weight_error'])}, output error {_num(records[i]['output_error'])})"
+        for i in disagreeing
+    )
+    description = (
+        f"Relative output error against relative weight error for {len(records)} Linears in {format_title}, "
+        f"from {_num(min(r['weight_error'] for r in records))} to {_num(max(r['weight_error'] for r in records))} "
+        f"and {_num(min(r['output_error'] for r in records))} to {_num(max(r['output_error'] for r in records))}."
+        + (f" The layers whose rank moves most: {moved}." if disagreeing else "")
     )
     return _styled(
         alt.layer(points, *_point_labels(base)).properties(
             height=height,
             title=_title(
                 "Weight vs output error",
-                f"{format_title}, one point per Linear: the two errors rank layers differently.",
+                f"{format_title}, one point per Linear: the two errors rank layers differently. "
+                "Those whose rank moves most are named where a name fits; the table above names them all.",
             ),
-        )
+        ),
+        description,
     )
 
 
 def channel_outliers_chart(rms, top_channels, layer: str) -> alt.Chart:
-    """One Linear's per-input-channel activation RMS, the top outlier channels highlighted."""
+    """One Linear's per-input-channel activation RMS, the top outlier channels coloured and marked
+    by a triangle over their bars: a shape as well as a colour, so no one needs the hue."""
     rms = np.asarray(rms, dtype=np.float64)
-    frame = _data({"channel": np.arange(rms.size), "RMS": rms, "outlier": np.isin(np.arange(rms.size), top_channels)})
-    bars = (
-        alt.Chart(frame)
-        .mark_bar()
+    count = np.size(top_channels)
+    top = "top channel" if count == 1 else f"top {count} channels"
+    kinds = {"other channels": ("#9aa5b1", "square"), top: (PALETTE[3], "triangle-down")}
+    channels = np.arange(rms.size)
+    frame = _data(
+        {"channel": channels, "RMS": rms, "kind": np.where(np.isin(channels, top_channels), top, "other channels")}
+    )
+    legend = _legend(list(kinds))
+    base = alt.Chart(frame).encode(
+        x=alt.X("channel:Q", title="input channel", scale=alt.Scale(domain=[0, rms.size])),
+        # Headroom over the tallest bar for its triangle.
+        y=alt.Y("RMS:Q", title="activation RMS over tokens", scale=alt.Scale(domainMax=float(rms.max()) * 1.12)),
+        color=alt.Color(
+            "kind:N",
+            scale=alt.Scale(domain=list(kinds), range=[colour for colour, _ in kinds.values()]),
+            title=None,
+            legend=legend,
+        ),
+        tooltip=["channel:Q", alt.Tooltip("RMS:Q", format=".3f")],
+    )
+    markers = (
+        base.transform_filter(alt.datum.kind == top)
+        .mark_point(filled=True, size=80, opacity=1, yOffset=-9)
         .encode(
-            x=alt.X("channel:Q", title="input channel", scale=alt.Scale(domain=[0, rms.size])),
-            y=alt.Y("RMS:Q", title="activation RMS over tokens"),
-            color=alt.Color("outlier:N", scale=alt.Scale(range=["#9aa5b1", PALETTE[3]]), title="top channel"),
-            tooltip=["channel:Q", alt.Tooltip("RMS:Q", format=".3f")],
+            shape=alt.Shape(
+                "kind:N",
+                scale=alt.Scale(domain=list(kinds), range=[shape for _, shape in kinds.values()]),
+                title=None,
+                legend=legend,
+            )
         )
     )
-    return _styled(bars.properties(height=240, title=_title("Input channels", f"Of {layer.removeprefix('encoder.')}.")))
+    description = (
+        f"Bars of the activation RMS of each of {rms.size} input channels of {layer.removeprefix('encoder.')}, "
+        f"median {_num(np.median(rms))}. The {top}: "
+        + ", ".join(f"channel {int(c)} (RMS {_num(rms[c])})" for c in np.asarray(top_channels).ravel())
+        + "."
+    )
+    return _styled(
+        alt.layer(base.mark_bar(), markers).properties(
+            height=240, title=_title("Input channels", f"Of {layer.removeprefix('encoder.')}.")
+        ),
+        description,
+    )
 
 
 def pareto_chart(rows: list[dict], source: str) -> alt.Chart:
@@ -939,14 +1149,28 @@ def pareto_chart(rows: list[dict], source: str) -> alt.Chart:
     )
     points = base.mark_point(size=110, filled=True).encode(
         color=alt.Color(
-            "front:N", scale=alt.Scale(domain=["on the front", "dominated"], range=[PALETTE[3], "#9aa5b1"]), title=None
+            "front:N",
+            scale=alt.Scale(domain=["on the front", "dominated"], range=[PALETTE[3], "#9aa5b1"]),
+            title=None,
+            legend=_legend(["on the front", "dominated"]),
         )
     )
     front = base.transform_filter("datum.on_front").mark_line(color=PALETTE[3]).encode(order="bits_per_weight:Q")
+    on_front = sorted((row for row in measured if row["on_front"]), key=lambda row: row["bits_per_weight"])
+    description = (
+        f"Relative error, on a log axis, against bits per weight for {len(measured)} formats on {source}. "
+        f"{len(on_front)} are on the Pareto front, no other format both as cheap and as accurate: "
+        + "; ".join(
+            f"{row['title']} at {row['bits_per_weight']:g} bits, error {_num(row['relative_error'])}"
+            for row in on_front
+        )
+        + "."
+    )
     return _styled(
         alt.layer(front, points, *_point_labels(base)).properties(
             height=height, title=_title("Error against cost", source, "Relative error ‖ŵ − w‖ / ‖w‖.")
-        )
+        ),
+        description,
     )
 
 
@@ -969,12 +1193,28 @@ def block_outlier_chart(rows: list[dict]) -> alt.Chart:
             y=alt.Y("format:N", sort=formats, scale=y_scale, axis=None),
             x=alt.X("RMS error of the others:Q"),
             yOffset=alt.YOffset("case:N", sort=cases),
-            color=alt.Color("case:N", sort=cases, scale=alt.Scale(range=[PALETTE[3], PALETTE[0]]), title=None),
+            color=alt.Color(
+                "case:N",
+                sort=cases,
+                scale=alt.Scale(range=[PALETTE[3], PALETTE[0]]),
+                title=None,
+                legend=_legend(cases),
+            ),
             tooltip=["format:N", "case:N", alt.Tooltip("RMS error of the others:Q", format=".4f")],
         )
+    )
+    description = (
+        "Bars of the RMS error of the other weights in the block that holds a weight of 20, per format, "
+        "with the outlier and without it: "
+        + "; ".join(
+            f"{row['title']} {_num(row['others_rms_error'])} with, {_num(row['others_rms_error_without_outlier'])} without"
+            for row in rows
+        )
+        + "."
     )
     return _styled(
         (
             bars + _row_names(alt.Chart(frame).transform_filter(alt.datum.case == cases[0]), "format", formats, 1)
-        ).properties(height=height, title=_title("One outlier in a block", "A weight of 20 among N(0, 1) weights."))
+        ).properties(height=height, title=_title("One outlier in a block", "A weight of 20 among N(0, 1) weights.")),
+        description,
     )

@@ -115,6 +115,27 @@ def test_q4k_explorer_follows_bytes(pages):
         assert log.blocked == [] and log.console_errors == []
 
 
+# Each cell of a byte or element grid: whether it is a button, and the cursor it shows.
+CELL_CURSORS = """() => [...document.querySelectorAll(".lab-cell")].map((cell) => ({
+  label: cell.getAttribute("aria-label") || cell.textContent,
+  button: cell.tagName === "BUTTON",
+  cursor: getComputedStyle(cell).cursor,
+}))"""
+
+
+@pytest.mark.parametrize("slug", ["q4k-explorer", "ownership"])
+def test_only_cells_that_do_something_when_clicked_show_a_pointer(pages, slug):
+    """The Q4_K explorer's d, dmin and metadata bytes are read-only cells beside the payload's
+    buttons: a pointer over them promised a click that does nothing."""
+    with browser_page() as (page, log):
+        open_standalone(page, pages, slug)
+        cells = page.evaluate(CELL_CURSORS)
+        assert any(cell["button"] for cell in cells)
+        wrong = [cell for cell in cells if (cell["cursor"] == "pointer") != cell["button"]]
+        assert wrong == []
+        assert log.blocked == [] and log.console_errors == []
+
+
 def test_standalone_pages_restore_state_from_the_fragment(pages):
     with browser_page() as (page, log):
         open_standalone(page, pages, "nibble-decoder", {"code": 7})

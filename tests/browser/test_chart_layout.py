@@ -1,8 +1,10 @@
 """Every Vega chart of the course on a 390 px phone (dark) and a 1440 px screen (light), in the
 static site: it stays inside its output, its plot keeps a useful width on the phone and grows on
 the wide screen, and its text is readable (15 px or more), inside the chart, not cut short, not
-piled on other text and not crossed by a line the chart draws (a traced lane's dashed rule). Screenshots of every chart go to /tmp/ui-shots/charts/ for a person to
-look at.
+piled on other text and not crossed by a line the chart draws (a traced lane's dashed rule). Its
+legends stay inside its output and say things in words (no "true" / "false"), and it has a text
+alternative: the aria-label Vega gives it. Screenshots of every chart go to /tmp/ui-shots/charts/
+for a person to look at.
 
 The site is built from only the notebooks that draw charts; marimo's export runs each notebook
 once, as `marimo run` would, and the exported page draws its charts with the same front-end. The
@@ -13,10 +15,12 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import re
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from chromium import browser_page
 
@@ -89,6 +93,12 @@ MEASURE = (
       : [...root.querySelectorAll(":scope > g > g > g.mark-group.role-scope")];
     chart.plots = views.map((view) => background(view).getBoundingClientRect().width - 1);
     chart.rules = [...svg.querySelectorAll("g.mark-rule.role-mark line")].map(box);
+    chart.legends = [...svg.querySelectorAll("g.role-legend")].map(box);
+    chart.legendLabels = [...svg.querySelectorAll(".role-legend-label text")].map((text) => text.textContent);
+    // What a screen reader says for the chart: Vega writes the spec's description onto the
+    // element it draws the SVG in, which it marks as the graphics document.
+    const drawnIn = svg.parentElement;
+    chart.label = drawnIn.getAttribute("role") === "graphics-document" ? drawnIn.getAttribute("aria-label") || "" : "";
     chart.texts = [...svg.querySelectorAll("text")].filter(shown).map((text) => ({
       text: text.textContent,
       px: parseFloat(getComputedStyle(text).fontSize),
@@ -112,18 +122,113 @@ DRAWN = (
 )
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("chart-site")
-    sitebuild.build(directory, notebooks=[sitebuild.NOTEBOOKS / f"{name}.py" for name in NOTEBOOKS])
-
+def _serve(directory: Path):
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(directory)))
+    return http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(directory)))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("chart-site")
+    sitebuild.build(directory, notebooks=[sitebuild.NOTEBOOKS / f"{name}.py" for name in NOTEBOOKS])
+    httpd = _serve(directory)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def _gallery_calls() -> list[tuple[str, list]]:
+    """Charts whose legends and labels depend on the data, each called with data that makes them
+    widest: the course's notebooks draw them with whatever their dropdowns start on (notebook 10:
+    MXFP4, where no question is gained), and a reader can pick the rest. Every retrieval outcome at
+    once and the longest format name; layers whose rank moves and top channels, named in words."""
+    rng = np.random.default_rng(0)
+    title = "MLX affine 2-bit g64"
+    fp32 = rng.uniform(-0.08, 0.5, 64)
+    quantized = fp32 - rng.uniform(-0.05, 0.25, 64)
+    fp32[:4], quantized[:4] = [0.3, 0.2, -0.05, -0.04], [0.25, -0.03, 0.04, -0.06]  # one of each outcome
+    outcomes = {(True, True): "right in both", (True, False): "lost: now wrong"}
+    outcomes |= {(False, True): "gained: now right", (False, False): "wrong in both"}
+    margins = [
+        {
+            "question": f"question {i}",
+            "fp32_margin": a,
+            "margin": b,
+            "outcome": outcomes[a >= 0, b >= 0],
+            "picked": "a passage",
+        }
+        for i, (a, b) in enumerate(zip(fp32.tolist(), quantized.tolist(), strict=True))
+    ]
+    roles = ["attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"]
+    names = [f"encoder.layer.{n}.{role}" for n in range(6) for role in [*roles, "intermediate.dense", "output.dense"]]
+    weight_error, output_error = rng.uniform(0.3, 0.45, 36), rng.uniform(0.2, 0.6, 36)
+    layers = [
+        {
+            "layer": name,
+            "weight_error": w,
+            "output_error": o,
+            "weight_rank": 1.0,
+            "output_rank": 1.0,
+            "peak_to_median": 3.0,
+            "disagreeing": i in (5, 11, 17),
+        }
+        for i, (name, w, o) in enumerate(zip(names, weight_error.tolist(), output_error.tolist(), strict=True))
+    ]
+    rms = rng.gamma(2.0, 0.2, 384)
+    rms[[10, 200, 301]] *= 20
+    return [
+        ("retrieval_margins_chart", [margins, title]),
+        ("layer_errors_chart", [layers, title]),
+        ("channel_outliers_chart", [rms.tolist(), [10, 200, 301], "encoder.layer.5.output.dense"]),
+    ]
+
+
+GALLERY_CALLS = _gallery_calls()
+
+
+def _gallery_notebook() -> str:
+    """A marimo notebook that draws each of GALLERY_CALLS in a cell of its own."""
+    cells = "".join(
+        f"""
+
+@app.cell(hide_code=True)
+def _(charts, json):
+    charts.{name}(*json.loads({json.dumps(args)!r}))
+    return
+"""
+        for name, args in GALLERY_CALLS
+    )
+    return f"""import marimo
+
+app = marimo.App(width="medium")
+
+
+@app.cell(hide_code=True)
+def _():
+    import json
+
+    from lab.teach import charts
+
+    return charts, json
+{cells}
+
+if __name__ == "__main__":
+    app.run()
+"""
+
+
+@pytest.fixture(scope="module")
+def gallery(tmp_path_factory):
+    notebook = tmp_path_factory.mktemp("chart-gallery-notebook") / "chart_gallery.py"
+    notebook.write_text(_gallery_notebook())
+    directory = tmp_path_factory.mktemp("chart-gallery")
+    sitebuild.build(directory, notebooks=[notebook])
+    httpd = _serve(directory)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/chart_gallery.html"
     httpd.shutdown()
 
 
@@ -151,6 +256,16 @@ def _problems(chart: dict, name: str, i: int, size: str) -> list[str]:
         found.append(
             f"{where} spans x {drawn['left']:.0f}-{drawn['right']:.0f} outside its output {out['left']:.0f}-{out['right']:.0f}"
         )
+    if not chart["label"].strip():
+        found.append(f"{where} has no text alternative (the spec's description, its aria-label)")
+    for legend in chart["legends"]:
+        if legend["left"] < out["left"] - 0.5 or legend["right"] > out["right"] + 0.5:
+            found.append(f"{where}: a legend spans x {legend['left']:.0f}-{legend['right']:.0f}, outside its output")
+        if legend["bottom"] > drawn["bottom"] + 0.5:
+            found.append(f"{where}: a legend ends at y {legend['bottom']:.0f}, below the chart's {drawn['bottom']:.0f}")
+    for label in chart["legendLabels"]:
+        if label.strip().lower() in ("true", "false"):
+            found.append(f"{where}: a legend entry reads {label!r}, not words")
     for text in chart["texts"]:
         if text["px"] < TEXT_PX:
             found.append(f"{where}: {text['text']!r} is {text['px']} px")
@@ -185,12 +300,12 @@ def _crosses(rule: dict, text: dict, margin: float = 1.0) -> bool:
     return (upright and inside_x and overlap_y > 2) or (level and inside_y and overlap_x > 2)
 
 
-@pytest.mark.parametrize("name", list(NOTEBOOKS))
-def test_every_chart_fits_a_phone_and_uses_a_wide_screen(server, name):
+def _measure(url: str, name: str) -> dict[str, list[dict]]:
+    """Every chart on the page at `url`, measured at each of PASSES, with screenshots."""
     measured = {}
     with browser_page() as (page, log):
         for size, (width, height, theme) in PASSES.items():
-            _open(page, f"{server}/{name}.html", width, height, theme)
+            _open(page, url, width, height, theme)
             measured[size] = page.evaluate(MEASURE)
             SHOTS.mkdir(parents=True, exist_ok=True)
             # A screenshot shows only what the page's scrolling area shows: make it tall enough
@@ -202,10 +317,11 @@ def test_every_chart_fits_a_phone_and_uses_a_wide_screen(server, name):
             for i in range(charted.count()):
                 charted.nth(i).screenshot(path=str(SHOTS / f"{name}-{i}-{width}-{theme}.png"))
         assert log.console_errors == [] and log.blocked == []
+    return measured
+
+
+def _check(measured: dict[str, list[dict]], name: str) -> None:
     phone, wide = measured["phone"], measured["wide"]
-    drawn = len(phone)
-    expected = sum(2 if call == "similarity_heatmaps_chart" else 1 for call in NOTEBOOKS[name])
-    assert drawn >= expected and len(wide) == drawn, (name, NOTEBOOKS[name], drawn, len(wide))
     problems = [
         problem
         for size, page_charts in measured.items()
@@ -218,3 +334,19 @@ def test_every_chart_fits_a_phone_and_uses_a_wide_screen(server, name):
         assert small and len(small) == len(large), (name, i, widths)
         assert min(small) >= PHONE_PLOT, f"{name} chart {i}: plot {small} px wide on a phone"
         assert all(b >= 1.5 * a for a, b in zip(small, large, strict=True)), f"{name} chart {i}: {small} -> {large}"
+
+
+@pytest.mark.parametrize("name", list(NOTEBOOKS))
+def test_every_chart_fits_a_phone_and_uses_a_wide_screen(server, name):
+    measured = _measure(f"{server}/{name}.html", name)
+    phone, wide = measured["phone"], measured["wide"]
+    drawn = len(phone)
+    expected = sum(2 if call == "similarity_heatmaps_chart" else 1 for call in NOTEBOOKS[name])
+    assert drawn >= expected and len(wide) == drawn, (name, NOTEBOOKS[name], drawn, len(wide))
+    _check(measured, name)
+
+
+def test_charts_drawn_with_their_widest_data_fit_a_phone_and_use_a_wide_screen(gallery):
+    measured = _measure(gallery, "gallery")
+    assert len(measured["phone"]) == len(measured["wide"]) == len(GALLERY_CALLS)
+    _check(measured, "gallery")
