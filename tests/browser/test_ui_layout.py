@@ -203,27 +203,36 @@ def test_a_number_in_a_cell_never_breaks(browser, pages, slug, size, presenter):
         context.close()
 
 
-# The scale lab's two figures: every label shown, its size on screen, and whether any two touch or
-# one leaves its figure.
-FIGURE_LABELS = """() => [...document.querySelectorAll("svg.lab-error-chart, svg.lab-grid")].map((figure) => {
+# One SVG's texts: each shown text, its size on screen (its computed font size times the scale its
+# SVG draws it at, from getScreenCTM), and which texts touch another of the same SVG or reach past
+# the SVG's box.
+MEASURE_TEXTS = """const measureTexts = (figure) => {
   const box = figure.getBoundingClientRect();
-  const scale = box.width / figure.viewBox.baseVal.width;
-  const labels = [...figure.querySelectorAll("text")]
-    .filter((text) => text.textContent.trim() && getComputedStyle(text).visibility !== "hidden")
-    .map((text) => ({ text: text.textContent, edges: text.getBoundingClientRect(), px: parseFloat(getComputedStyle(text).fontSize) * scale }));
+  const texts = [...figure.querySelectorAll("text")]
+    .filter((text) => text.textContent.trim() && text.getBoundingClientRect().width > 0 && getComputedStyle(text).visibility !== "hidden")
+    .map((text) => {
+      const ctm = text.getScreenCTM();
+      const scale = Math.min(Math.hypot(ctm.a, ctm.b), Math.hypot(ctm.c, ctm.d));
+      return { text: text.textContent, px: parseFloat(getComputedStyle(text).fontSize) * scale, edges: text.getBoundingClientRect() };
+    });
   const touching = [];
-  labels.forEach((a, i) => labels.slice(i + 1).forEach((b) => {
+  texts.forEach((a, i) => texts.slice(i + 1).forEach((b) => {
     const apart = a.edges.right <= b.edges.left || b.edges.right <= a.edges.left || a.edges.bottom <= b.edges.top || b.edges.bottom <= a.edges.top;
     if (!apart) touching.push(`${a.text} / ${b.text}`);
   }));
   return {
     figure: figure.getAttribute("class"),
-    labels: labels.map((label) => label.text),
-    smallest: Math.min(...labels.map((label) => label.px)),
+    labels: texts.map((text) => text.text),
+    smallest: Math.min(...texts.map((text) => text.px)),
+    small: texts.filter((text) => text.px < 16).map((text) => `${text.text} at ${text.px.toFixed(1)} px`),
     touching,
-    outside: labels.filter(({ edges }) => edges.left < box.left - 0.5 || edges.right > box.right + 0.5 || edges.top < box.top - 0.5 || edges.bottom > box.bottom + 0.5).map((label) => label.text),
+    outside: texts.filter(({ edges }) => edges.left < box.left - 0.5 || edges.right > box.right + 0.5 || edges.top < box.top - 0.5 || edges.bottom > box.bottom + 0.5).map((text) => text.text),
   };
-})"""
+};"""
+
+# The scale lab's two figures.
+FIGURE_LABELS = f"""() => {{ {MEASURE_TEXTS}
+  return [...document.querySelectorAll("svg.lab-error-chart, svg.lab-grid")].map(measureTexts); }}"""
 
 # The scale lab's table: does its box scroll sideways, is every cell inside it, and is any cell's
 # value split over two lines.
@@ -273,31 +282,9 @@ def test_scale_lab_figures_and_table_read_on_any_screen(browser, pages, size, pr
         context.close()
 
 
-# Every text in every SVG of the widget: its size on screen (its computed font size times the
-# scale its SVG draws it at, from getScreenCTM), and which texts overlap another text of the same
-# SVG or reach past their SVG's box.
-SVG_TEXT = """() => [...document.querySelectorAll(".four-bit-lab svg")].map((figure) => {
-  const box = figure.getBoundingClientRect();
-  const texts = [...figure.querySelectorAll("text")]
-    .filter((text) => text.textContent.trim() && text.getBoundingClientRect().width > 0 && getComputedStyle(text).visibility !== "hidden")
-    .map((text) => {
-      const ctm = text.getScreenCTM();
-      const scale = Math.min(Math.hypot(ctm.a, ctm.b), Math.hypot(ctm.c, ctm.d));
-      return { text: text.textContent, px: parseFloat(getComputedStyle(text).fontSize) * scale, edges: text.getBoundingClientRect() };
-    });
-  const overlapping = [];
-  texts.forEach((a, i) => texts.slice(i + 1).forEach((b) => {
-    const apart = a.edges.right <= b.edges.left || b.edges.right <= a.edges.left || a.edges.bottom <= b.edges.top || b.edges.bottom <= a.edges.top;
-    if (!apart) overlapping.push(`${a.text} / ${b.text}`);
-  }));
-  return {
-    figure: figure.getAttribute("class"),
-    texts: texts.length,
-    small: texts.filter((text) => text.px < 16).map((text) => `${text.text} at ${text.px.toFixed(1)} px`),
-    overlapping,
-    outside: texts.filter(({ edges }) => edges.left < box.left - 0.5 || edges.right > box.right + 0.5 || edges.top < box.top - 0.5 || edges.bottom > box.bottom + 0.5).map((text) => text.text),
-  };
-})"""
+# Every SVG of the widget.
+SVG_TEXT = f"""() => {{ {MEASURE_TEXTS}
+  return [...document.querySelectorAll(".four-bit-lab svg")].map(measureTexts); }}"""
 
 # Resolves once the frame after this one has begun: by then the ResizeObservers that a new type
 # size (presenter view) set off have run, and the figures they lay out are in place.
@@ -325,7 +312,7 @@ def test_svg_labels_read_at_16px_and_never_overlap(browser, pages, slug, size, s
                     toggle.click()
                     page.evaluate(NEXT_FRAME)
                 for figure in page.evaluate(SVG_TEXT):
-                    assert figure["small"] == [] and figure["overlapping"] == [] and figure["outside"] == [], (
+                    assert figure["small"] == [] and figure["touching"] == [] and figure["outside"] == [], (
                         presenter,
                         figure,
                     )
