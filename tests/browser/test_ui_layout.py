@@ -70,6 +70,14 @@ def _page(browser, pages, slug, size, scheme):
     return context, page, errors
 
 
+def _open_link(page, pages, slug, fragment):
+    """Open page `slug` with `fragment` as its link state, afresh (about:blank first), so the link
+    is read as a learner's opened link is, not applied by a hashchange."""
+    page.goto("about:blank")
+    page.goto((pages / f"{slug}.html").as_uri() + "#" + quote(json.dumps(fragment)))
+    page.wait_for_selector("body[data-ready='true']")
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("size", list(SIZES))
 @pytest.mark.parametrize("slug", list(standalone.PAGES))
@@ -184,9 +192,7 @@ def test_a_number_in_a_cell_never_breaks(browser, pages, slug, size, presenter):
         fragments = [None, {"tensor_scale": 1.234567891e-6}] if slug == "ownership" else [None]
         for fragment in fragments:
             if fragment is not None:
-                page.goto("about:blank")  # so the link is opened afresh, not applied by hashchange
-                page.goto((pages / f"{slug}.html").as_uri() + "#" + quote(json.dumps(fragment)))
-                page.wait_for_selector("body[data-ready='true']")
+                _open_link(page, pages, slug, fragment)
                 assert "e\u221206" in page.get_by_test_id("nv-trace").inner_text()
             if presenter and page.get_by_role("button", name="Presenter view").get_attribute("aria-pressed") != "true":
                 page.get_by_role("button", name="Presenter view").click()
@@ -265,9 +271,7 @@ def test_scale_lab_figures_and_table_read_on_any_screen(browser, pages, size, pr
     try:
         for fragment in (None, CROWDED):
             if fragment is not None:
-                page.goto("about:blank")
-                page.goto((pages / "scale-lab.html").as_uri() + "#" + quote(json.dumps(fragment)))
-                page.wait_for_selector("body[data-ready='true']")
+                _open_link(page, pages, "scale-lab", fragment)
             if presenter:
                 page.get_by_role("button", name="Presenter view").click()
             for figure in page.evaluate(FIGURE_LABELS):
@@ -303,9 +307,7 @@ def test_svg_labels_read_at_16px_and_never_overlap(browser, pages, slug, size, s
     try:
         for fragment in [None, *LONGEST_LABELS.get(slug, [])]:
             if fragment is not None:
-                page.goto("about:blank")  # so the link is opened afresh, not applied by hashchange
-                page.goto((pages / f"{slug}.html").as_uri() + "#" + quote(json.dumps(fragment)))
-                page.wait_for_selector("body[data-ready='true']")
+                _open_link(page, pages, slug, fragment)
             for presenter in (False, True):
                 toggle = page.get_by_role("button", name="Presenter view")
                 if (toggle.get_attribute("aria-pressed") == "true") != presenter:
@@ -337,9 +339,7 @@ LONGEST_NUMBERS = [
 def test_the_longest_readout_numbers_stay_on_one_line(browser, pages, slug, fragment, size):
     context, page, errors = _page(browser, pages, slug, size, "dark")
     try:
-        page.goto("about:blank")
-        page.goto((pages / f"{slug}.html").as_uri() + "#" + quote(json.dumps(fragment)))
-        page.wait_for_selector("body[data-ready='true']")
+        _open_link(page, pages, slug, fragment)
         measured = page.evaluate(MEASURE)
         assert measured["brokenNumbers"] == [] and measured["overflowing"] == [], measured
         assert measured["scrollWidth"] <= measured["innerWidth"], measured
