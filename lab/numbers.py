@@ -104,13 +104,15 @@ def format_signed(value: float, decimals: int, *, plus: bool = False) -> str:
     return text.replace("-", "\u2212")
 
 
-def format_number(value: float) -> str:
-    """A number as a learner writes it: shortest form, a real minus sign, −0 kept."""
+def format_number(value: float, digits: int = 10) -> str:
+    """A number as a learner writes it: shortest form, a real minus sign, −0 kept. `digits`
+    significant digits at most: ten, the lab's own (formatLabNumber's too); fewer where a table
+    column or a chart's description has less room."""
     if value == 0:
         return "\u22120" if np.signbit(value) else "0"
     if np.isnan(value):
         return "NaN"
-    return f"{value:.10g}".replace("-", "\u2212")
+    return f"{value:.{digits}g}".replace("-", "\u2212")
 
 
 def format_float32(value: float) -> str:

@@ -8,11 +8,19 @@ app = marimo.App(width="medium", app_title="11 · Formats side by side")
 def _():
     import marimo as mo
 
+    from lab import format_number
     from lab.teach import compare
     from lab.teach.charts import block_outlier_chart, pareto_chart
     from lab.teach.pane import mlx_support
 
-    return block_outlier_chart, compare, mlx_support, mo, pareto_chart
+    return (
+        block_outlier_chart,
+        compare,
+        format_number,
+        mlx_support,
+        mo,
+        pareto_chart,
+    )
 
 
 @app.cell(hide_code=True)
@@ -92,11 +100,11 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(compare, mo, payload_pick):
+def _(compare, format_number, mo, payload_pick):
     trace = compare.byte_trace(0xA5, payload_pick.value)
     _rows = "\n".join(
         f"| {row['title']} | {row['block_byte']} | {row['nibble']} ({row['nibble_value']}) | {row['weight']} "
-        f"| {row['code']} | {compare.six_digits(row['value'])} | {row['owner']} |"
+        f"| {row['code']} | {format_number(row['value'], 6)} | {row['owner']} |"
         for row in trace
     )
     mo.vstack(

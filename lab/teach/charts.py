@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from lab.codes import e2m1
-from lab.numbers import position_text
+from lab.numbers import format_number, position_text
 from lab.teach import scale, sizes
 
 if TYPE_CHECKING:
@@ -63,11 +63,6 @@ FOREGROUND = {"expr": "luminance(background) < 0.5 ? '#ffffff' : '#000000'"}
 # and PNG downloads stay: "Open in Vega Editor" sends the chart to vega.github.io, and the course
 # never reaches the network (the source views go with it; the notebook holds the spec).
 EMBED_OPTIONS = {"renderer": "svg", "actions": {"export": True, "source": False, "compiled": False, "editor": False}}
-
-
-def _num(value: float) -> str:
-    """A number for a description, to three significant digits, with a real minus sign."""
-    return f"{value:.3g}".replace("-", "\u2212")
 
 
 def _data(columns: dict) -> alt.Data:
@@ -295,7 +290,7 @@ def e2m1_ruler_chart() -> alt.Chart:
     ]
     description = (
         f"The {values.size} distinct E2M1 values on a number line: {', '.join(labels_text)}. "
-        f"Neighbours are {_num(gaps[:-1].min())} apart near zero and {_num(gaps[:-1].max())} apart at the ends."
+        f"Neighbours are {format_number(gaps[:-1].min(), 3)} apart near zero and {format_number(gaps[:-1].max(), 3)} apart at the ends."
     )
     return _styled(
         alt.layer(marks, *labels).properties(
@@ -337,9 +332,12 @@ def error_vs_scale_chart(w, inputs: dict[str, list[float]], scales) -> alt.Chart
     # Per input, the scale where the error is smallest: the lines' story, that it is not the same scale.
     best = [min((row for row in rows if row["input"] == name), key=lambda row: abs(row["Δy"])) for name in inputs]
     description = (
-        f"Signed output error Δy of the same four weights against the scale, from {_num(min(scales))} to "
-        f"{_num(max(scales))} on a log₂ axis, one line per input vector. Smallest |Δy|: "
-        + "; ".join(f"{row['input']} at scale {_num(row['scale'])}, Δy {_num(row['Δy'])}" for row in best)
+        f"Signed output error Δy of the same four weights against the scale, from {format_number(min(scales), 3)} to "
+        f"{format_number(max(scales), 3)} on a log₂ axis, one line per input vector. Smallest |Δy|: "
+        + "; ".join(
+            f"{row['input']} at scale {format_number(row['scale'], 3)}, Δy {format_number(row['Δy'], 3)}"
+            for row in best
+        )
         + "."
     )
     return _styled(
@@ -465,7 +463,7 @@ def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> alt.Chart:
     ]
     description = (
         f"Bars of the {weights.size} reconstructed weights of one Q4_K block by output lane, coloured by "
-        f"subblock, eight of 32 lanes; weights from {_num(weights.min())} to {_num(weights.max())}."
+        f"subblock, eight of 32 lanes; weights from {format_number(weights.min(), 3)} to {format_number(weights.max(), 3)}."
         + (f" Traced: {'; '.join(labels)}." if labels else "")
     )
     return _styled(
@@ -548,8 +546,8 @@ def block_grid_chart(weights: ArrayLike, levels: ArrayLike, title: str = "A bloc
     )
     clipped = int(np.count_nonzero((weights < low) | (weights > high)))
     description = (
-        f"{title}: a histogram of {weights.size} weights from {_num(weights.min())} to {_num(weights.max())}, "
-        f"with rules at the {grid.size} values the codes decode to, {_num(low)} to {_num(high)}; "
+        f"{title}: a histogram of {weights.size} weights from {format_number(weights.min(), 3)} to {format_number(weights.max(), 3)}, "
+        f"with rules at the {grid.size} values the codes decode to, {format_number(low, 3)} to {format_number(high, 3)}; "
         f"{clipped} of the weights lie beyond them and clip."
     )
     return _styled(alt.layer(shade, rules, bars).properties(height=220, title=_title(title, *notes)), description)
@@ -639,7 +637,7 @@ def difference_chart(report: DeviceReport) -> alt.LayerChart | None:
         + "; ".join(
             f"{name}: bit-identical in every group"
             if not row["max abs diff"]
-            else f"{name}: largest {_num(row['max abs diff'])}, in {row['group']}"
+            else f"{name}: largest {format_number(row['max abs diff'], 3)}, in {row['group']}"
             for name, row in largest.items()
         )
         + "."
@@ -701,8 +699,8 @@ def tensor_error_chart(records: list[dict], format_name: str) -> alt.Chart:
     names = _row_names(base, "tensor", order, label_lines)
     ranked = sorted(rows, key=lambda row: row["relative_rmse"], reverse=True)
     description = f"Bars of the relative RMSE of {len(rows)} tensors in {format_name}, worst first" + (
-        f": worst {_short_tensor(ranked[0]['tensor'])} at {_num(ranked[0]['relative_rmse'])}, best "
-        f"{_short_tensor(ranked[-1]['tensor'])} at {_num(ranked[-1]['relative_rmse'])}."
+        f": worst {_short_tensor(ranked[0]['tensor'])} at {format_number(ranked[0]['relative_rmse'], 3)}, best "
+        f"{_short_tensor(ranked[-1]['tensor'])} at {format_number(ranked[-1]['relative_rmse'], 3)}."
         if rows
         else "."
     )
@@ -740,7 +738,7 @@ def outlier_chart(records: list[dict], format_name: str) -> alt.Chart:
         f"Relative RMSE against outlier share for {len(rows)} tensors in {format_name}, coloured by layer type"
         + (
             f"; outlier shares from {min(r['outlier_share'] for r in rows):.2%} to {max(r['outlier_share'] for r in rows):.2%}, "
-            f"relative RMSE from {_num(min(r['relative_rmse'] for r in rows))} to {_num(max(r['relative_rmse'] for r in rows))}."
+            f"relative RMSE from {format_number(min(r['relative_rmse'] for r in rows), 3)} to {format_number(max(r['relative_rmse'] for r in rows), 3)}."
             if rows
             else "."
         )
@@ -774,9 +772,9 @@ def _heatmap(matrix, labels: list[str], title: str, legend: bool) -> alt.Chart:
     description = (
         f"{title}: the cosine similarity of every two of {len(labels)} sentences' embeddings, a "
         f"{len(labels)} by {len(labels)} grid, coloured from 0 (dark) to 1 (bright). Sentences 1 and 2, 3 "
-        f"and 4 and so on say the same thing: their cosines run from {_num(matrix[pair].min())} to "
-        f"{_num(matrix[pair].max())}; unrelated sentences' from {_num(matrix[rows // 2 != cols // 2].min())} "
-        f"to {_num(matrix[rows // 2 != cols // 2].max())}."
+        f"and 4 and so on say the same thing: their cosines run from {format_number(matrix[pair].min(), 3)} to "
+        f"{format_number(matrix[pair].max(), 3)}; unrelated sentences' from {format_number(matrix[rows // 2 != cols // 2].min(), 3)} "
+        f"to {format_number(matrix[rows // 2 != cols // 2].max(), 3)}."
     )
     return _styled(
         alt.Chart(frame)
@@ -828,8 +826,8 @@ def per_sentence_cosine_chart(cosines, labels: list[str], format_title: str) -> 
     most, least = int(np.argmax(distance)), int(np.argmin(distance))
     description = (
         f"Bars of 1 − cosine between each of {len(labels)} sentences' embedding in {format_title} and in "
-        f"float32: largest {_num(distance[most])} for sentence {most + 1}, “{labels[most]}”; smallest "
-        f"{_num(distance[least])} for sentence {least + 1}, “{labels[least]}”."
+        f"float32: largest {format_number(distance[most], 3)} for sentence {most + 1}, “{labels[most]}”; smallest "
+        f"{format_number(distance[least], 3)} for sentence {least + 1}, “{labels[least]}”."
     )
     return _styled(
         (bars + _row_names(alt.Chart(frame), "sentence", labels, max(map(len, names)))).properties(
@@ -1041,13 +1039,13 @@ def layer_errors_chart(records: list[dict], format_title: str) -> alt.Chart:
         ),
     )
     moved = "; ".join(
-        f"{shorts[i]} (weight error {_num(records[i]['weight_error'])}, output error {_num(records[i]['output_error'])})"
+        f"{shorts[i]} (weight error {format_number(records[i]['weight_error'], 3)}, output error {format_number(records[i]['output_error'], 3)})"
         for i in disagreeing
     )
     description = (
         f"Relative output error against relative weight error for {len(records)} Linears in {format_title}, "
-        f"from {_num(min(r['weight_error'] for r in records))} to {_num(max(r['weight_error'] for r in records))} "
-        f"and {_num(min(r['output_error'] for r in records))} to {_num(max(r['output_error'] for r in records))}."
+        f"from {format_number(min(r['weight_error'] for r in records), 3)} to {format_number(max(r['weight_error'] for r in records), 3)} "
+        f"and {format_number(min(r['output_error'] for r in records), 3)} to {format_number(max(r['output_error'] for r in records), 3)}."
         + (f" The layers whose rank moves most: {moved}." if disagreeing else "")
     )
     return _styled(
@@ -1101,8 +1099,8 @@ def channel_outliers_chart(rms, top_channels, layer: str) -> alt.Chart:
     )
     description = (
         f"Bars of the activation RMS of each of {rms.size} input channels of {layer.removeprefix('encoder.')}, "
-        f"median {_num(np.median(rms))}. The {top}: "
-        + ", ".join(f"channel {int(c)} (RMS {_num(rms[c])})" for c in np.asarray(top_channels).ravel())
+        f"median {format_number(np.median(rms), 3)}. The {top}: "
+        + ", ".join(f"channel {int(c)} (RMS {format_number(rms[c], 3)})" for c in np.asarray(top_channels).ravel())
         + "."
     )
     return _styled(
@@ -1161,7 +1159,7 @@ def pareto_chart(rows: list[dict], source: str) -> alt.Chart:
         f"Relative error, on a log axis, against bits per weight for {len(measured)} formats on {source}. "
         f"{len(on_front)} are on the Pareto front, no other format both as cheap and as accurate: "
         + "; ".join(
-            f"{row['title']} at {row['bits_per_weight']:g} bits, error {_num(row['relative_error'])}"
+            f"{row['title']} at {row['bits_per_weight']:g} bits, error {format_number(row['relative_error'], 3)}"
             for row in on_front
         )
         + "."
@@ -1207,7 +1205,7 @@ def block_outlier_chart(rows: list[dict]) -> alt.Chart:
         "Bars of the RMS error of the other weights in the block that holds a weight of 20, per format, "
         "with the outlier and without it: "
         + "; ".join(
-            f"{row['title']} {_num(row['others_rms_error'])} with, {_num(row['others_rms_error_without_outlier'])} without"
+            f"{row['title']} {format_number(row['others_rms_error'], 3)} with, {format_number(row['others_rms_error_without_outlier'], 3)} without"
             for row in rows
         )
         + "."

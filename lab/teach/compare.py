@@ -173,11 +173,13 @@ TRACE_PAYLOAD_BYTES = 16
 def _owner(name: str, parts: dict) -> str:
     """Which scale owns a weight, in words, from the format's explain."""
     if name in ("q4_0", "iq4_nl"):
-        return f"the block's d = {six_digits(parts['d'])} (bytes 0..1)"
+        return f"the block's d = {format_number(parts['d'], 6)} (bytes 0..1)"
     if name == "q4_1":
-        return f"the block's d = {six_digits(parts['d'])} and m = {six_digits(parts['m'])} (bytes 0..3)"
+        return f"the block's d = {format_number(parts['d'], 6)} and m = {format_number(parts['m'], 6)} (bytes 0..3)"
     if name == "iq4_xs":
-        return f"subblock {parts['subblock']}: d × ({parts['stored_scale']} − 32), gain {six_digits(parts['gain'])}"
+        return (
+            f"subblock {parts['subblock']}: d × ({parts['stored_scale']} − 32), gain {format_number(parts['gain'], 6)}"
+        )
     if name == "q4k":
         return f"subblock {parts['subblock']}: scale {parts['scale']}, min {parts['min']} (12-byte metadata)"
     if name == "q6_k":
@@ -186,12 +188,7 @@ def _owner(name: str, parts: dict) -> str:
             f"subblock {parts['subblock']}: int8 scale {format_number(parts['scale'])} at block byte "
             f"{parts['scale_byte']}; code bits 5..4 from qh byte {parts['qh_byte']}"
         )
-    return f"the block's E8M0 scale byte 0 = {parts['scale']['hex']} = {six_digits(parts['scale']['value'])}"
-
-
-def six_digits(value: float) -> str:
-    """Six significant digits, the width of the trace's columns, with a real minus sign."""
-    return f"{value:.6g}".replace("-", "\u2212")
+    return f"the block's E8M0 scale byte 0 = {parts['scale']['hex']} = {format_number(parts['scale']['value'], 6)}"
 
 
 def trace_block(name: str, seed: int = 0) -> np.ndarray:
