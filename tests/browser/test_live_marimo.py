@@ -69,3 +69,29 @@ def test_a_seed_that_is_not_a_whole_number_is_refused_beside_it():
         )
         assert ring == ["solid", "3px"]
         assert log.blocked == [] and log.console_errors == []
+
+
+def test_a_long_typed_path_is_refused_inside_a_phones_width():
+    """Notebook 6's path box: 5,000 characters get a FileReadError that names the path cut short
+    (it used to raise OSError into the cell), and the refusal wraps inside a 390 px page."""
+    notebook = NOTEBOOKS / "06_files_and_recipes.py"
+    with (
+        marimo_server(Path(sys.executable), "run", notebook, quiet=True, start_s=60) as server,
+        browser_page() as (page, log),
+    ):
+        page.set_viewport_size({"width": 390, "height": 900})
+        page.goto(server.url())
+        page.get_by_text("Your own GGUF").first.wait_for(timeout=60000)
+        field = page.get_by_role("textbox", name="or the path of a GGUF file on this machine")
+        field.fill("x" * 5000)
+        field.press("Enter")
+        refusal = page.get_by_text("FileReadError: cannot open").first
+        refusal.wait_for(timeout=30000)
+        assert "File name too long" in refusal.inner_text() and len(refusal.inner_text()) < 300
+        # the text itself, not its box: an unbroken run of x overflows a box that keeps its width
+        text_right = refusal.evaluate(
+            "(node) => { const text = document.createRange(); text.selectNodeContents(node); return text.getBoundingClientRect().right; }"
+        )
+        assert text_right <= 390
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        assert log.blocked == [] and log.console_errors == []
