@@ -16,15 +16,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lab.errors import FileReadError
+from lab.text import visible
 
 #: the longest path a message repeats whole; a longer one keeps its start and its end
 SHOWN_PATH_CHARS = 120
 
 
 def shown_path(path: str | os.PathLike) -> str:
-    """`path` as a message names it: control characters escaped (a NUL shows as \\x00), and a
+    """`path` as a message names it: hidden characters spelt out (lab.text.visible: a NUL shows as \\x00), and a
     path longer than SHOWN_PATH_CHARS cut in the middle, where an ellipsis says so."""
-    text = "".join(char if char.isprintable() else repr(char)[1:-1] for char in os.fspath(path))
+    text = visible(os.fspath(path))
     if len(text) <= SHOWN_PATH_CHARS:
         return text
     half = (SHOWN_PATH_CHARS - 1) // 2

@@ -26,6 +26,7 @@ import re
 import numpy as np
 
 from lab.errors import InputError
+from lab.text import visible
 
 NUMBER_EXAMPLES = "0.5, -1e-3, 3/8 or 2^-3"
 MAX_ROW_LENGTH = 64
@@ -68,7 +69,7 @@ def parse_number(text: str) -> float:
         value = float(fraction.group(1)) / denominator
     else:
         raise InputError(
-            f"\u201c{text.strip()}\u201d is not a number the lab can read. Type something like {NUMBER_EXAMPLES}."
+            f"\u201c{visible(text.strip())}\u201d is not a number the lab can read. Type something like {NUMBER_EXAMPLES}."
         )
     if not math.isfinite(value):
         raise InputError(f"{cleaned} is too large: it is beyond the largest float64 (about 1.8e308).")
@@ -87,7 +88,7 @@ def parse_number_row(text: str, label: str) -> list[float]:
         try:
             values.append(parse_number(item))
         except InputError as error:
-            raise InputError(f'{label}, item {position} ("{item}"): {error}') from None
+            raise InputError(f'{label}, item {position} ("{visible(item)}"): {error}') from None
     return values
 
 

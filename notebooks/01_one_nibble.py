@@ -92,7 +92,7 @@ def _(
         **{format_number(decoder.widget.iq4_nl)}**.
         """
     )
-    mo.Html(course.readout(_text.text))
+    mo.Html(course.readout(_text))
     return
 
 

@@ -50,7 +50,7 @@ def _(course, format_number, lab_row, mo):
         if not _w.message
         else f"**Fix the input:** {_w.message}"
     )
-    mo.Html(course.readout(mo.md(_text).text))
+    mo.Html(course.readout(mo.md(_text)))
     return
 
 

@@ -65,7 +65,7 @@ def _(OwnershipView, mo):
 def _(course, e8m0, mo, ownership):
     _byte = ownership.widget.mx_scale_byte
     _text = mo.md(f"**Scale byte by hand:** {e8m0.explain(_byte)['formula']}. **Traced element:** {ownership.widget.mx_formula}.")
-    mo.Html(course.readout(_text.text))
+    mo.Html(course.readout(_text))
     return
 
 
@@ -153,7 +153,7 @@ def _(block, course, error_metrics, format_number, mo, mxfp4, np, rounding):
         + "\n\n"
         + "\n".join(f"* `{p.name}`: {p.source}" for p in rounding.PRESETS.values())
     )
-    mo.Html(course.readout(_text.text))
+    mo.Html(course.readout(_text))
     return
 
 
@@ -165,7 +165,7 @@ def _(block, block_grid_chart, course, e2m1, mo, mxfp4):
         _scale = float(mxfp4.quantize(block, rule=_rule).scales[0])
         _charts.append(mo.as_html(block_grid_chart(block, e2m1.VALUES * _scale, title=f"{_rule} rule: scale {_scale:g}")))
     _view = mo.vstack([mo.md("### The block on each rule's grid"), *_charts])
-    mo.Html(course.readout(_view.text))
+    mo.Html(course.readout(_view))
     return
 
 
@@ -180,7 +180,7 @@ def _(block, course, device, difference_chart, mo):
             *([] if _chart is None else [mo.as_html(_chart)]),
         ]
     )
-    mo.Html(course.readout(_report.text))
+    mo.Html(course.readout(_report))
     return
 
 

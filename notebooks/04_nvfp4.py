@@ -68,7 +68,7 @@ def _(OwnershipView, mo):
 
 @app.cell(hide_code=True)
 def _(course, mo, ownership):
-    mo.Html(course.readout(mo.md(f"**Traced element:** {ownership.widget.nv_formula}").text))
+    mo.Html(course.readout(mo.md(f"**Traced element:** {ownership.widget.nv_formula}")))
     return
 
 
@@ -126,7 +126,7 @@ def _(
         to its own size, because each has its own ruler.
         """
     )
-    mo.Html(course.readout(_text.text))
+    mo.Html(course.readout(_text))
     return global_scale, tensor, weights
 
 
@@ -144,7 +144,7 @@ def _(block_grid_chart, course, e2m1, mo, tensor, weights):
         for _g in range(2)
     ]
     _view = mo.vstack([mo.md("### Each group on its own grid"), *_charts])
-    mo.Html(course.readout(_view.text))
+    mo.Html(course.readout(_view))
     return
 
 
@@ -194,7 +194,7 @@ def _(course, device, difference_chart, global_scale, mo, weights):
             *([] if _chart is None else [mo.as_html(_chart)]),
         ]
     )
-    mo.Html(course.readout(_report.text))
+    mo.Html(course.readout(_report))
     return
 
 

@@ -82,7 +82,7 @@ def _(course, explorer, mo, np, q4k):
         lane 64c + 32 + l (subblock 2c + 1).
         """
     )
-    mo.Html(course.readout(_text.text))
+    mo.Html(course.readout(_text))
     return (traced,)
 
 
@@ -90,7 +90,7 @@ def _(course, explorer, mo, np, q4k):
 def _(course, explorer, mo, np, q4k, q4k_lane_chart, traced):
     _weights = q4k.decode(np.array(explorer.widget.block, dtype=np.uint8))
     _chart = q4k_lane_chart(_weights, highlight=(traced["low"]["lane"], traced["high"]["lane"]))
-    mo.Html(course.readout(mo.as_html(_chart).text))
+    mo.Html(course.readout(mo.as_html(_chart)))
     return
 
 
@@ -113,7 +113,7 @@ def _(course, explorer, mo, np, q4k):
         "spare bits 6–7 of bytes 0…7. Reading B[4] as s₄ looks plausible and is wrong.\n\n"
         + metadata_table
     )
-    mo.Html(course.readout(_text.text))
+    mo.Html(course.readout(_text))
     return
 
 
@@ -134,7 +134,7 @@ def _(course, device, difference_chart, explorer, mo, np):
             *([] if _chart is None else [mo.as_html(_chart)]),
         ]
     )
-    mo.Html(course.readout(_report.text))
+    mo.Html(course.readout(_report))
     return
 
 

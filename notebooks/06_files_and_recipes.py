@@ -16,6 +16,7 @@ def _():
     from lab.errors import LabError
     from lab.teach import course, gguf_browser
     from lab.teach.metrics import error_metrics
+    from lab.text import shown, visible
     from widgets import OwnershipView, Q4KExplorer
 
     return (
@@ -31,7 +32,9 @@ def _():
         mo,
         np,
         q4k,
+        shown,
         tempfile,
+        visible,
         zoo,
     )
 
@@ -105,10 +108,10 @@ def _(course, format_number, inventory, mo, path):
 
 
 @app.cell(hide_code=True)
-def _(mo, recipe):
+def _(mo, recipe, shown):
     mo.md(
         "## Reading the label against the contents\n\n"
-        + "\n\n".join(f"* {line}" for line in recipe["text"].splitlines())
+        + "\n\n".join(f"* {shown(line)}" for line in recipe["text"].splitlines())
     )
     return
 
@@ -131,7 +134,7 @@ def _(error_metrics, mo, q4k, tensors, traced_raw, traced_tensor, zoo):
 
 
 @app.cell(hide_code=True)
-def _(LabError, gguf_tools, mo, np):
+def _(LabError, gguf_tools, mo, np, shown):
     # Q2_K is a real GGUF type the lab has no decoder for: 84 bytes per 256 weights.
     try:
         gguf_tools.decode_raw(np.zeros((1, 84), dtype=np.uint8), "Q2_K")
@@ -146,7 +149,7 @@ def _(LabError, gguf_tools, mo, np):
         bytes as a layout it does know. Had this file held a Q2_K tensor, opening it would work
         (the inventory lists it) and decoding it would stop here:
 
-        > {rejection}
+        > {shown(rejection)}
         """
     )
     return
@@ -196,9 +199,10 @@ def _(LabError, gguf_browser, own_path, own_upload, path):
 
 
 @app.cell(hide_code=True)
-def _(browse_error, browsed, browsing_toy, course, gguf_browser, mo):
+def _(browse_error, browsed, browsing_toy, course, gguf_browser, mo, shown):
     mo.stop(
-        browse_error is not None, mo.callout(mo.md(f"**The lab did not open this file.** {browse_error}"), kind="warn")
+        browse_error is not None,
+        mo.callout(mo.md(f"**The lab did not open this file.** {shown(browse_error)}"), kind="warn"),
     )
     own_tensors = gguf_browser.tensor_rows(browsed.file)
     _shown = own_tensors[:200]
@@ -221,7 +225,7 @@ def _(browse_error, browsed, browsing_toy, course, gguf_browser, mo):
             for row in gguf_browser.metadata_rows(browsed.file)
         ],
     )
-    _recipe = "\n".join(f"* {line}" for line in gguf_browser.recipe(browsed.file)["text"].splitlines())
+    _recipe = "\n".join(f"* {shown(line)}" for line in gguf_browser.recipe(browsed.file)["text"].splitlines())
     # The toy file's tensors and recipe are the inventory and recipe above: not shown twice.
     _listed = (
         "Its tensors and its recipe are the inventory and the recipe above."
@@ -229,16 +233,17 @@ def _(browse_error, browsed, browsing_toy, course, gguf_browser, mo):
         else f"{_tensors}{_more}\n\n### The recipe\n\n{_recipe}"
     )
     _text = mo.md(
-        f"### {browsed.source}: {browsed.size:,} bytes, {len(own_tensors):,} tensors\n\n{_listed}\n\n"
+        f"### {shown(browsed.source)}: {browsed.size:,} bytes, {len(own_tensors):,} tensors\n\n{_listed}\n\n"
         f"### Metadata\n\n{_metadata}"
     )
-    mo.Html(course.readout(_text.text))
+    mo.Html(course.readout(_text))
     return (own_tensors,)
 
 
 @app.cell(hide_code=True)
-def _(mo, own_tensors, traced_tensor):
-    _options = {f"{row.name} · {row.type_name}": row.name for row in own_tensors}
+def _(mo, own_tensors, traced_tensor, visible):
+    # marimo draws an option's label as text; visible() spells out what would hide in it
+    _options = {f"{visible(row.name, 160)} · {row.type_name}": row.name for row in own_tensors}
     _traced = [label for label, name in _options.items() if name == traced_tensor]
     tensor_choice = mo.ui.dropdown(
         options=_options, value=(_traced or list(_options))[0] if _options else None, label="tensor"
@@ -278,10 +283,22 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(OwnershipView, Q4KExplorer, course, gguf_browser, mo, pick, pick_error):
-    mo.stop(pick_error is not None, mo.callout(mo.md(f"**The lab cannot show this block.** {pick_error}"), kind="warn"))
+def _(
+    OwnershipView,
+    Q4KExplorer,
+    course,
+    gguf_browser,
+    mo,
+    pick,
+    pick_error,
+    shown,
+):
+    mo.stop(
+        pick_error is not None,
+        mo.callout(mo.md(f"**The lab cannot show this block.** {shown(pick_error)}"), kind="warn"),
+    )
     _summary = mo.md(
-        f"**`{pick.tensor}`, {pick.type_name} block {pick.block} of {pick.blocks}** "
+        f"**{course.code_name(pick.tensor)}, {pick.type_name} block {pick.block} of {pick.blocks}** "
         f"({pick.raw.size} bytes, weights {pick.first_weight} to {pick.first_weight + pick.weights.size - 1}): "
         f"the lab's decode {pick.check.text}."
     )
@@ -298,7 +315,7 @@ def _(OwnershipView, Q4KExplorer, course, gguf_browser, mo, pick, pick_error):
         _header, _rows = gguf_browser.block_table(pick)
         _view = mo.md(course.table(_header, _rows))
         _note = "No explorer draws this type: here is the block as numbers."
-    mo.vstack([mo.Html(course.readout(_summary.text)), mo.md(_note), _view])
+    mo.vstack([mo.Html(course.readout(_summary)), mo.md(_note), _view])
     return
 
 

@@ -55,7 +55,7 @@ def _(course, format_number, mo, sizes, weights_in_billions):
         for name, bpw in sizes.FORMAT_BITS_PER_WEIGHT.items()
     )
     _text = mo.md(f"**{format_number(weights_in_billions.value)} B weights:**\n\n| format | bits/weight | payload |\n|---|---|---|\n{_rows}")
-    mo.Html(course.readout(_text.text))
+    mo.Html(course.readout(_text))
     return
 
 

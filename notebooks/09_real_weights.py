@@ -106,7 +106,7 @@ def _(course, format_choice, mo, outlier_chart, report, tensor_error_chart):
             mo.as_html(outlier_chart(_records, format_choice.value)),
         ]
     )
-    mo.Html(course.readout(_view.text))
+    mo.Html(course.readout(_view))
     return
 
 
@@ -137,7 +137,7 @@ def _(course, format_choice, format_number, mo, report):
         + _rows
         + _skipped
     )
-    mo.Html(course.readout(_text.text))
+    mo.Html(course.readout(_text))
     return
 
 

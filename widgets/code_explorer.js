@@ -7,6 +7,7 @@ import { E2M1_VALUES, e2m1Encode, e2m1Explain } from "./codec/codes/e2m1.js";
 import { e4m3Decode, e4m3Encode, e4m3Explain } from "./codec/codes/e4m3.js";
 import { e8m0Decode, e8m0Encode, e8m0Explain, e8m0Nearest } from "./codec/codes/e8m0.js";
 import { parseByte, parseNumber } from "./codec/numbers.js";
+import { visibleText } from "./codec/text.js";
 import { h, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker } from "./ui.js";
 
 // Each format: its width, which bits are which field (bit 7 or 3 first), its decoder and explain,
@@ -64,9 +65,9 @@ const LADDERS = Object.fromEntries(
 function validState(model) {
   const name = model.get("format");
   const code = model.get("code");
-  if (!Object.hasOwn(FORMATS, name)) return { problem: `format must be E2M1, E8M0 or E4M3, got ${JSON.stringify(name)}` };
+  if (!Object.hasOwn(FORMATS, name)) return { problem: `format must be E2M1, E8M0 or E4M3, got ${visibleText(JSON.stringify(name), 40)}` };
   const limit = 2 ** FORMATS[name].width;
-  if (!(Number.isInteger(code) && code >= 0 && code < limit)) return { problem: `an ${name} code is a whole number 0..${limit - 1}, got ${JSON.stringify(code)}` };
+  if (!(Number.isInteger(code) && code >= 0 && code < limit)) return { problem: `an ${name} code is a whole number 0..${limit - 1}, got ${visibleText(JSON.stringify(code), 40)}` };
   const typed = parseNumber(String(model.get("value_text")));
   if (!typed.ok) return { problem: `value: ${typed.message}` };
   return { name, format: FORMATS[name], code, x: typed.value };
@@ -170,7 +171,7 @@ function controls(model, ui, box) {
     if (!result.ok) return result.message;
     const { code } = result.values;
     const spelled = `${FORMATS[name].width === 8 ? hexByte(code) : code} = ${binary(code, FORMATS[name].width)}`;
-    return `code: “${text.trim()}” was typed while another format was picked, so it is not shown yet. As an ${name} code it is ${spelled}: press Enter to show it.`;
+    return `code: “${visibleText(text.trim(), 40)}” was typed while another format was picked, so it is not shown yet. As an ${name} code it is ${spelled}: press Enter to show it.`;
   };
   const node = h(
     "div",

@@ -7,6 +7,7 @@
 // "wrong" per kind).
 import { formatLabNumber } from "./codec/numbers.js";
 import { EXERCISE_KINDS, exerciseCheck, exerciseInstance, exerciseKinds } from "./codec/teach/exercises.js";
+import { visibleText } from "./codec/text.js";
 import { h, mountInPlace, setTraits, setText, setAttr, setAttrs, resize, checker } from "./ui.js";
 
 const KNOWN = new Set(EXERCISE_KINDS.map((entry) => entry.kind));
@@ -21,9 +22,9 @@ function validExercises(model) {
   const rounds = model.get("rounds");
   const answers = model.get("answers");
   const progress = model.get("progress");
-  if (!(Number.isInteger(topic) && topic >= 0 && topic <= 8)) return { problem: `topic must be a notebook number 1..8, or 0 for all, got ${JSON.stringify(topic)}` };
-  if (!(Number.isInteger(seed) && seed >= 0 && seed < 2 ** 32)) return { problem: `seed must be a whole number 0..4294967295, got ${JSON.stringify(seed)}` };
-  const shown = (value) => String(JSON.stringify(value)).slice(0, 40);
+  if (!(Number.isInteger(topic) && topic >= 0 && topic <= 8)) return { problem: `topic must be a notebook number 1..8, or 0 for all, got ${visibleText(JSON.stringify(topic), 40)}` };
+  if (!(Number.isInteger(seed) && seed >= 0 && seed < 2 ** 32)) return { problem: `seed must be a whole number 0..4294967295, got ${visibleText(JSON.stringify(seed), 40)}` };
+  const shown = (value) => visibleText(String(JSON.stringify(value)), 40);
   // Each record: which values it takes, and what it says of one it does not take.
   for (const [name, record, good, says] of [
     [
@@ -43,7 +44,7 @@ function validExercises(model) {
   ]) {
     if (!isRecord(record)) return { problem: `${name} must be a set of named values` };
     const unknown = Object.keys(record).find((kind) => !KNOWN.has(kind));
-    if (unknown !== undefined) return { problem: `${name} has an entry the exercises do not know: ${JSON.stringify(unknown).slice(0, 40)}` };
+    if (unknown !== undefined) return { problem: `${name} has an entry the exercises do not know: ${visibleText(JSON.stringify(unknown), 40)}` };
     const bad = Object.entries(record).find(([, value]) => !good(value));
     if (bad) return { problem: `${name}: ${says(...bad)}` };
   }

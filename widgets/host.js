@@ -2,6 +2,8 @@
 // traits here exactly as it would through anywidget. Input traits are mirrored into the URL
 // fragment, so a link reproduces what its author saw.
 
+import { visibleText } from "./codec/text.js";
+
 export function createModel(defaults, inputNames) {
   const state = { ...defaults };
   const listeners = new Map();
@@ -69,5 +71,6 @@ export function readFragment(defaults, inputNames) {
     if (inputNames.includes(name) && sameShape(value, defaults[name])) values[name] = value;
     else ignored.push(name);
   }
-  return { values, problem: ignored.length ? `Ignored from the link: ${ignored.join(", ")}.` : null };
+  // a name from the link is text from outside: shown with what would hide in it spelt out, and cut
+  return { values, problem: ignored.length ? `Ignored from the link: ${ignored.map((name) => visibleText(name, 40)).join(", ")}.` : null };
 }

@@ -9,6 +9,7 @@ import { iq4NlValue } from "./codec/formats/iq4_nl.js";
 import { nf4Level } from "./codec/formats/nf4.js";
 import { q4_0Value } from "./codec/formats/q4_0.js";
 import { formatFloat32, parseByte } from "./codec/numbers.js";
+import { visibleText } from "./codec/text.js";
 import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, stackingTable, pickOne, watchSize, svgWidth, textWidth, labelRows, DRAWN_WIDTH } from "./ui.js";
 
 const BIT_NAMES = ["sign", "exponent bit 1", "exponent bit 0", "fraction bit"];
@@ -25,7 +26,7 @@ const DECODERS = [
 
 function validCode(model) {
   const code = model.get("code");
-  return Number.isInteger(code) && code >= 0 && code <= 15 ? { code } : { problem: `code must be a whole number 0..15, got ${JSON.stringify(code)}` };
+  return Number.isInteger(code) && code >= 0 && code <= 15 ? { code } : { problem: `code must be a whole number 0..15, got ${visibleText(JSON.stringify(code), 40)}` };
 }
 
 const STEPS = { ArrowUp: 1, ArrowRight: 1, ArrowDown: -1, ArrowLeft: -1 };
@@ -33,7 +34,7 @@ const STEPS = { ArrowUp: 1, ArrowRight: 1, ArrowDown: -1, ArrowLeft: -1 };
 // The code typed as a number: decimal, 0x hex or 0b bits, and it must fit in four bits.
 function commitCode(text) {
   const parsed = parseByte(text);
-  if (!parsed.ok) return { ok: false, message: `code: “${text.trim()}” is not a code. Type a whole number from 0 to 15, four bits such as 0b0101, or hex such as 0x5.` };
+  if (!parsed.ok) return { ok: false, message: `code: “${visibleText(text.trim(), 40)}” is not a code. Type a whole number from 0 to 15, four bits such as 0b0101, or hex such as 0x5.` };
   if (parsed.value > 15) return { ok: false, message: `code: ${parsed.value} needs more than four bits; a nibble is 0 to 15 (0b0000 to 0b1111).` };
   return { ok: true, values: { code: parsed.value } };
 }

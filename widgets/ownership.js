@@ -10,6 +10,7 @@ import { mxfp4Dequantize } from "./codec/formats/mxfp4.js";
 import { nvfp4Dequantize, nvfp4TensorFactor, NVFP4_TENSOR_SCALE_RANGE } from "./codec/formats/nvfp4.js";
 import { bitsPerWeight } from "./codec/formats/sizes.js";
 import { parseByte, parseNumber } from "./codec/numbers.js";
+import { visibleText } from "./codec/text.js";
 import { h, formatNumber, mountInPlace, setTraits, setText, setAttr, message, checker, pickOne, gridColumns, cellFrames } from "./ui.js";
 
 function validState(model) {
@@ -24,7 +25,7 @@ function validState(model) {
   if (!Array.isArray(nvBytes) || nvBytes.length !== 2 || !nvBytes.every((b) => Number.isInteger(b) && b >= 0 && b <= 255))
     return { problem: "the two E4M3 scale bytes must each be 0..255" };
   if (!(Number.isFinite(tensorScale) && tensorScale > 0)) return { problem: "the tensor scale must be a positive finite number" };
-  if (!Number.isInteger(selected) || selected < 0 || selected > 31) return { problem: `the traced element must be 0..31, got ${JSON.stringify(selected)}` };
+  if (!Number.isInteger(selected) || selected < 0 || selected > 31) return { problem: `the traced element must be 0..31, got ${visibleText(JSON.stringify(selected), 40)}` };
   const factor = tensorFactorOf(tensorScale);
   if (!factor.ok) return { problem: factor.message };
   return { codes, mxByte, nvBytes, tensorScale, tensorFactor: factor.value, selected };

@@ -14,6 +14,7 @@ import {
   q4kMetadataSources,
 } from "./codec/formats/q4k.js";
 import { parseByte, parseNumber } from "./codec/numbers.js";
+import { visibleText } from "./codec/text.js";
 import { h, svg, formatNumber, mountInPlace, setTraits, setText, setAttr, setAttrs, checker, stackingTable, pickOne, gridColumns, cellFrames, watchSize, svgWidth, textWidth, DRAWN_WIDTH } from "./ui.js";
 
 const REGIONS = [
@@ -33,7 +34,7 @@ function validState(model) {
   if (!Array.isArray(block) || block.length !== Q4K_BLOCK_BYTES || !block.every((b) => Number.isInteger(b) && b >= 0 && b <= 255))
     return { problem: `a Q4_K block is ${Q4K_BLOCK_BYTES} bytes, each 0..255` };
   if (!Number.isInteger(payloadIndex) || payloadIndex < 0 || payloadIndex >= Q4K_PAYLOAD_BYTES)
-    return { problem: `payload index must be 0..${Q4K_PAYLOAD_BYTES - 1}, got ${JSON.stringify(payloadIndex)}` };
+    return { problem: `payload index must be 0..${Q4K_PAYLOAD_BYTES - 1}, got ${visibleText(JSON.stringify(payloadIndex), 40)}` };
   return { block, payloadIndex };
 }
 

@@ -1,6 +1,7 @@
 // Small DOM helpers shared by every widget. No arithmetic and no number text live here: numbers
 // and their spellings (hex bytes, binary fields) come from the codec in codec/.
 import { formatLabNumber } from "./codec/numbers.js";
+import { visibleText } from "./codec/text.js";
 
 export function h(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
@@ -207,7 +208,7 @@ export function stackingTable(label, table) {
 // Messages quote what was typed; a pasted page of text would bury the advice, so long runs of
 // characters are cut down to their ends.
 function shorten(text) {
-  return String(text).replace(/\S{41,}/g, (run) => `${run.slice(0, 24)}…${run.slice(-8)}`);
+  return visibleText(text).replace(/\S{41,}/g, (run) => `${run.slice(0, 24)}…${run.slice(-8)}`);
 }
 
 let mounted = 0;
@@ -354,7 +355,7 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
   try {
     if (controls) made = controls(ui);
   } catch (error) {
-    made = { node: message(`The controls could not be drawn: ${error.message}`) };
+    made = { node: message(`The controls could not be drawn: ${visibleText(error.message, 300)}`) };
   }
   const controlsNode = made.node;
   const updateControls = made.update ?? null;
@@ -427,7 +428,7 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
       placed = syncFields(view, problem);
       controlsFailure.remove();
     } catch (error) {
-      setText(controlsFailure, `The controls could not be drawn: ${error.message}`);
+      setText(controlsFailure, `The controls could not be drawn: ${visibleText(error.message, 300)}`);
       (controlsNode ?? toolbar).after(controlsFailure);
     }
     if (problem) {

@@ -3,11 +3,11 @@ the notebooks and the static-site build; and how a notebook reads its number con
 
 from __future__ import annotations
 
-import html
 import math
 import re
 
 from lab.errors import InputError
+from lab.text import Safe, shown, visible
 
 NOTEBOOKS: tuple[tuple[str, str, str], ...] = (
     (
@@ -89,30 +89,42 @@ def navigation(file: str) -> str:
     return "---\n\n" + " · ".join(parts)
 
 
-def table(header: list[str], rows: list[list[str]]) -> str:
-    """A Markdown table whose cells may hold `|` (bitwise or in a formula) without splitting a column."""
+def table(header: list[str], rows: list[list[str]]) -> Safe:
+    """A Markdown table. A cell is text, shown literally whatever it holds (`|`, `<`, `*`, a name
+    read from a file), or Safe markup the lab built itself (code_name, a bold verdict)."""
 
     def line(cells) -> str:
-        return "| " + " | ".join(str(cell).replace("|", r"\|") for cell in cells) + " |"
+        return "| " + " | ".join(shown(cell) for cell in cells) + " |"
 
-    return "\n".join([line(header), "|" + "---|" * len(header), *(line(row) for row in rows)])
+    return Safe("\n".join([line(header), "|" + "---|" * len(header), *(line(row) for row in rows)]))
 
 
-def code_name(name: str) -> str:
-    """A dotted name (a tensor's, a metadata key's) as inline code for Markdown, free to break after
-    each dot: on a phone, encoder.layer.0.attention.output.dense.weight wraps at its dots rather than
-    mid-word or off the page, and copies back as the same name."""
-    parts = re.split(r"(?<=\.)", name)
-    return "<code>" + "<wbr>".join(html.escape(part).replace("|", "&#124;") for part in parts) + "</code>"
+#: the longest name code_name shows whole; a longer one (a file can name a tensor with a page of
+#: text) keeps its start and ends in "…"
+CODE_NAME_CHARS = 160
+
+
+def code_name(name: str, limit: int = CODE_NAME_CHARS) -> Safe:
+    """A dotted name (a tensor's, a metadata key's) as inline code, shown literally, free to break
+    after each dot: on a phone, encoder.layer.0.attention.output.dense.weight wraps at its dots
+    rather than mid-word or off the page, and copies back as the same name."""
+    parts = re.split(r"(?<=\.)", visible(name, limit))
+    return Safe("<code>" + "<wbr>".join(shown(part) for part in parts) + "</code>")
 
 
 READOUT_CLASS = "lab-readout"
 
 
-def readout(html: str) -> str:
+def readout(rendered) -> str:
     """Wrap Python-computed output that follows a control; the static site labels it as computed at
-    build time, because there no kernel recomputes it when the control moves."""
-    return f'<div class="{READOUT_CLASS}">{html}</div>'
+    build time, because there no kernel recomputes it when the control moves.
+
+    `rendered` is what marimo rendered (mo.md(...), mo.as_html(...): its `.text` is HTML built from
+    the lab's own Markdown, outside text in it already shown()), or Safe markup; plain text is
+    shown literally."""
+    markup = rendered.text if hasattr(rendered, "text") and not isinstance(rendered, str) else shown(rendered)
+    # a plain str: this goes straight into mo.Html, whose serializer takes only str itself
+    return f'<div class="{READOUT_CLASS}">{markup}</div>'
 
 
 def whole_number(value, *, label: str, low: int, high: int) -> int:

@@ -27,9 +27,12 @@ from lab.files import shown_path
 from lab.formats import mxfp4, nvfp4
 from lab.interop.gguf import DECODABLE_TYPES, FLOAT_TYPES, TENSOR_TYPES, TYPE_IDS, GGUFFile, decode_raw, open_gguf
 from lab.interop.gguf.recipes import explain_recipe
+from lab.text import quoted, visible
 
 #: uploads above this many bytes are refused: an upload is held in memory whole, a path is mapped
 UPLOAD_LIMIT = 64 * 1024**2
+#: the longest upload name a label repeats whole (a browser hands over whatever name the file had)
+UPLOAD_NAME_CHARS = 120
 #: how many consecutive weights of a float tensor (F32, F16, BF16) one "block" shows
 FLOAT_BLOCK_WEIGHTS = 32
 #: the ownership view holds 32 element codes: one MXFP4 block, or half of a 64-weight GGUF NVFP4 block
@@ -84,7 +87,7 @@ def open_path(path: str | Path, source: str | None = None, *, decode_budget: int
     except RuntimeError as error:  # "~name" where this machine has no user called name
         raise FileReadError(f"cannot open {shown_path(path)}: this machine has no such home directory") from error
     gf = open_gguf(path, decode_budget=decode_budget)
-    return GGUFBrowser(gf, source or str(path), path.stat().st_size)
+    return GGUFBrowser(gf, source or shown_path(path), path.stat().st_size)
 
 
 def open_upload(contents: bytes, name: str = "upload.gguf", *, limit: int = UPLOAD_LIMIT) -> GGUFBrowser:
@@ -94,7 +97,7 @@ def open_upload(contents: bytes, name: str = "upload.gguf", *, limit: int = UPLO
     """
     if len(contents) > limit:
         raise UploadTooLargeError(
-            f"{name} is {len(contents):,} bytes, more than the upload limit of {limit:,}; "
+            f"{quoted(Path(name).name)} is {len(contents):,} bytes, more than the upload limit of {limit:,}; "
             "type the file's path into the path box instead: the lab maps a file on disk and never loads it whole"
         )
     scratch = tempfile.TemporaryDirectory(prefix="four-bit-lab-upload-")
@@ -106,7 +109,7 @@ def open_upload(contents: bytes, name: str = "upload.gguf", *, limit: int = UPLO
     except BaseException:
         scratch.cleanup()
         raise
-    return GGUFBrowser(gf, f"upload {Path(name).name}", len(contents), scratch)
+    return GGUFBrowser(gf, f"upload {visible(Path(name).name, UPLOAD_NAME_CHARS)}", len(contents), scratch)
 
 
 @dataclass(frozen=True)
@@ -181,12 +184,18 @@ def metadata_rows(gf: GGUFFile, items: int = 5, max_chars: int = 60) -> list[Met
 
 def _value_text(value, length: int | None) -> str:
     if length is None:
-        return repr(value) if isinstance(value, str) else str(value)
+        return quoted(value, None) if isinstance(value, str) else str(value)
     shown = [
-        _value_text(item, len(item)) if isinstance(item, list | np.ndarray) else repr(_item(item)) for item in value
+        _value_text(item, len(item)) if isinstance(item, list | np.ndarray) else _item_text(_item(item))
+        for item in value
     ]
     more = f", … {length - len(shown):,} more" if length > len(shown) else ""
     return "[" + ", ".join(shown) + more + "]"
+
+
+def _item_text(value) -> str:
+    """One array element: a string between quotes with its hidden characters spelt, a number as is."""
+    return quoted(value, None) if isinstance(value, str) else repr(value)
 
 
 def _item(value):
@@ -240,13 +249,13 @@ def pick_block(gf: GGUFFile, name: str, block: int, decoder: str = "ocp", half: 
     info = gf.tensor(name)
     if info.type_name not in DECODABLE_TYPES:
         raise UnsupportedTypeError(
-            f"tensor {name!r} has type {info.type_name}, which the lab does not decode; "
+            f"tensor {quoted(name)} has type {info.type_name}, which the lab does not decode; "
             f"it can open {', '.join(DECODABLE_TYPES)}"
         )
     weights_per_block, bytes_per_block = block_geometry(info.type_name)
     blocks = math.ceil(info.n_elements / weights_per_block)
     if isinstance(block, bool) or not isinstance(block, int | np.integer) or not 0 <= block < blocks:
-        raise LabError(f"tensor {name!r} has blocks 0 to {blocks - 1}; got {block!r}")
+        raise LabError(f"tensor {quoted(name)} has blocks 0 to {blocks - 1}; got {block!r}")
     flat = gf.raw(name).reshape(-1)
     raw = np.array(flat[int(block) * bytes_per_block : (int(block) + 1) * bytes_per_block])
     weights = decode_raw(raw.reshape(1, -1), info.type_name, decoder).reshape(-1)

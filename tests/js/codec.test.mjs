@@ -294,6 +294,14 @@ describe("golden vectors from the Python codec", () => {
     }
   });
 
+  test("text from outside shown as lab.text.visible shows it: escapes and cuts, character for character", () => {
+    for (const { text, limit, shown } of golden.visibleText) {
+      assert.equal(codec.visibleText(text, limit), shown, `visibleText(${JSON.stringify(text)}, ${limit})`);
+    }
+    // a lone surrogate (which JSON written as UTF-8 cannot carry) is hidden, as Python's Cs is
+    assert.equal(codec.visibleText("a\ud800b"), "a\\ud800b");
+  });
+
   test("number text as the Python codec prints it", () => {
     for (const { value, text } of golden.formatLabNumber) {
       assert.equal(codec.formatLabNumber(value), text, `formatLabNumber(${value})`);

@@ -38,6 +38,7 @@ from lab.numbers import format_number as format_lab_number
 from lab.teach import scale, sizes
 from lab.teach.zoo import checks as zoo_checks
 from lab.teach.zoo import specimens as zoo_specimens
+from lab.text import visible
 
 GOLDEN_PATH = Path(__file__).with_name("golden.json")
 REGENERATE = ".venv/bin/python tests/js/make_golden.py"
@@ -166,7 +167,7 @@ def e4m3_encode_cases() -> list:
     values += [2.0**-10, 2.0**-10 * (1 + 2**-52), 2.0**-6, 2.0**-7, 3 * 2.0**-10]
     for midpoint in midpoints:
         values += [midpoint, -midpoint, np.nextafter(midpoint, 0.0), np.nextafter(midpoint, np.inf)]
-    magnitudes = np.exp2(rng.uniform(-12, 10, 300))
+    magnitudes = log_spread(rng, -12, 10, 300)
     values += (magnitudes * rng.choice([-1.0, 1.0], 300)).tolist()
     return [{"x": float(x), "byte": e4m3.encode(float(x))} for x in values]
 
@@ -368,7 +369,7 @@ def nvfp4_cases() -> list:
         if row % 2 == 0:
             global_scale = None
         else:
-            global_scale = float(rng.choice([2688.0, 1.0, 6.0, float(np.exp2(rng.uniform(-10, 14)))]))
+            global_scale = float(rng.choice([2688.0, 1.0, 6.0, float(log_spread(rng, -10, 14, 1)[0])]))
         tensor = nvfp4.from_parts(codes, scale_bytes, global_scale)
         indices = sorted({0, int(rng.integers(0, codes.size))})
         cases.append(
@@ -394,6 +395,7 @@ def nvfp4_tensor_factor_cases() -> list:
 
 NUMBER_TEXTS = [
     "0.5",
+    "1\u202e2",  # a right-to-left override, spelt out in the message
     "-1e-3",
     " 1.5 ",
     ".5",
@@ -434,6 +436,7 @@ NUMBER_TEXTS = [
 ]
 ROW_TEXTS = [
     "-1, 0.3, 0.9, 1.7",
+    "1, 2\u200b",  # a zero-width space inside an item, spelt out in the message
     "2 1 -1 0.5",
     "1;2;3",
     "",
@@ -478,7 +481,7 @@ def q4k_blocks() -> list:
             block[offset], block[offset + 1] = bits & 0xFF, bits >> 8
         blocks.append(block)
     for _ in range(40):  # what llama.cpp's reference quantizer would store for real-looking weights
-        w = rng.normal(float(rng.uniform(-1, 1)), float(np.exp2(rng.uniform(-8, 4))), q4k.BLOCK_WEIGHTS)
+        w = rng.normal(float(rng.uniform(-1, 1)), float(log_spread(rng, -8, 4, 1)[0]), q4k.BLOCK_WEIGHTS)
         blocks.append(q4k.quantize(w.astype(np.float32)).raw)
     for i in range(20):  # logical parts with every metadata field different and extreme corners
         scales = rng.permutation(64)[:8] if i % 4 else np.full(8, 63 if i % 8 else 0)
@@ -532,14 +535,48 @@ def q4k_metadata_source_cases() -> list:
 # ---------------------------------------------------------------------------------------------
 
 
+def log_spread(rng: np.random.Generator, low: int, high: int, n: int) -> np.ndarray:
+    """n magnitudes spread over 2**low .. 2**high, one binade as likely as another, each exact: a
+    uniform mantissa in [1, 2) times a whole power of two. np.exp2 of a fraction differs by an ulp
+    between CPUs (numpy picks a SIMD path per machine), which made golden.json depend on the
+    machine that wrote it."""
+    return np.ldexp(rng.uniform(1.0, 2.0, n), rng.integers(low, high, n))
+
+
 def format_lab_number_cases() -> list:
     rng = np.random.default_rng(1010)
     values = [0.0, -0.0, math.nan, math.inf, -math.inf, 1.0, -1.5, 0.1, 1e16, 1e-5, 1e-4, 123456.0, 1234567890.0]
     values += [12345678905.0, 10000000005.0, 2.0**-15, -(2.0**-15), 2.0**-127, 2.0**127, 6 * 2.0**127, 5e-324]
     values += [9999999999.5, 99999.999995, 0.00012345678905]
-    values += np.exp2(rng.uniform(-149, 127, 120)).astype(np.float32).astype(np.float64).tolist()
+    values += log_spread(rng, -149, 127, 120).astype(np.float32).astype(np.float64).tolist()
     values += (rng.uniform(-1, 1, 60) * np.exp2(rng.integers(-30, 40, 60))).tolist()
     return [{"value": float(v), "text": format_lab_number(v)} for v in values]
+
+
+#: text from outside the lab: controls, zero-width and bidi marks, other spaces, emoji, scripts
+#: that run right to left, markup that must stay text, and values long enough to be cut
+VISIBLE_TEXTS = [
+    "",
+    "plain name.weight",
+    "<b>x</b> **y** [a](javascript:alert(1))",
+    "tab\there\nnew line\r\x00\x1f\x7f\x85",
+    "zero\u200bwidth \u200c\u200d\ufeff joiners",
+    "right\u202eto left\u2066isolate\u2069",
+    "no\u00a0break en\u2002em\u2003 ideographic\u3000 space",
+    "line\u2028para\u2029",
+    "emoji 🧪🇩🇪 and a tag \U000e0041",
+    "Größe · 日本語のテキスト · עברית · العربية",
+    "private \ue000 use",
+]
+VISIBLE_LIMITS = [None, 1, 2, 5, 8, 12, 40]
+
+
+def visible_text_cases() -> list:
+    return [
+        {"text": text, "limit": limit, "shown": visible(text, limit)}
+        for text in VISIBLE_TEXTS
+        for limit in VISIBLE_LIMITS
+    ]
 
 
 def format_float32_cases() -> list:
@@ -604,7 +641,7 @@ def e8m0_encode_cases() -> list:
     """lab.codes.e8m0.encode under both rules, for E2M1's 6, E4M3's 448 and a bare scale (1)."""
     rng = np.random.default_rng(8801)
     amaxes = [0.0, 5e-324, 1e-45, 2.0**-140, 1.0, 1.5, 3.0, 6.0, 6.000001, 7.0, 12.0, 448.0, 1e30, 2.0**130, 1.7e38]
-    amaxes += np.exp2(rng.uniform(-20, 20, 60)).tolist()
+    amaxes += log_spread(rng, -20, 20, 60).tolist()
     return [
         {"amax": float(a), "rule": rule, "element_max": m, "byte": e8m0.encode(float(a), rule, m)}
         for a in amaxes
@@ -620,7 +657,7 @@ def e8m0_nearest_cases() -> list:
     rng = np.random.default_rng(8802)
     values = [2.0**-126, 1.0, 1.4, 1.5, 1.6, 3.0, 0.75, 0.7499, 2.0**127, 1.49 * 2.0**127, 1.5 * 2.0**127, 0.0, -1.0]
     values += [1.5 * 2.0**e for e in range(-120, 127, 7)]
-    values += np.exp2(rng.uniform(-125, 126, 80)).tolist()
+    values += log_spread(rng, -125, 126, 80).tolist()
     as32 = np.array(values, dtype=np.float32)
     cast = as32.astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)
     return [{"x": float(x), "byte": int(b)} for x, b in zip(as32, cast, strict=True)]
@@ -632,7 +669,8 @@ def e4m3_encode_ml_dtypes_cases() -> list:
     rng = np.random.default_rng(4302)
     finite = np.array([e4m3.decode(b) for b in range(0x7F)], dtype=np.float64)
     values = ((finite[:-1] + finite[1:]) / 2).tolist() + finite.tolist() + [463.0, -463.0, -0.0]
-    values += (np.exp2(rng.uniform(-12, 8.8, 200)) * rng.choice([-1.0, 1.0], 200)).tolist()
+    # up to E4M3's largest finite value, 448, beyond which ml_dtypes' cast has its own rule
+    values += (np.minimum(log_spread(rng, -12, 9, 200), 448.0) * rng.choice([-1.0, 1.0], 200)).tolist()
     as32 = np.array(values, dtype=np.float32)
     cast = as32.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
     return [{"x": float(x), "byte": int(b)} for x, b in zip(as32, cast, strict=True)]
@@ -817,6 +855,7 @@ def _sections() -> dict:
         "zoo": zoo_cases(),
         "format_float32": format_float32_cases(),
         "format_lab_number": format_lab_number_cases(),
+        "visible_text": visible_text_cases(),
         "fp16": fp16_cases(),
         "fp16_encode": fp16_encode_cases(),
         "fsum": fsum_cases(),

@@ -29,7 +29,10 @@ _CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline
 
 
 def _module_body(source: str) -> str:
-    """An ES module's text with its `export` keywords removed, to sit inside one inline script."""
+    """An ES module's text with its `export` keywords and imports removed, to sit inside one inline
+    script. host.js imports only codec modules that every widget's bundle already holds (ui.js
+    imports codec/text.js), so its imports are already declared there."""
+    source = re.sub(r"^import\b[^;]*;[ \t]*\n?", "", source, flags=re.MULTILINE)
     source = re.sub(r"^export default ", "const widgetModule = ", source, flags=re.MULTILINE)
     return re.sub(r"^export (?=(const|function|let|class) )", "", source, flags=re.MULTILINE)
 

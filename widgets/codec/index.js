@@ -15,6 +15,7 @@
 // Plain ES modules: relative imports only, no DOM, no network. errors.js, arrays.js, floats.js
 // and formats/blocks.js are the codec's own plumbing and are not re-exported.
 export * from "./numbers.js";
+export * from "./text.js";
 export * from "./fsum.js";
 export * from "./codes/bits.js";
 export * from "./codes/nibble.js";

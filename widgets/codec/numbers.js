@@ -2,6 +2,7 @@
 // numbers, rows and bytes a learner may type, read as Python reads them.
 import { describe } from "./errors.js";
 import { float32Bits, float64Bits, pow2, signbit } from "./floats.js";
+import { visibleText } from "./text.js";
 
 // ---------------------------------------------------------------------------------------------
 // Number text, exactly as the Python codec prints it
@@ -204,7 +205,7 @@ export function parseNumber(text) {
     if (denominator === 0) return rejected(`${cleaned} divides by zero. Use a non-zero number below the line.`);
     value = Number(fraction[1]) / denominator;
   } else {
-    return rejected(`“${text.trim()}” is not a number the lab can read. Type something like ${NUMBER_EXAMPLES}.`);
+    return rejected(`“${visibleText(text.trim())}” is not a number the lab can read. Type something like ${NUMBER_EXAMPLES}.`);
   }
   if (!Number.isFinite(value)) {
     return rejected(`${cleaned} is too large: it is beyond the largest float64 (about 1.8e308).`);
@@ -222,7 +223,7 @@ export function parseNumberRow(text, label) {
   const values = [];
   for (const [position, item] of items.entries()) {
     const parsed = parseNumber(item);
-    if (!parsed.ok) return { ok: false, values: null, message: `${label}, item ${position + 1} ("${item}"): ${parsed.message}` };
+    if (!parsed.ok) return { ok: false, values: null, message: `${label}, item ${position + 1} ("${visibleText(item)}"): ${parsed.message}` };
     values.push(parsed.value);
   }
   return { ok: true, values, message: "" };
@@ -262,7 +263,7 @@ export function parseByte(text, bits = 8) {
     if (/^[01]+(?:[_ ][01]+)+$/.test(cleaned) && fits(cleaned, 2)) hint = ` For binary, start with 0b: 0b${cleaned}.`;
     // (not for a botched 0b or 0x prefix: "0b2" was never meant as hex)
     else if (/^[0-9a-f]+$/i.test(cleaned) && !/^0[bx]/i.test(cleaned) && fits(cleaned, 16)) hint = ` For hexadecimal, start with 0x: 0x${cleaned.toUpperCase()}.`;
-    return rejected(`“${cleaned}” is not ${words.what}.${hint} Type something like ${words.examples}.`);
+    return rejected(`“${visibleText(cleaned)}” is not ${words.what}.${hint} Type something like ${words.examples}.`);
   }
   if (value > largest) {
     // Digits that are all 0 and 1 were most likely meant as bits.

@@ -10,10 +10,12 @@ import numpy as np
 
 from lab._arrays import bfloat16_bits_to_float32
 from lab.errors import DecodeBudgetError, DTypeError, LabError, RuleError, ShapeError, UnsupportedTypeError
+from lab.files import shown_path
 from lab.formats import GGUF_DECODERS, by_gguf_type
 from lab.interop.gguf.layout import DECODABLE_TYPES, TENSOR_TYPES, TYPE_IDS, Layout, TensorInfo
 from lab.interop.gguf.metadata import array_length, read_value, type_label
 from lab.interop.gguf.validate import map_file, validate
+from lab.text import quoted
 
 FLOAT32_BYTES = 4
 #: the default decode budget never exceeds this, however much memory the machine has
@@ -65,7 +67,7 @@ class GGUFFile:
         if self._tensor_index is None:
             self._tensor_index = {info.name: position for position, info in enumerate(self.layout.tensors)}
         if name not in self._tensor_index:
-            raise LabError(f"no tensor named {name!r} in {self.path.name}")
+            raise LabError(f"no tensor named {quoted(name)} in {shown_path(self.path.name)}")
         return self.layout.tensors[self._tensor_index[name]]
 
     def metadata(self, key: str, default=None):
@@ -135,7 +137,7 @@ class GGUFFile:
         info = self.tensor(name)
         if info.type_name not in DECODABLE_TYPES:
             raise UnsupportedTypeError(
-                f"tensor {name!r} has type {info.type_name}, which the lab does not decode; "
+                f"tensor {quoted(name)} has type {info.type_name}, which the lab does not decode; "
                 f"supported: {', '.join(DECODABLE_TYPES)}"
             )
         _check_decoder(decoder, info.type_name)
@@ -143,7 +145,7 @@ class GGUFFile:
         needed = info.n_elements * FLOAT32_BYTES
         if needed > limit:
             raise DecodeBudgetError(
-                f"decoding tensor {name!r} ({info.type_name}, shape {info.shape}) needs {needed:,} bytes of "
+                f"decoding tensor {quoted(name)} ({info.type_name}, shape {info.shape}) needs {needed:,} bytes of "
                 f"float32 output, more than the decode budget of {limit:,} bytes; pass budget= to decode() or "
                 "decode_budget= to open_gguf() to allow more, or decode_raw() a slice of raw()'s rows"
             )
@@ -160,7 +162,7 @@ class GGUFFile:
 
     def _open_map(self) -> mmap.mmap:
         if self._mapped is None:
-            raise LabError(f"{self.path.name} is closed")
+            raise LabError(f"{shown_path(self.path.name)} is closed")
         return self._mapped
 
 

@@ -12,6 +12,7 @@ from lab.formats import q4k
 from lab.formats.q8_0 import BLOCK_WEIGHTS as Q8_0_BLOCK_WEIGHTS
 from lab.interop.gguf.layout import TensorInfo
 from lab.interop.gguf.read import GGUFFile
+from lab.text import quoted
 
 
 def type_summary(gf: GGUFFile) -> list[dict]:
@@ -75,7 +76,7 @@ def explain_recipe(gf: GGUFFile) -> dict:
         else "The file carries no general.file_type label."
     ]
     for row in rows:
-        examples = ", ".join(repr(name) for name in row["names"][:3])
+        examples = ", ".join(quoted(name) for name in row["names"][:3])
         more = f" and {row['tensors'] - 3} more" if row["tensors"] > 3 else ""
         tensors = f"{row['tensors']} tensor" + ("s" if row["tensors"] != 1 else "")
         lines.append(

@@ -32,6 +32,7 @@ from lab.interop.gguf.layout import (
     Layout,
     TensorInfo,
 )
+from lab.text import quoted
 
 
 class _Walker:
@@ -205,12 +206,14 @@ def _key_values(walker: _Walker, kv_count: int) -> _KeyValues:
     for index in range(kv_count):
         key = walker.string(f"key {index}")
         if key in seen:
-            raise GGUFFormatError(f"duplicate metadata key {key!r}")
+            raise GGUFFormatError(f"duplicate metadata key {quoted(key)}")
         if key in READER_RESERVED_KEYS:
-            raise GGUFFormatError(f"metadata key {key!r} clashes with the name gguf-py's reader gives a header field")
-        type_id = walker.u32(f"the value type of key {key!r}")
+            raise GGUFFormatError(
+                f"metadata key {quoted(key)} clashes with the name gguf-py's reader gives a header field"
+            )
+        type_id = walker.u32(f"the value type of key {quoted(key)}")
         value_start = walker.position
-        walker.skip_value(type_id, f"the value of key {key!r}")
+        walker.skip_value(type_id, f"the value of key {quoted(key)}")
         keys.append(key)
         seen.add(key)
         type_ids.append(type_id)
@@ -238,36 +241,38 @@ def _read_only(values: np.ndarray) -> np.ndarray:
 
 def _tensor_info(walker: _Walker) -> tuple[str, tuple[int, ...], int, int]:
     name = walker.string("a tensor name")
-    n_dims = walker.u32(f"n_dims of tensor {name!r}")
+    n_dims = walker.u32(f"n_dims of tensor {quoted(name)}")
     if not 1 <= n_dims <= MAX_DIMS:
-        raise GGUFFormatError(f"tensor {name!r} has n_dims {n_dims}; a GGUF tensor has 1 to {MAX_DIMS} dimensions")
-    innermost_first = tuple(walker.u64(f"dimension {axis} of tensor {name!r}") for axis in range(n_dims))
-    type_id = walker.u32(f"the type of tensor {name!r}")
-    relative_offset = walker.u64(f"the data offset of tensor {name!r}")
+        raise GGUFFormatError(
+            f"tensor {quoted(name)} has n_dims {n_dims}; a GGUF tensor has 1 to {MAX_DIMS} dimensions"
+        )
+    innermost_first = tuple(walker.u64(f"dimension {axis} of tensor {quoted(name)}") for axis in range(n_dims))
+    type_id = walker.u32(f"the type of tensor {quoted(name)}")
+    relative_offset = walker.u64(f"the data offset of tensor {quoted(name)}")
     return name, innermost_first, type_id, relative_offset
 
 
 def _check_tensor(name: str, innermost_first: tuple[int, ...], type_id: int, relative_offset: int, alignment: int):
     if type_id not in TENSOR_TYPES:
-        raise GGUFFormatError(f"tensor {name!r} has unknown type id {type_id}; known ids: {sorted(TENSOR_TYPES)}")
+        raise GGUFFormatError(f"tensor {quoted(name)} has unknown type id {type_id}; known ids: {sorted(TENSOR_TYPES)}")
     type_name, block_weights, block_bytes = TENSOR_TYPES[type_id]
     if any(n == 0 for n in innermost_first):
-        raise GGUFFormatError(f"tensor {name!r} has a zero-length dimension: ne = {list(innermost_first)}")
+        raise GGUFFormatError(f"tensor {quoted(name)} has a zero-length dimension: ne = {list(innermost_first)}")
     n_elements = 1
     for n in innermost_first:
         n_elements *= n
         if n_elements > INT64_MAX:
             raise GGUFFormatError(
-                f"tensor {name!r} has dimensions {list(innermost_first)} whose product overflows a 64-bit element count"
+                f"tensor {quoted(name)} has dimensions {list(innermost_first)} whose product overflows a 64-bit element count"
             )
     if innermost_first[0] % block_weights:
         raise GGUFFormatError(
-            f"tensor {name!r} has row length {innermost_first[0]}, "
+            f"tensor {quoted(name)} has row length {innermost_first[0]}, "
             f"not a multiple of {type_name}'s block of {block_weights}"
         )
     if relative_offset % alignment:
         raise GGUFFormatError(
-            f"misaligned data: tensor {name!r} starts at data offset {relative_offset}, "
+            f"misaligned data: tensor {quoted(name)} starts at data offset {relative_offset}, "
             f"not a multiple of the alignment {alignment}"
         )
     return type_name, n_elements, n_elements // block_weights * block_bytes
@@ -287,7 +292,7 @@ def validate(buffer) -> Layout:
         for _ in range(tensor_count):
             name, innermost_first, type_id, relative_offset = _tensor_info(walker)
             if name in seen:
-                raise GGUFFormatError(f"duplicate tensor name {name!r}")
+                raise GGUFFormatError(f"duplicate tensor name {quoted(name)}")
             seen.add(name)
             raw_infos.append((name, innermost_first, type_id, relative_offset))
         data_offset = _align(walker.position, alignment)
@@ -301,10 +306,10 @@ def validate(buffer) -> Layout:
         type_name, n_elements, n_bytes = _check_tensor(name, innermost_first, type_id, relative_offset, alignment)
         start = data_offset + relative_offset
         if start >= size:
-            raise GGUFFormatError(f"tensor {name!r} starts at byte {start}, outside the file ({size} bytes)")
+            raise GGUFFormatError(f"tensor {quoted(name)} starts at byte {start}, outside the file ({size} bytes)")
         if start + n_bytes > size:
             raise GGUFFormatError(
-                f"truncated tensor data: tensor {name!r} needs bytes {start}..{start + n_bytes - 1}, "
+                f"truncated tensor data: tensor {quoted(name)} needs bytes {start}..{start + n_bytes - 1}, "
                 f"but the file is {size} bytes"
             )
         shape = tuple(reversed(innermost_first))
@@ -312,7 +317,7 @@ def validate(buffer) -> Layout:
     by_start = sorted(tensors, key=lambda info: info.offset)
     for before, after in pairwise(by_start):
         if after.offset < before.offset + before.n_bytes:
-            raise GGUFFormatError(f"tensors {before.name!r} and {after.name!r} overlap in the file")
+            raise GGUFFormatError(f"tensors {quoted(before.name)} and {quoted(after.name)} overlap in the file")
     return Layout(
         version,
         alignment,

@@ -1,0 +1,108 @@
+"""Text from outside the lab, made safe to show: the one boundary every caller goes through.
+
+A string the lab did not write itself (a GGUF file's metadata, a tensor's name, an upload's file
+name, a typed field, a link's fragment) is data. It must read back exactly as it was written, and
+nothing in it may ever run: not as HTML (`<script>`, `<img onerror>`), not as Markdown (a
+`[link](javascript:…)`, an autolink, `**bold**`, a table's `|`), not as marimo's Markdown
+extensions (`$math$`, `:emoji:`, a bare `www.` link).
+
+    visible(text, limit)   what a reader should see: every character that would be invisible or
+                           would reorder what follows (controls, zero-width and bidi marks, line and
+                           paragraph separators) spelt as an escape such as \\u202e; cut at `limit`
+                           characters with a visible "…", never inside an escape
+    shown(text, limit)     visible(), then every ASCII character that HTML or Markdown gives a
+                           meaning to written as a character reference (&lt; &#42; …), so the result
+                           is inert in HTML text, an HTML attribute, a Markdown paragraph and a
+                           Markdown table cell, and renders as the visible text
+    Safe                   a str the lab wrote itself from shown() parts and its own markup; the
+                           table and readout builders pass a Safe through and shown() everything else
+
+The browser's copy of visible() is `widgets/codec/text.js` (`visibleText`); the golden vectors hold
+the two to the same output. Widgets only ever write text nodes, so they need visible(), not shown().
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+#: Unicode categories a reader cannot see, or that change how the text around them reads:
+#: controls (Cc), format characters such as zero-width spaces and bidi overrides (Cf), surrogates
+#: (Cs), private use (Co), unassigned (Cn), and the line and paragraph separators (Zl, Zp)
+HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+#: spaces other than the plain one (no-break, en, em, ideographic …) look like a space but are not
+#: one; they are shown as escapes so a name that differs only in its spaces reads differently
+OTHER_SPACES = "Zs"
+#: the mark that says a value was cut
+ELLIPSIS = "…"
+
+#: ASCII characters with a meaning in HTML or in marimo's Markdown (emphasis, links, tables, code,
+#: headings, lists, math, emoji, tildes, carets, critic marks, keys, magic links); letters, digits
+#: and the plain space are the only ASCII characters left as they are
+_MEANINGFUL = "".join(chr(code) for code in range(0x21, 0x7F) if not chr(code).isalnum())
+_REFERENCES = {
+    ord(char): {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}.get(char, f"&#{ord(char)};")
+    for char in _MEANINGFUL
+}
+
+
+class Safe(str):
+    """Markup the lab built itself, with any outside text in it already passed through shown()."""
+
+    __slots__ = ()
+
+
+#: the controls a reader knows by their usual escapes
+_NAMED_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _spelt(char: str) -> str:
+    """One character as the reader sees it: itself, or an escape naming its code point."""
+    if char == " ":
+        return char
+    if char in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[char]
+    category = unicodedata.category(char)
+    if category in HIDDEN_CATEGORIES or category == OTHER_SPACES:
+        code = ord(char)
+        if code <= 0xFF:
+            return f"\\x{code:02x}"
+        return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+    return char
+
+
+def visible(text, limit: int | None = None) -> str:
+    """`text` with every hidden character spelt out, cut to `limit` characters (… included).
+
+    Anything that is not a str (a number, bytes from a file) is shown as its str(). The cut counts
+    what the reader sees, so an escape is either whole or left out, and a cut value ends in "…".
+    """
+    text = text if isinstance(text, str) else str(text)
+    if limit is not None and limit < 1:
+        raise ValueError(f"a shown value needs room for at least the ellipsis; got limit {limit}")
+    if text.isascii() and text.isprintable():  # the common case (a tensor name): nothing to spell
+        return text if limit is None or len(text) <= limit else text[: limit - len(ELLIPSIS)] + ELLIPSIS
+    pieces = [_spelt(char) for char in text]
+    if limit is None or sum(map(len, pieces)) <= limit:
+        return "".join(pieces)
+    kept, used = [], 0
+    for piece in pieces:
+        if used + len(piece) > limit - len(ELLIPSIS):
+            break
+        kept.append(piece)
+        used += len(piece)
+    return "".join(kept) + ELLIPSIS
+
+
+def shown(text, limit: int | None = None) -> Safe:
+    """`text` as HTML and Markdown that display it literally: visible(text, limit), with every
+    ASCII character HTML or Markdown reads (< > & " ' * _ ` [ ] ( ) | # $ : / . and the rest)
+    written as a character reference. Already-Safe markup passes unchanged."""
+    if isinstance(text, Safe):
+        return text
+    return Safe(visible(text, limit).translate(_REFERENCES))
+
+
+def quoted(text, limit: int | None = 80) -> str:
+    """A name inside a message, between quotes and visible, cut at `limit`: the message is later
+    shown() whole, so only the quoting and the cut happen here."""
+    return f"'{visible(text, limit)}'"
