@@ -167,7 +167,10 @@ def _embeddings_from_json(name: str, entry: dict) -> Embeddings:
         name=name,
         bits_per_weight=float(entry["bits_per_weight"]),
         fallbacks=tuple((layer, reason) for layer, reason in entry["fallbacks"]),
-        **{part: result_cache.decode_array(entry[part]) for part in ("queries", "passages", "sentences")},
+        **{
+            part: result_cache.decode_array(entry[part], np.float32, (len(texts), None))
+            for part, texts in (("queries", QUERIES), ("passages", PASSAGES), ("sentences", SIMILARITY_SENTENCES))
+        },
     )
 
 
@@ -594,9 +597,10 @@ def captured_inputs() -> tuple[Mapping[str, np.ndarray], dict[str, np.ndarray]]:
     return _FP32_PARTS["inputs"]
 
 
-#: LayerStudy's array fields, and ChannelOutliers', as the on-disk entry keeps them
+#: LayerStudy's array fields (float64, one number per layer), and ChannelOutliers' with their
+#: dtypes (one number per input channel, and TOP_CHANNELS indices), as the on-disk entry keeps them
 _STUDY_ARRAYS = ("weight_error", "output_error", "weight_rank", "output_rank", "peak_to_median")
-_OUTLIER_ARRAYS = ("rms", "top_channels")
+_OUTLIER_ARRAYS = {"rms": np.float64, "top_channels": np.intp}
 _OUTLIER_NUMBERS = ("peak_to_median", "error_share", "signal_share", "channel_share")
 
 
@@ -626,11 +630,17 @@ def _layer_study_from_json(name: str, entry: dict) -> LayerStudy:
         spearman=float(entry["spearman"]),
         disagreeing=tuple(entry["disagreeing"]),
         tokens=int(entry["tokens"]),
-        **{field: result_cache.decode_array(entry[field]) for field in _STUDY_ARRAYS},
+        **{
+            field: result_cache.decode_array(entry[field], np.float64, (len(entry["layers"]),))
+            for field in _STUDY_ARRAYS
+        },
         outliers={
             layer: ChannelOutliers(
                 layer=layer,
-                **{field: result_cache.decode_array(found[field]) for field in _OUTLIER_ARRAYS},
+                **{
+                    field: result_cache.decode_array(found[field], dtype, (None,))
+                    for field, dtype in _OUTLIER_ARRAYS.items()
+                },
                 **{field: float(found[field]) for field in _OUTLIER_NUMBERS},
             )
             for layer, found in entry["outliers"].items()

@@ -12,25 +12,40 @@ written atomically; a damaged or unreadable one counts as a miss. Deleting the f
 safe. Every edit of the lab's code starts a new generation of keys and leaves the old entries
 behind, so the folder is kept under a size budget: after each write the entries read or written
 longest ago are deleted until it fits.
+
+What the folder holds is not trusted. Each entry carries a checksum of its namespace, key and
+value, and one that does not match (an edited number, an entry copied under another key) is a
+miss, written again by the next store; an array is read back only in the dtype and shape its
+caller asks for. The cache never follows a link: the folder itself may be one (a cache kept on
+another disk), resolved once when a ResultCache is made, but a link inside it, in place of a
+namespace folder or an entry, is never read, written through, touched or deleted, and nothing
+outside the folder is. That needs files opened relative to an open folder (POSIX); where the
+system has no such calls (Windows) the cache keeps nothing, and every load is a miss.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hashlib
 import inspect
 import json
+import math
 import os
+import re
+import secrets
+import stat
 import sys
-import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 import lab
+from lab.errors import DTypeError, LabError, ShapeError
 
 CACHE_ENV = "LAB_CACHE_DIR"
 CACHE_FOLDER_NAME = "four-bit-lab"
@@ -80,10 +95,30 @@ def encode_array(array: np.ndarray) -> dict:
     }
 
 
-def decode_array(entry: dict) -> np.ndarray:
-    """The array encode_array() wrote, bit for bit (a writable copy)."""
-    data = base64.b64decode(entry["bytes"])
-    return np.frombuffer(data, dtype=np.dtype(entry["dtype"])).reshape(entry["shape"]).copy()
+def decode_array(entry: dict, dtype: DTypeLike, shape: tuple[int | None, ...]) -> np.ndarray:
+    """The array encode_array() wrote, bit for bit (a writable copy), if it is of the caller's
+    dtype (booleans or numbers, in this machine's byte order) and shape (None: any length along
+    that axis). Anything else raises DTypeError or ShapeError, ValueErrors both, which
+    ResultCache.load_as() takes for a miss: an entry is read only as what its caller wrote."""
+    asked = np.dtype(dtype)
+    if asked.kind not in "biuf":
+        raise DTypeError(f"a cached array is read back as booleans or numbers, not as {asked}")
+    if entry["dtype"] != asked.str:
+        raise DTypeError(f"the cached array is of dtype {entry['dtype']!r}, not the {asked.str!r} asked for")
+    stored = entry["shape"]
+    if not (
+        isinstance(stored, list)
+        and len(stored) == len(shape)
+        and all(
+            type(length) is int and length >= 0 and want in (None, length)
+            for length, want in zip(stored, shape, strict=True)
+        )
+    ):
+        raise ShapeError(f"the cached array is of shape {stored!r}, not the {shape} asked for")
+    data = base64.b64decode(entry["bytes"], validate=True)
+    if len(data) != asked.itemsize * math.prod(stored):
+        raise ShapeError(f"the cached array holds {len(data)} bytes, not those of shape {stored} in {asked}")
+    return np.frombuffer(data, dtype=asked).reshape(stored).copy()
 
 
 def source_files(module: ModuleType) -> list[Path]:
@@ -162,31 +197,128 @@ def lab_version() -> str:
 #: the folder is listed again only when that reaches the budget, not on every write
 _FOLDER_BYTES: dict[Path, int] = {}
 
+#: whether this system opens, lists, renames and deletes files relative to an open folder, and
+#: opens without following a link: without all of it a link could be followed, so nothing is kept
+CAN_REFUSE_LINKS = (
+    all(hasattr(os, flag) for flag in ("O_NOFOLLOW", "O_DIRECTORY", "O_NONBLOCK"))
+    and {os.open, os.mkdir, os.rename, os.unlink} <= os.supports_dir_fd
+    and {os.scandir, os.utime} <= os.supports_fd
+)
+_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: opening a named pipe put in an entry's place returns at once, instead of waiting
+# for a writer, and is then refused as not a regular file
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+#: an entry's file is one JSON document, {"checksum": "<digest>", "value": <the value's JSON>}:
+#: the checksum comes first and has a fixed length, so the value's bytes are checked as they lie
+#: in the file, not as json would write them again
+_ENTRY_HEAD, _ENTRY_MIDDLE, _ENTRY_TAIL = b'{"checksum": "', b'", "value": ', b"}"
+_VALUE_OFFSET = len(_ENTRY_HEAD) + len(digest()) + len(_ENTRY_MIDDLE)
+
+#: what a namespace or a key may be: a plain file name, so that an entry never lies outside its
+#: namespace's folder (no separator, no "..", no hidden name)
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+
+
+def _checked_name(name: str, what: str) -> str:
+    if not (isinstance(name, str) and _PLAIN_NAME.fullmatch(name)):
+        raise LabError(f"a cache {what} is a plain name of letters, digits, '_', '-' and '.'; got {name!r}")
+    return name
+
+
+@contextlib.contextmanager
+def _open_folder(name: str | Path, parent: int | None = None):
+    """A folder's descriptor, opened relative to `parent`'s, never through a link (OSError if it is one)."""
+    descriptor = os.open(name, _FOLDER_FLAGS, dir_fd=parent)
+    try:
+        yield descriptor
+    finally:
+        os.close(descriptor)
+
+
+def _folders_in(parent: int, opened: contextlib.ExitStack):
+    """(name, descriptor) of each real folder in the open folder `parent`, kept open by `opened`;
+    links are passed over, not followed."""
+    with os.scandir(parent) as listing:
+        for found in listing:
+            if not found.is_dir(follow_symlinks=False):
+                continue
+            try:
+                descriptor = opened.enter_context(_open_folder(found.name, parent))
+            except OSError:
+                continue  # deleted meanwhile, or replaced by a link
+            yield found.name, descriptor
+
+
+def _files_in(folder: int):
+    """(name, status) of each regular file in the open folder; links and anything else are passed over."""
+    with os.scandir(folder) as listing:
+        for found in listing:
+            if not found.is_file(follow_symlinks=False):
+                continue
+            try:
+                status = found.stat(follow_symlinks=False)
+            except OSError:
+                continue  # deleted meanwhile by another process
+            yield found.name, status
+
 
 class ResultCache:
     """JSON entries under cache_dir()/<namespace>/, one file per key; every namespace in the same
-    folder shares one budget of `budget_bytes` (CACHE_BUDGET_BYTES unless given)."""
+    folder shares one budget of `budget_bytes` (CACHE_BUDGET_BYTES unless given). The folder is
+    resolved once, here: a link given as the folder is followed now, and never again."""
 
     def __init__(self, namespace: str, folder: Path | None = None, budget_bytes: int | None = None):
-        self.root = cache_dir() if folder is None else Path(folder)
+        self.namespace = _checked_name(namespace, "namespace")
+        self.root = Path(os.path.realpath(cache_dir() if folder is None else folder))
         self.folder = self.root / namespace
         self.budget_bytes = CACHE_BUDGET_BYTES if budget_bytes is None else budget_bytes
 
     def _path(self, key: str) -> Path:
         return self.folder / f"{key}.json"
 
+    def _entry(self, key: str, payload: bytes) -> bytes:
+        # The checksum finds an edited or damaged entry, and one copied under another key or
+        # namespace. It is not a secret: whoever can write the folder can write a valid entry,
+        # as they could write the lab's own code.
+        checksum = digest(self.namespace, key, payload).encode("ascii")
+        return _ENTRY_HEAD + checksum + _ENTRY_MIDDLE + payload + _ENTRY_TAIL
+
+    @contextlib.contextmanager
+    def _namespace_folder(self, create: bool = False):
+        """The namespace's folder, opened below the cache folder without following a link."""
+        if create:
+            os.makedirs(self.root, exist_ok=True)
+        with _open_folder(self.root) as root:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(self.namespace, dir_fd=root)
+            with _open_folder(self.namespace, root) as folder:
+                yield folder
+
     def load(self, key: str):
-        """The value stored under key, or None when there is none (or it cannot be read). A hit
-        marks the entry as used now, so pruning takes it last."""
-        path = self._path(key)
-        try:
-            value = json.loads(path.read_text())
-        except (OSError, ValueError):
+        """The value stored under key, or None when there is none, it cannot be read, it is not a
+        regular file of one name (a link, a hard link, a pipe) or its checksum does not match. A
+        hit marks the entry as used now, so pruning takes it last."""
+        name = f"{_checked_name(key, 'key')}.json"
+        if not CAN_REFUSE_LINKS:
             return None
         try:
-            os.utime(path)
-        except OSError:
-            pass  # a read-only cache still serves its entries
+            with self._namespace_folder() as folder, open(os.open(name, _READ_FLAGS, dir_fd=folder), "rb") as handle:
+                status = os.fstat(handle.fileno())
+                # a hard link's other name may lie outside the folder, and os.utime would touch it
+                if not stat.S_ISREG(status.st_mode) or status.st_nlink > 1:
+                    return None
+                data = handle.read()
+                payload = data[_VALUE_OFFSET : -len(_ENTRY_TAIL)]
+                if data != self._entry(key, payload):
+                    return None
+                value = json.loads(payload)
+                with contextlib.suppress(OSError):  # a read-only cache still serves its entries
+                    os.utime(handle.fileno())
+        except (OSError, ValueError, RecursionError):
+            return None
         return value
 
     def load_as(self, key: str, decode):
@@ -203,49 +335,67 @@ class ResultCache:
 
     def store(self, key: str, value) -> None:
         """Store a JSON-able value under key, then prune the folder to its budget. A cache that
-        cannot be written (a read-only home, a full disk) only costs the next run its speed, so
-        such errors are not raised."""
+        cannot be written (a read-only home, a full disk, a link in its way) only costs the next
+        run its speed, so such errors are not raised."""
+        name = f"{_checked_name(key, 'key')}.json"
+        if not CAN_REFUSE_LINKS:
+            return
+        entry = self._entry(key, json.dumps(value).encode("ascii"))
+        temporary = f"{key}.{secrets.token_hex(8)}.tmp"
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            # Written beside the entry and renamed over it: a reader never sees half a file.
-            with tempfile.NamedTemporaryFile("w", dir=self.folder, suffix=".tmp", delete=False) as handle:
-                json.dump(value, handle)
-            os.replace(handle.name, self._path(key))
-            written = self._path(key).stat().st_size
+            with self._namespace_folder(create=True) as folder:
+                try:
+                    with open(os.open(temporary, _WRITE_FLAGS, 0o600, dir_fd=folder), "wb") as handle:
+                        handle.write(entry)
+                    # Renamed over the entry: a reader never sees half a file, and a link in the
+                    # entry's place is itself replaced, its target left as it was.
+                    os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+                except OSError:
+                    with contextlib.suppress(OSError):
+                        os.unlink(temporary, dir_fd=folder)
+                    raise
         except OSError:
             return
         counted = _FOLDER_BYTES.get(self.root)
-        if counted is None or counted + written > self.budget_bytes:
+        if counted is None or counted + len(entry) > self.budget_bytes:
             self.prune(keep=self._path(key))
         else:
-            _FOLDER_BYTES[self.root] = counted + written
+            _FOLDER_BYTES[self.root] = counted + len(entry)
 
     def prune(self, keep: Path | None = None) -> None:
         """Delete the entries used longest ago, in every namespace, until the folder fits the
         budget, and temporary files left by writes that never finished. Only this cache's own
-        files (*.json and *.tmp one folder down) are ever deleted; `keep`, the entry just
+        files (regular *.json and *.tmp files in a real folder one level down) are counted or
+        ever deleted; links, and whatever they point at, are left alone. `keep`, the entry just
         written, stays even if it alone is over the budget."""
+        if not CAN_REFUSE_LINKS:
+            return
         entries, now = [], time.time()
-        for pattern in ("*/*.json", "*/*.tmp"):
-            for path in self.root.glob(pattern):
-                try:
-                    status = path.stat()
-                except OSError:
-                    continue  # deleted meanwhile by another process
-                if path.suffix == ".tmp":
-                    if now - status.st_mtime > STALE_TEMPORARY_SECONDS:
-                        path.unlink(missing_ok=True)
-                    continue
-                entries.append((status.st_mtime_ns, status.st_size, path))
-        total = sum(size for _, size, _ in entries)
-        for _, size, path in sorted(entries, key=lambda entry: entry[0]):
-            if total <= self.budget_bytes:
-                break
-            if path == keep:
-                continue
-            try:
-                path.unlink(missing_ok=True)
-            except OSError:
-                continue
-            total -= size
+        try:
+            with _open_folder(self.root) as root, contextlib.ExitStack() as opened:
+                for namespace, folder in _folders_in(root, opened):
+                    for name, status in _files_in(folder):
+                        if name.endswith(".tmp") and now - status.st_mtime > STALE_TEMPORARY_SECONDS:
+                            with contextlib.suppress(OSError):
+                                os.unlink(name, dir_fd=folder)
+                        elif name.endswith(".json"):
+                            path = self.root / namespace / name
+                            entries.append((status.st_mtime_ns, status.st_size, folder, name, path))
+                total = sum(size for _, size, _, _, _ in entries)
+                # Deleted by name in the folder opened above: a name swapped for a link since is
+                # unlinked as a link, and a namespace folder swapped for one is not followed.
+                for _, size, folder, name, path in sorted(entries, key=lambda entry: entry[0]):
+                    if total <= self.budget_bytes:
+                        break
+                    if path == keep:
+                        continue
+                    try:
+                        os.unlink(name, dir_fd=folder)
+                    except FileNotFoundError:
+                        pass  # deleted meanwhile by another process: its bytes are gone all the same
+                    except OSError:
+                        continue
+                    total -= size
+        except OSError:
+            return  # no folder yet, or one that cannot be listed
         _FOLDER_BYTES[self.root] = total

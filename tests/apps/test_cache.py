@@ -145,7 +145,7 @@ def test_without_cache_nothing_is_written(cache_folder):
     ids=["float32 specials", "int64 3-D", "bool", "empty"],
 )
 def test_an_encoded_array_decodes_to_the_same_dtype_shape_and_bytes(array):
-    back = cache.decode_array(json.loads(json.dumps(cache.encode_array(array))))
+    back = cache.decode_array(json.loads(json.dumps(cache.encode_array(array))), array.dtype, array.shape)
     assert back.dtype == array.dtype and back.shape == array.shape and back.tobytes() == array.tobytes()
     assert back.flags.writeable
 
@@ -264,6 +264,11 @@ def _entry_bytes(store: cache.ResultCache, key: str) -> int:
     return store._path(key).stat().st_size
 
 
+def _written_bytes(value) -> int:
+    """An entry's size on disk: its value's JSON in {"checksum": <32 hex digits>, "value": ...}."""
+    return len(json.dumps({"checksum": "0" * 32, "value": value}))
+
+
 def _age(store: cache.ResultCache, key: str, seconds_ago: float) -> None:
     stamp = time.time() - seconds_ago
     os.utime(store._path(key), (stamp, stamp))
@@ -271,12 +276,13 @@ def _age(store: cache.ResultCache, key: str, seconds_ago: float) -> None:
 
 def test_the_folder_is_pruned_to_its_budget_least_recently_used_first(tmp_path, monkeypatch):
     monkeypatch.setattr(cache, "_FOLDER_BYTES", {})
-    budget = 3 * 1002 + 100  # three entries of 1,002 bytes fit, four do not
+    entry_bytes = _written_bytes("x" * 1000)
+    budget = 3 * entry_bytes + 100  # three entries fit, four do not
     first = cache.ResultCache("one", folder=tmp_path, budget_bytes=budget)
     second = cache.ResultCache("two", folder=tmp_path, budget_bytes=budget)  # the budget is shared
     for store, key, seconds_ago in ((first, "a", 300), (second, "b", 200), (first, "c", 100)):
         store.store(key, "x" * 1000)
-        assert _entry_bytes(store, key) == 1002
+        assert _entry_bytes(store, key) == entry_bytes
         _age(store, key, seconds_ago)
     assert first.load("a") == "x" * 1000  # a read makes "a" the most recently used
     second.store("d", "y" * 1000)
@@ -319,11 +325,12 @@ def test_the_folder_is_listed_again_only_when_the_count_reaches_the_budget(tmp_p
     monkeypatch.setattr(
         cache.ResultCache, "prune", lambda self, keep=None: listings.append(keep) or real_prune(self, keep)
     )
+    filler = "z" * (1000 - _written_bytes(""))  # 1,000 bytes each
     for i in range(9):
-        store.store(f"k{i}", "z" * 998)  # 1,000 bytes each
+        store.store(f"k{i}", filler)
     assert len(listings) == 1  # the first write counts the folder; the next eight fit the count
-    store.store("k9", "z" * 998)
-    store.store("k10", "z" * 998)
+    store.store("k9", filler)
+    store.store("k10", filler)
     assert len(listings) == 2  # the eleventh would pass 10,000 bytes
     assert sum(path.stat().st_size for path in tmp_path.glob("*/*.json")) <= 10_000
 
