@@ -4,7 +4,10 @@
     python3 labctl.py open     set up, then open the course in marimo's app view (changes nothing)
     python3 labctl.py edit     set up, then open the course in marimo's editor, to change the notebooks
     python3 labctl.py test     set up, then run every test (ruff check and format --check, node's runner for
-                               the JS codec, then pytest)
+                               the JS codec, then pytest); CI runs this
+    python3 labctl.py test --quick
+                               the same without the browser tests and the slow notebook and real-model
+                               ones (pytest -m "not browser and not slow"), for the development loop
     python3 labctl.py site     set up, then build the static offline site into site/
     python3 labctl.py serve    serve the built site on 127.0.0.1 (for pages that need HTTP)
     python3 labctl.py bench    set up, then run the benchmark (bench/run.py)
@@ -186,8 +189,16 @@ def open_lab(python: Path, extra: list[str], mode: str = "run") -> int:
         return 1
 
 
+# The tests `test --quick` keeps, by the markers tests/conftest.py gives by folder and file.
+QUICK_TESTS = "not browser and not slow"
+
+
 def run_tests(python: Path, extra: list[str]) -> int:
+    """ruff, node's JS tests, then pytest; a failure in any fails the run. `--quick` among `extra`
+    narrows pytest to QUICK_TESTS (ruff and node run either way); the rest of `extra` goes to pytest."""
     in_ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+    selection = ["-m", QUICK_TESTS] if "--quick" in extra else []
+    extra = [arg for arg in extra if arg != "--quick"]
     status = 0
     # lint and format under the project's own [tool.ruff] config; a finding fails the run
     for check in (["check", "."], ["format", "--check", "."]):
@@ -200,7 +211,7 @@ def run_tests(python: Path, extra: list[str]) -> int:
         print("node was not found: the JS codec tests did not run", file=sys.stderr)
         if in_ci:
             return 1
-    status |= subprocess.call([str(python), "-m", "pytest", *extra], cwd=ROOT)
+    status |= subprocess.call([str(python), "-m", "pytest", *selection, *extra], cwd=ROOT)
     return status
 
 

@@ -1,4 +1,6 @@
-"""Shared fixtures: seeded random data with planted ties, and MLX when it is installed."""
+"""Shared fixtures: seeded random data with planted ties, and MLX when it is installed. Also the
+test tiers: every test in tests/browser/ is marked `browser`, and the files in SLOW and the tests
+that ask for the real model `slow`; `labctl.py test --quick` leaves both out."""
 
 from __future__ import annotations
 
@@ -6,17 +8,52 @@ import os
 import platform
 import sys
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from lab.codes import e2m1
 
+TESTS = Path(__file__).resolve().parent
+
+# The slowest files outside tests/browser/ (pytest --durations, two cores): the course's notebooks
+# run headless (two minutes, most of it notebook 10's model study) and the behaviour study embedding
+# sentences in every format (some 25 s). A test elsewhere that asks for the real model itself
+# (support.require_real_model) is slow too: loading the model and studying it takes up to 30 s.
+# The oracles stay in --quick, the model's against sentence-transformers' pinned embeddings too.
+# The full run keeps them all; --quick leaves them out.
+SLOW = {
+    "apps/test_notebooks.py",
+    "apps/test_behaviour.py",
+}
+
+
+def _asks_for_the_real_model(item) -> bool:
+    function = getattr(item, "function", None)
+    return function is not None and "require_real_model" in function.__code__.co_names
+
 
 def pytest_configure(config):
     """Cached study results go to a folder of this run's own, never the user's ~/.cache."""
     if "LAB_CACHE_DIR" not in os.environ:
         os.environ["LAB_CACHE_DIR"] = tempfile.mkdtemp(prefix="four-bit-lab-cache-")
+
+
+# first, so that the markers are there when pytest's own hook deselects by -m
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Marks each test by the folder or file it is in, and by whether it asks for the real model:
+    a file added to tests/browser/ needs no marker of its own to be left out of --quick."""
+    for item in items:
+        path = Path(item.path)
+        if not path.is_relative_to(TESTS):
+            continue
+        where = path.relative_to(TESTS).as_posix()
+        if where.startswith("browser/"):
+            item.add_marker(pytest.mark.browser)
+        if where in SLOW or _asks_for_the_real_model(item):
+            item.add_marker(pytest.mark.slow)
 
 
 def require_mlx():

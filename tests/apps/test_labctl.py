@@ -1,4 +1,5 @@
-"""labctl's `open` serves the course read-only and keeps the access token off the command line."""
+"""labctl's `open` serves the course read-only and keeps the access token off the command line;
+its `test --quick` runs the same checks as `test` with pytest narrowed to the quick tier."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+
+import labctl
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,3 +85,46 @@ def test_open_starts_marimo_without_the_token_in_its_argv(mode):
             os.kill(child, signal.SIGTERM)
         opener.terminate()
         opener.wait(timeout=30)
+
+
+def _test_commands(monkeypatch, extra: list[str]) -> list[list[str]]:
+    """The commands `labctl.py test <extra>` runs, recorded instead of run, with node found."""
+    commands = []
+    monkeypatch.setattr(labctl, "subprocess", SimpleNamespace(call=lambda command, **_: commands.append(command) or 0))
+    monkeypatch.setattr(labctl, "shutil", SimpleNamespace(which=lambda name: f"/usr/bin/{name}"))
+    assert labctl.run_tests(Path("python"), extra) == 0
+    return commands
+
+
+def test_quick_narrows_pytest_to_the_quick_tier_and_passes_the_rest_on(monkeypatch):
+    full = _test_commands(monkeypatch, ["-k", "codec", "-x"])
+    quick = _test_commands(monkeypatch, ["--quick", "-k", "codec", "-x"])
+    # ruff check, ruff format --check and node's runner, as the full run has them
+    assert quick[:-1] == full[:-1] and len(full) == 4 and full[2][:2] == ["/usr/bin/node", "--test"]
+    assert full[-1] == ["python", "-m", "pytest", "-k", "codec", "-x"]
+    assert quick[-1] == ["python", "-m", "pytest", "-m", "not browser and not slow", "-k", "codec", "-x"]
+
+
+def test_the_full_run_gives_pytest_no_selection(monkeypatch):
+    # CI's command (.ci/run): every test, browser and slow ones included
+    assert _test_commands(monkeypatch, [])[-1] == ["python", "-m", "pytest"]
+
+
+def test_the_quick_tier_leaves_out_tests_by_their_folder_file_and_model():
+    """tests/conftest.py marks by place and by need: test_ui_theme.py has no marker of its own but
+    is in tests/browser/, test_notebooks.py is one of the slow files, and the speed bench's timed
+    study asks for the real model."""
+    real_model_test = "tests/apps/test_speed_bench.py::test_the_study_is_timed_cold_then_warm_in_a_cache_of_its_own"
+    files = ["tests/browser/test_ui_theme.py", "tests/apps/test_notebooks.py", "tests/apps/test_speed_bench.py"]
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *files]
+        + ["tests/apps/test_labctl.py", "-m", labctl.QUICK_TESTS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    collected = {line.split("::")[0] for line in listed.stdout.splitlines() if "::" in line}
+    assert collected == {"tests/apps/test_labctl.py", "tests/apps/test_speed_bench.py"}, listed.stdout
+    assert real_model_test not in listed.stdout and re.search(r"\(\d+ deselected\)", listed.stdout)

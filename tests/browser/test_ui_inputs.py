@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from chromium import browser_page, open_standalone
+from playwright.sync_api import expect
 
 from widgets.build import standalone
 
@@ -87,9 +88,10 @@ def test_ownership_tensor_scale_1e39_is_refused_in_the_labs_words(pages):
         assert "tensor scale" in note and "global_scale = 2688" in note
         assert _text(page, "nv-trace") == "element 0: 3 \u00d7 0.3125 \u00d7 1 = 0.9375"  # unchanged
         assert "tensor_scale" not in page.evaluate("decodeURIComponent(location.hash)")
-        # the same value arriving in a link falls back to the defaults, with a message
+        # the same value arriving in a link falls back to the defaults, with a message (the page is
+        # open already, so the link is applied by its hashchange event, which can come after goto)
         open_standalone(page, pages, "ownership", {"tensor_scale": 1e39})
-        assert "defaults" in page.locator("#link-note").inner_text()
+        expect(page.locator("#link-note")).to_contain_text("defaults")
         assert _text(page, "nv-trace").endswith("= 0.9375")
         assert page.evaluate(PROBE)["controls"] > 60
         assert log.blocked == [] and log.console_errors == []

@@ -49,6 +49,12 @@ MEASURE = """() => {
 }"""
 
 
+# Resolves once the frame after this one has begun: by then the ResizeObservers that a new type
+# size (presenter view) set off have run, and the grids, tables and figures they lay out are in
+# place (ui.js watchSize). Measured before that, a page shows the old layout at the new size.
+NEXT_FRAME = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
 @pytest.fixture(scope="module")
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api")
@@ -99,6 +105,7 @@ def test_page_fits_and_reads(browser, pages, slug, size, scheme):
         toggle = page.get_by_role("button", name="Presenter view")
         toggle.click()
         assert toggle.get_attribute("aria-pressed") == "true"
+        page.evaluate(NEXT_FRAME)
         presented = page.evaluate(MEASURE)
         assert presented["widget"] == 1.5 * measured["widget"]
         assert presented["scrollWidth"] <= presented["innerWidth"], presented
@@ -157,6 +164,7 @@ def test_nibble_code_table_fits_without_scrolling_sideways(browser, pages, size,
             assert set(table["lines"]) == {1}, table  # room enough: one line per code
         # presenter view: where two lines a code no longer fit (a phone), each code is a block
         page.get_by_role("button", name="Presenter view").click()
+        page.evaluate(NEXT_FRAME)
         table = page.evaluate(CODE_TABLE)
         assert not table["boxScrolls"] and table["cellsInside"] and table["textFits"], table
         assert table["smallestText"] >= 16 and table["codes"] == 16 and table["picks"] == 16, table
@@ -196,6 +204,7 @@ def test_a_number_in_a_cell_never_breaks(browser, pages, slug, size, presenter):
                 assert "e\u221206" in page.get_by_test_id("nv-trace").inner_text()
             if presenter and page.get_by_role("button", name="Presenter view").get_attribute("aria-pressed") != "true":
                 page.get_by_role("button", name="Presenter view").click()
+                page.evaluate(NEXT_FRAME)
             lines = page.evaluate(CELL_TEXT)
             assert lines and all(line["lines"] == 1 for line in lines), [line for line in lines if line["lines"] != 1][
                 :4
@@ -274,6 +283,7 @@ def test_scale_lab_figures_and_table_read_on_any_screen(browser, pages, size, pr
                 _open_link(page, pages, "scale-lab", fragment)
             if presenter:
                 page.get_by_role("button", name="Presenter view").click()
+                page.evaluate(NEXT_FRAME)
             for figure in page.evaluate(FIGURE_LABELS):
                 assert figure["touching"] == [] and figure["outside"] == [], figure
                 assert figure["smallest"] >= 15, figure
@@ -289,10 +299,6 @@ def test_scale_lab_figures_and_table_read_on_any_screen(browser, pages, size, pr
 # Every SVG of the widget.
 SVG_TEXT = f"""() => {{ {MEASURE_TEXTS}
   return [...document.querySelectorAll(".four-bit-lab svg")].map(measureTexts); }}"""
-
-# Resolves once the frame after this one has begun: by then the ResizeObservers that a new type
-# size (presenter view) set off have run, and the figures they lay out are in place.
-NEXT_FRAME = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 
 # Links whose labels are longest: a traced byte in chunk 3 (subblocks 6 and 7, whose fields are
 # split over two bytes), and the scale lab's crowded thresholds.
