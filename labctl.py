@@ -166,6 +166,9 @@ class MarimoExited(RuntimeError):
         self.returncode = returncode
 
 
+REMOVE_LEFTOVER_UPLOADS = "from lab.teach.gguf_browser import remove_leftover_uploads; remove_leftover_uploads()"
+
+
 def open_lab(python: Path, extra: list[str], mode: str = "run") -> int:
     """Serve the notebooks folder on 127.0.0.1 and open the course's index in the browser.
 
@@ -187,6 +190,9 @@ def open_lab(python: Path, extra: list[str], mode: str = "run") -> int:
     except TimeoutError as late:
         print(late, file=sys.stderr)
         return 1
+    finally:
+        # a kernel stopped with the server never ran its clean-up: remove the copies of its uploads
+        subprocess.call([str(python), "-c", REMOVE_LEFTOVER_UPLOADS], cwd=ROOT)
 
 
 # The tests `test --quick` keeps, by the markers tests/conftest.py gives by folder and file.

@@ -4,7 +4,8 @@ Notebook 6 only lays out what this module returns. A file is always read through
 validating reader (lab.interop.gguf.open_gguf), which memory-maps it: a path to a 20 GB model
 costs the walk over its header, never the whole file. Uploaded bytes arrive in memory already, so
 they are capped (UPLOAD_LIMIT) and written to a temporary file that the reader maps; the folder is
-removed when the browser is closed or garbage-collected.
+removed when the browser is closed or garbage-collected, or when its process exits; a folder left
+by a process that was killed is removed by the next upload, or when `labctl.py open` stops.
 
 One block of one tensor is the unit a learner inspects: its raw bytes, the lab's decode of them,
 gguf-py's decode of the same bytes (the oracle) and, for Q4_K, MXFP4 and NVFP4, the traits that
@@ -14,6 +15,9 @@ put those bytes into the course's widgets.
 from __future__ import annotations
 
 import math
+import os
+import re
+import shutil
 import tempfile
 import weakref
 from dataclasses import dataclass, field
@@ -39,6 +43,53 @@ FLOAT_BLOCK_WEIGHTS = 32
 OWNERSHIP_WEIGHTS = 32
 #: which widget shows a block of each type; every other decodable type gets a plain table
 EXPLORERS = {"Q4_K": "q4k", "MXFP4": "ownership", "NVFP4": "ownership"}
+
+
+#: an upload's temporary copy lives in a folder named UPLOAD_PREFIX, the owning process id, "-", and
+#: tempfile's random suffix, in the system's temporary folder
+UPLOAD_PREFIX = "four-bit-lab-upload-"
+_UPLOAD_FOLDER = re.compile(re.escape(UPLOAD_PREFIX) + r"(?P<pid>[0-9]+)-[A-Za-z0-9_]+")
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether a process with this id runs (signal 0 checks, and sends nothing)."""
+    try:
+        os.kill(pid, 0)
+    except PermissionError:  # it runs, as another user
+        return True
+    except (ProcessLookupError, OverflowError):  # no such process, or no process could have this id
+        return False
+    return True
+
+
+def remove_leftover_uploads(folder: str | Path | None = None) -> list[Path]:
+    """Remove the upload copies whose process has ended (a kernel that was killed never ran its
+    clean-up); returns what was removed. Only this user's own folders of the upload pattern are
+    removed, a link of that name is never followed (it is removed as a link), and a folder whose
+    process still runs is left to that process."""
+    removed = []
+    if os.name == "nt":  # os.kill there ends the process it asks about; the copies stay until removed
+        return removed
+    folder = Path(tempfile.gettempdir() if folder is None else folder)
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:  # no temporary folder to look in: nothing was left there either
+        return removed
+    for entry in entries:
+        match = _UPLOAD_FOLDER.fullmatch(entry.name)
+        if match is None or _process_alive(int(match["pid"])):
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+            if entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
+                os.unlink(entry.path)
+            else:
+                shutil.rmtree(entry.path)  # rmtree never follows a link inside the folder
+        except OSError:  # removed meanwhile, or not ours to remove: left as it is
+            continue
+        removed.append(Path(entry.path))
+    return removed
 
 
 class UploadTooLargeError(LabError):
@@ -100,7 +151,9 @@ def open_upload(contents: bytes, name: str = "upload.gguf", *, limit: int = UPLO
             f"{quoted(Path(name).name)} is {len(contents):,} bytes, more than the upload limit of {limit:,}; "
             "type the file's path into the path box instead: the lab maps a file on disk and never loads it whole"
         )
-    scratch = tempfile.TemporaryDirectory(prefix="four-bit-lab-upload-")
+    remove_leftover_uploads()
+    # the folder's name carries this process's id, so a later run can tell a crashed run's leftovers
+    scratch = tempfile.TemporaryDirectory(prefix=f"{UPLOAD_PREFIX}{os.getpid()}-")
     # only the file name's last part is kept, and only as a label: nothing from the upload picks a path
     path = Path(scratch.name) / "upload.gguf"
     try:
