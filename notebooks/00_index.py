@@ -8,7 +8,7 @@ app = marimo.App(width="medium", app_title="The four-bit lab")
 def _():
     import marimo as mo
 
-    from lab import course
+    from lab.teach import course
 
     return course, mo
 

@@ -8,9 +8,9 @@ app = marimo.App(width="medium", app_title="1 · One nibble, six decoders")
 def _():
     import marimo as mo
 
-    from lab import e2m1, format_number, nibble
+    from lab.codes import e2m1, nibble
     from lab.formats import iq4_nl, nf4, q4_0
-    from lab.numbers import format_float32
+    from lab.numbers import format_float32, format_number
     from lab.teach import course
     from lab.teach.charts import e2m1_ruler_chart
     from widgets import NibbleDecoder

@@ -9,8 +9,8 @@ def _():
     import marimo as mo
     import numpy as np
 
-    from lab import format_number, scale
-    from lab.teach import course
+    from lab.numbers import format_number
+    from lab.teach import course, scale
     from lab.teach.charts import error_vs_scale_chart
     from widgets import ScaleLab
 

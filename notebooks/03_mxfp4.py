@@ -12,9 +12,12 @@ def _():
     import marimo as mo
     import numpy as np
 
-    from lab import device, e2m1, e8m0, format_number, mxfp4, rounding
+    from lab.codes import e2m1, e8m0
     from lab.errors import LabError
+    from lab.formats import mxfp4, rounding
+    from lab.numbers import format_number
     from lab.teach import course
+    from lab.teach import pane as device
     from lab.teach.charts import block_grid_chart, difference_chart
     from lab.teach.metrics import error_metrics
     from widgets import OwnershipView

@@ -12,8 +12,9 @@ def _():
     import marimo as mo
     import numpy as np
 
-    from lab import device, q4k
+    from lab.formats import q4k
     from lab.teach import course
+    from lab.teach import pane as device
     from lab.teach.charts import difference_chart, q4k_lane_chart
     from widgets import Q4KExplorer
 

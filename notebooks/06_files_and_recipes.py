@@ -12,9 +12,11 @@ def _():
     import marimo as mo
     import numpy as np
 
-    from lab import format_number, gguf_tools, q4k, zoo
     from lab.errors import LabError
-    from lab.teach import course, gguf_browser
+    from lab.formats import q4k
+    from lab.interop import gguf as gguf_tools
+    from lab.numbers import format_number
+    from lab.teach import course, gguf_browser, zoo
     from lab.teach.metrics import error_metrics
     from lab.text import shown, visible
     from widgets import OwnershipView, Q4KExplorer

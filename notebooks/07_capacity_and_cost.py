@@ -8,8 +8,8 @@ app = marimo.App(width="medium", app_title="7 · Capacity and cost")
 def _():
     import marimo as mo
 
-    from lab import format_number, sizes
-    from lab.teach import course
+    from lab.numbers import format_number
+    from lab.teach import course, sizes
     from lab.teach.charts import bits_per_weight_chart
 
     return bits_per_weight_chart, course, format_number, mo, sizes

@@ -8,7 +8,9 @@ app = marimo.App(width="medium", app_title="8 · The checks")
 def _():
     import marimo as mo
 
-    from lab import device, q4k, zoo
+    from lab.formats import q4k
+    from lab.teach import pane as device
+    from lab.teach import zoo
 
     return device, mo, q4k, zoo
 

@@ -8,8 +8,8 @@ app = marimo.App(width="medium", app_title="9 · Real weights")
 def _():
     import marimo as mo
 
-    from lab import format_number, real_weights
-    from lab.teach import course
+    from lab.numbers import format_number
+    from lab.teach import course, real_weights
     from lab.teach.charts import outlier_chart, tensor_error_chart
 
     return (

@@ -8,9 +8,8 @@ app = marimo.App(width="medium", app_title="10 · What four bits do to answers")
 def _():
     import marimo as mo
 
-    from lab import real_weights
     from lab.numbers import format_signed
-    from lab.teach import behaviour, charts, course
+    from lab.teach import behaviour, charts, course, real_weights
     from lab.teach.pane.model import run_model
 
     return (

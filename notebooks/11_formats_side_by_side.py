@@ -8,7 +8,7 @@ app = marimo.App(width="medium", app_title="11 · Formats side by side")
 def _():
     import marimo as mo
 
-    from lab import format_number
+    from lab.numbers import format_number
     from lab.teach import compare
     from lab.teach.charts import block_outlier_chart, pareto_chart
     from lab.teach.pane import mlx_support

@@ -2,7 +2,7 @@
 
 UINT4 - the Q4_K element code: 0..15, before the block's gain and offset.
 INT4  - two's complement: bit 3 weighs -8, so 1000 is -8 and 1111 is -1.
-E2M1  - the MXFP4/NVFP4 float element (see lab.e2m1).
+E2M1  - the MXFP4/NVFP4 float element (see lab.codes.e2m1).
 """
 
 from __future__ import annotations

@@ -141,7 +141,7 @@ class MXTensor:
 
 
 def quantize(w: ArrayLike, element: ElementFormat, rule: RuleName = "mlx", group_size: int = GROUP_SIZE) -> MXTensor:
-    """Quantize float weights [..., 32k] to an MX format under a named preset (see lab.rounding)."""
+    """Quantize float weights [..., 32k] to an MX format under a named preset (see lab.formats.rounding)."""
     check_group(element.mode, group_size, GROUP_SIZE)
     rules = get_preset(rule)
     weights, dtype = float_input(w, GROUP_SIZE)
@@ -168,7 +168,7 @@ def element_codes(
     magnitude: ArrayLike, negative: ArrayLike, scale_bytes: ArrayLike, element: ElementFormat, rules, dtype: str
 ) -> np.ndarray:
     """Element codes for blocks given as magnitudes [..., n, 32] and signs, under E8M0 scale bytes
-    [..., n] (0..254); `rules` is a lab.rounding preset, `dtype` the input dtype. The magnitudes
+    [..., n] (0..254); `rules` is a lab.formats.rounding preset, `dtype` the input dtype. The magnitudes
     are left as they are.
 
     Dividing by 2^e and multiplying by 2^-e both round the same exact quotient once, and in

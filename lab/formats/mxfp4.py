@@ -38,7 +38,7 @@ DECODERS = ("ocp", "ggml")
 
 
 def quantize(w: ArrayLike, rule: RuleName = "mlx", group_size: int = GROUP_SIZE) -> MXTensor:
-    """Quantize [..., 32k] weights; `rule` is a preset from lab.rounding ("mlx", "ggml", "ocp")."""
+    """Quantize [..., 32k] weights; `rule` is a preset from lab.formats.rounding ("mlx", "ggml", "ocp")."""
     return _mx.quantize(w, _mx.E2M1_ELEMENT, rule, group_size)
 
 

@@ -2,7 +2,7 @@
 
     weight = E4M3(code) * 2^(scale_byte - 127)
 
-Rounding presets (lab.rounding): "mlx" (MLX 0.32.4: ceil scale rule) and "ocp" (floor rule).
+Rounding presets (lab.formats.rounding): "mlx" (MLX 0.32.4: ceil scale rule) and "ocp" (floor rule).
 Elements round half to even and saturate at 448 under both. GGUF has no MXFP8 tensor type.
 """
 

@@ -13,7 +13,7 @@ number amax / 2688 instead; the same name can hold either, so always check which
 
 Block scale rule (MLX 0.32.4): E4M3(amax_block / 6 * 2688 / g), rounded half to even and
 saturated at 448; elements are then the nearest E2M1 entry of x / (E4M3 value * g / 2688), ties
-toward zero (lab.e2m1 rule "mlx"). MLX forms amax/6 and x / scale in the input's dtype.
+toward zero (lab.codes.e2m1 rule "mlx"). MLX forms amax/6 and x / scale in the input's dtype.
 
 Two byte layouts carry the block:
 MLX: codes packed eight per uint32 (element k in bits [4k, 4k+4)); E4M3 scale bytes separately.
@@ -21,7 +21,7 @@ GGUF (ggml's block_nvfp4, 36 bytes per 64 weights):
     bytes 0..3    four unsigned-E4M3 scales, one per 16 weights
     bytes 4..35   four groups of 8 bytes; byte j of group g holds element 16g + j (low nibble)
                   and element 16g + j + 8 (high nibble)
-ggml reads the scale bytes as *unsigned* E4M3 (lab.e4m3.decode_ggml_unsigned: bit 7 ignored,
+ggml reads the scale bytes as *unsigned* E4M3 (lab.codes.e4m3.decode_ggml_unsigned: bit 7 ignored,
 0x7F is zero, not NaN) and collapses code 1000 to +0. GGUF blocks carry no tensor scale.
 """
 

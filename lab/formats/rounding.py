@@ -2,9 +2,9 @@
 
 Quantizing an MX block is two separate choices, and implementations that share a format name
 make them differently:
-    scale rule   - which power of two the block's E8M0 byte stores (see lab.e8m0):
+    scale rule   - which power of two the block's E8M0 byte stores (see lab.codes.e8m0):
                    "ocp" floor(log2(amax)) - emax, or "mlx" ceil(log2(amax / element_max));
-    element rule - how each scaled value becomes an element code (see lab.e2m1):
+    element rule - how each scaled value becomes an element code (see lab.codes.e2m1):
                    "rne" round half to even, or "mlx" ties toward zero with -0 stored as +0.
 A preset names the pair after the implementation that uses it, with where it comes from.
 """

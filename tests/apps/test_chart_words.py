@@ -64,7 +64,8 @@ SIMILARITY = np.array([[1.0, 0.8, 0.1, 0.2], [0.8, 1.0, 0.15, 0.1], [0.1, 0.15, 
 
 def _difference():
     pytest.importorskip("mlx.core")
-    from lab import device, q4k
+    from lab.formats import q4k
+    from lab.teach import pane as device
 
     return charts.difference_chart(device.run_q4k(q4k.presentation_fixture()))
 

@@ -11,10 +11,10 @@ import re
 import numpy as np
 import pytest
 
-from lab import device
 from lab.codes import e2m1
 from lab.formats import mxfp4, nvfp4
 from lab.teach import charts
+from lab.teach import pane as device
 
 
 def layer_values(chart, field: str) -> list[dict]:
@@ -58,7 +58,7 @@ def test_block_grid_chart_takes_an_nvfp4_groups_levels_with_the_tensor_factor():
 
 def test_difference_chart_holds_the_pane_breakdowns():
     pytest.importorskip("mlx.core")
-    from lab import q4k
+    from lab.formats import q4k
 
     report = device.run_q4k(q4k.presentation_fixture())
     rows = charts.difference_rows(report)
@@ -117,7 +117,7 @@ def test_tensor_error_and_outlier_charts_hold_the_chosen_formats_measurements():
 
 def test_the_pane_writes_shapes_in_words_and_differences_as_a_table():
     pytest.importorskip("mlx.core")
-    from lab import q4k
+    from lab.formats import q4k
 
     markdown = device.run_q4k(q4k.presentation_fixture()).to_markdown()
     assert not re.search(r"\(\d+(, \d+)*,?\)", markdown)

@@ -1,4 +1,4 @@
-"""The on-device pane (lab.device) against the installed MLX.
+"""The on-device pane (lab.teach.pane) against the installed MLX.
 
 Every expectation here is recomputed in the test from MLX or gguf-py directly, so the pane's
 report is checked against MLX, never the lab against itself. The data is asymmetric: scales

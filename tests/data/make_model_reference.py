@@ -3,7 +3,7 @@
 The oracle for lab.teach.model. NOT run in CI, and not by the lab's virtualenv: it needs PyTorch
 and sentence-transformers, which the lab never installs. Run it from a throwaway virtualenv
 outside the repository, with the repository on PYTHONPATH so that the lab's own round trips
-(lab.mxfp4, lab.nvfp4) quantize the weights; README.md, "Regenerating the model reference", has
+(lab.formats.mxfp4, lab.formats.nvfp4) quantize the weights; README.md, "Regenerating the model reference", has
 the exact commands.
 
 Variants, each the same sentences through sentence-transformers' SentenceTransformer.encode:
@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
 
-from lab import mxfp4, nvfp4
+from lab.formats import mxfp4, nvfp4
 from lab.teach.model import LAYER_LINEARS, model_folder
 
 OUT = Path(__file__).with_name("model_reference.npz")

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from support import require_real_model
 
-from lab import mxfp4, nvfp4, q4k, real_weights
 from lab.errors import InputError, LabError, NonFiniteError, RuleError, ShapeError
-from lab.teach import model
+from lab.formats import mxfp4, nvfp4, q4k
+from lab.teach import model, real_weights
 from lab.teach.model import ModelConfigError, QuantizeError
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "model_reference.npz"

@@ -129,7 +129,7 @@ class GGUFFile:
     def decode(self, name: str, decoder: str = "ocp", *, budget: int | None = None) -> np.ndarray:
         """The tensor's weights as float32 in its own shape, decoded by the lab's codec for its type.
 
-        `decoder` picks the reading of MXFP4 and NVFP4 blocks ("ocp" or "ggml", see lab.mxfp4).
+        `decoder` picks the reading of MXFP4 and NVFP4 blocks ("ocp" or "ggml", see lab.formats.mxfp4).
         A tensor whose float32 weights would take more than `budget` bytes (by default the file's
         `decode_budget`) is refused with a DecodeBudgetError before anything is allocated or read;
         decode_raw on a slice of raw()'s rows decodes such a tensor piece by piece.
