@@ -1,6 +1,6 @@
 """Q4_K on the device: MLX's two paths for a GGUF Q4_K block, against gguf-py's decoder.
 
-There are two MLX paths: the block rewritten as MLX affine groups of 32 (lab.q4k.to_mlx_affine),
+There are two MLX paths: the block rewritten as MLX affine groups of 32 (lab.formats.q4k.to_mlx_affine),
 and a real GGUF file read back with mx.load. The reference for Q4_K is gguf-py's decoder; where
 MLX disagrees with it the pane says where, names the deliberately wrong decoder from the zoo
 that reproduces MLX's values if one does, and never moves the lab.
@@ -30,7 +30,7 @@ GGUF_TENSOR_NAME = "lab.q4k"
 def run_q4k(raw, x=None) -> DeviceReport:
     """Run Q4_K bytes [..., 144k] through MLX's two paths on every device, against gguf-py's decoder.
 
-    (a) the blocks as MLX affine groups of 32 (lab.q4k.to_mlx_affine) through mx.dequantize
+    (a) the blocks as MLX affine groups of 32 (lab.formats.q4k.to_mlx_affine) through mx.dequantize
         and mx.quantized_matmul;
     (b) a GGUF file written with gguf-py's GGUFWriter and read back with mx.load, whatever that
         returns, compared per element, per 32-lane subblock and per 256-weight block.
@@ -40,8 +40,8 @@ def run_q4k(raw, x=None) -> DeviceReport:
         mx = mlx_layout.mlx_core()
     except mlx_layout.MLXUnavailableError as error:
         return unavailable(q4k.FORMAT.name, error, title=q4k.FORMAT.title)
-    # gguf-py (and lab.zoo, which imports it) load when a Q4_K pane runs: notebooks that show only
-    # the MXFP4 or NVFP4 pane reach this module through lab.device and need neither at start-up.
+    # gguf-py (and lab.teach.zoo, which imports it) load when a Q4_K pane runs: notebooks that show only
+    # the MXFP4 or NVFP4 pane reach this module through lab.teach.pane and need neither at start-up.
     import gguf
 
     with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d is the block's own answer
@@ -243,10 +243,10 @@ def _implied_group_size_and_bits(packed: np.ndarray, scales: np.ndarray, length:
 
 
 def _diagnose_loaded(values: np.ndarray, tensor: q4k.Q4KTensor, rounding_dtype: str, comparison: Comparison) -> str:
-    """When MLX disagrees, name a deliberately broken decoder from lab.zoo that reproduces it exactly."""
+    """When MLX disagrees, name a deliberately broken decoder from lab.teach.zoo that reproduces it exactly."""
     if comparison.within_rounding == comparison.total:
         return ""
-    # lab.zoo imports gguf-py too; it is needed only once MLX has disagreed
+    # lab.teach.zoo imports gguf-py too; it is needed only once MLX has disagreed
     from lab.teach.zoo import wrong_q4k_decoder_matching
 
     decoder = wrong_q4k_decoder_matching(tensor.raw, values, rounding_dtype)
