@@ -10,7 +10,7 @@
                                ones (pytest -m "not browser and not slow"), for the development loop
     python3 labctl.py site     set up, then build the static offline site into site/
     python3 labctl.py serve    serve the built site on 127.0.0.1 (for pages that need HTTP)
-    python3 labctl.py bench    set up, then run the benchmark (bench/run.py)
+    python3 labctl.py bench    set up, then run the benchmark (python -m bench.run)
 
 Set-up is idempotent: the virtual environment is (re)installed only when pyproject.toml changed.
 Only the Python standard library is used here, because this runs before anything is installed.
@@ -230,7 +230,7 @@ def main(argv: list[str]) -> int:
         "serve": lambda python, extra: subprocess.call(
             [str(python), "-m", "widgets.build.site", "serve", *extra], cwd=ROOT
         ),
-        "bench": lambda python, extra: subprocess.call([str(python), str(ROOT / "bench" / "run.py"), *extra], cwd=ROOT),
+        "bench": lambda python, extra: subprocess.call([str(python), "-m", "bench.run", *extra], cwd=ROOT),
         "setup": lambda python, extra: 0,
     }
     if not argv or argv[0] not in commands:

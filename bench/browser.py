@@ -1,8 +1,8 @@
 """Browser-side speed: the standalone explainers, live notebooks in marimo's app view, and the site.
 
-    .venv/bin/python bench/run.py --browser      # all of it, into bench/results/browser.{md,json}
+    .venv/bin/python -m bench.run --browser      # all of it, into bench/results/browser.{md,json}
 
-Every number is taken in headless Chromium (Debian's, as in tests/browser.py) with each non-local
+Every number is taken in headless Chromium (Debian's, bench/harness/chromium.py) with each non-local
 request aborted. Times are read inside the page with performance.now(), so Playwright's own
 round trips are not counted. Each row has its goal and a verdict; goals are checked here, never in
 timed tests.
@@ -24,34 +24,20 @@ import json
 import math
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from urllib.parse import urlparse
+
+from bench import site
+from bench.harness.chromium import chromium, chromium_path
+from bench.measure import Measure
+from labctl import marimo_server  # marimo is started as `labctl.py open` starts it
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-sys.path.insert(0, str(ROOT))
-
-from labctl import marimo_server  # noqa: E402  (marimo is started as `labctl.py open` starts it)
-
-# The flags of every headless Chromium here and in the browser tests: no GPU, no background traffic, no sandbox (containers).
-LAUNCH_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 
 #: goals (issue 13): milliseconds
 EXPLAINER_P95_GOAL_MS = 16.0
@@ -62,104 +48,10 @@ FIRST_RENDER_GOAL_MS = 5000.0
 FIRST_RENDER_GOALS_MS = {"09_real_weights.py": 8000.0}
 
 
-@dataclass
-class Measure:
-    """One benchmark row: a value against its goal (both in `unit`; lower is better)."""
-
-    task: str
-    value: float
-    unit: str
-    goal: float | None
-    note: str = ""
-
-    @property
-    def verdict(self) -> str:
-        if self.goal is None:
-            return "-"
-        return "meets" if self.value < self.goal else "misses"
-
-
 def percentile(values: list[float], share: float) -> float:
     """The nearest-rank percentile: the smallest value with at least `share` of the values at or below it."""
     ordered = sorted(values)
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
-
-
-#: what to say when find_chromium finds nothing
-NO_CHROMIUM = "no Chromium found (install Debian's chromium, or set LAB_CHROMIUM)"
-
-
-def find_chromium() -> str | None:
-    """Debian's chromium (or another Chromium on PATH), or LAB_CHROMIUM; Playwright's download is never used."""
-    explicit = os.environ.get("LAB_CHROMIUM")
-    if explicit:
-        return explicit
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-def chromium_path() -> str:
-    found = find_chromium()
-    if found is None:
-        raise RuntimeError(NO_CHROMIUM)
-    return found
-
-
-def is_local(url: str) -> bool:
-    parsed = urlparse(url)
-    return parsed.scheme in ("file", "data", "blob", "about") or parsed.hostname in ("127.0.0.1", "localhost", "::1")
-
-
-@dataclass
-class Traffic:
-    """What one page asked for: local requests, failed ones (HTTP >= 400), aborted non-local ones."""
-
-    requests: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    blocked: list[str] = field(default_factory=list)
-    console_errors: list[str] = field(default_factory=list)
-
-
-@contextmanager
-def chromium(executable: str | None = None):
-    """A Playwright browser; `new_page()` on it gives a fresh context (cold cache) and its Traffic.
-    Every non-local request is aborted and recorded. The browser tests use it too (tests/chromium.py)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable or chromium_path(), args=LAUNCH_ARGS)
-
-        @contextmanager
-        def new_page():
-            traffic = Traffic()
-            context = browser.new_context(viewport={"width": 1100, "height": 900})
-
-            def route(request_route):
-                url = request_route.request.url
-                if is_local(url):
-                    request_route.continue_()
-                else:
-                    traffic.blocked.append(url)
-                    request_route.abort()
-
-            context.route("**/*", route)
-            page = context.new_page()
-            page.on("request", lambda request: traffic.requests.append(request.url))
-            page.on("response", lambda response: response.status >= 400 and traffic.failed.append(response.url))
-            page.on("console", lambda message: message.type == "error" and traffic.console_errors.append(message.text))
-            page.on("pageerror", lambda error: traffic.console_errors.append(str(error)))
-            try:
-                yield page, traffic
-            finally:
-                context.close()
-
-        try:
-            yield new_page
-        finally:
-            browser.close()
 
 
 # In-page timing loop: `act(i)` changes the control for step i; the promise resolves when the
@@ -276,7 +168,7 @@ def first_render(new_page, repeat: int = 3) -> list[Measure]:
     """Each notebook opened once with an empty result cache (not against the goal: notebooks 9 to
     11 then compute their studies), then `repeat` times with it warm, as a learner's second visit
     finds it. The cache is a temporary folder, so the bench never touches the user's own."""
-    from lab.teach import cache
+    from lab.study import cache
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="four-bit-lab-bench-cache-") as folder:
@@ -373,7 +265,6 @@ def table(rows: list[Measure]) -> str:
 
 def run(out: Path) -> int:
     """Every browser-side row, into out/browser.md and out/browser.json; the site is built afresh."""
-    from bench import site
     from widgets.build import site as sitebuild
 
     info = environment()

@@ -1,9 +1,9 @@
 """Benchmark the lab's codecs against their peers, in the same run, as ratios.
 
-    .venv/bin/python bench/run.py                 # 16 M weights (4096 x 4096), table + bench/results/
-    .venv/bin/python bench/run.py --rows 512      # a quick run
-    .venv/bin/python bench/run.py --no-real       # without the real-model rows
-    .venv/bin/python bench/run.py --browser       # page speed and site weight instead (bench/browser.py)
+    .venv/bin/python -m bench.run                 # 16 M weights (4096 x 4096), table + bench/results/
+    .venv/bin/python -m bench.run --rows 512      # a quick run
+    .venv/bin/python -m bench.run --no-real       # without the real-model rows
+    .venv/bin/python -m bench.run --browser       # page speed and site weight instead (bench/browser.py)
 
 Each line times the lab and the peer doing the same work on the same data, best of --repeat runs,
 and reports lab throughput / peer throughput. The targets (issue 6) are ratios measured here, never
@@ -33,12 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from lab.codes import e2m1, e4m3
+from lab.formats import FORMATS, Format
+from lab.study import real_weights
 
-from lab.codes import e2m1, e4m3  # noqa: E402
-from lab.formats import FORMATS, Format  # noqa: E402
-from lab.teach import real_weights  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -337,14 +336,14 @@ MODEL_SENTENCES = 64
 
 
 def model_rows() -> list[Row]:
-    """The lab's numpy forward pass (lab.teach.model) on 64 sentences, and the whole retrieval study.
+    """The lab's numpy forward pass (lab.study.model) on 64 sentences, and the whole retrieval study.
 
     The embed row's peer is the same forward pass with MXFP4 weights: quantizing changes the
     weights, not the work, so the two should take the same time. The study row is every format of
-    lab.teach.behaviour.retrieval_study from a cold cache, so it counts quantizing and embedding.
+    lab.study.behaviour.retrieval_study from a cold cache, so it counts quantizing and embedding.
     """
-    from lab.teach import behaviour, retrieval_data
-    from lab.teach import model as sentence_model
+    from lab.study import behaviour, retrieval_data
+    from lab.study import model as sentence_model
 
     sentences = list(retrieval_data.PASSAGES[:MODEL_SENTENCES])
     fp32, quantized = sentence_model.load(), sentence_model.load("mxfp4")
@@ -378,7 +377,7 @@ def per_format_study_rows() -> list[Row]:
     """Each format on its own, in CPU seconds (the wall-clock ones move with other people's work):
     the whole-model study of each study row, cold (an empty result cache) and then warm, and each
     format's share of the retrieval study (quantize the model's Linears, embed every text), cold."""
-    from lab.teach import behaviour
+    from lab.study import behaviour
 
     weights = real_weights.load_weights()
     rows = []

@@ -1,21 +1,19 @@
 """The static site's weight: its size on disk and a cold load of the index and one course page.
 
-A cold load is a fresh browser context (empty cache) against a local static server. The page is
-loaded, then given until the network has been idle for 500 ms (marimo loads chunks after the load
-event); requests and bytes are every response the page received, counted from the Resource
-Timing entries (transfer sizes as the server sent them) plus the document itself.
+A cold load is a fresh browser context (empty cache) against `labctl.py serve`'s server on
+127.0.0.1 (bench/harness/static_server.py). The page is loaded, then given until the network has
+been idle for 500 ms (marimo loads chunks after the load event); requests and bytes are every
+response the page received, counted from the Resource Timing entries (transfer sizes as the
+server sent them) plus the document itself.
 """
 
 from __future__ import annotations
 
-import functools
-import http.server
 import statistics
-import threading
-from contextlib import contextmanager
 from pathlib import Path
 
-from bench.browser import Measure
+from bench.harness.static_server import static_server
+from bench.measure import Measure
 
 #: the course page a cold load is measured on: widgets, charts and an on-device pane
 COURSE_PAGE = "03_mxfp4.html"
@@ -47,22 +45,6 @@ def size_rows(site: Path) -> list[Measure]:
         Measure("site size", total / 1e6, "MB", None, f"{count} files"),
         Measure("site size: marimo front-end copy", assets / 1e6, "MB", None, f"{asset_count} files in assets/marimo"),
     ]
-
-
-@contextmanager
-def static_server(site: Path):
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def cold_load(new_page, url: str) -> dict:

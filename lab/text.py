@@ -14,6 +14,8 @@ extensions (`$math$`, `:emoji:`, a bare `www.` link).
                            meaning to written as a character reference (&lt; &#42; …), so the result
                            is inert in HTML text, an HTML attribute, a Markdown paragraph and a
                            Markdown table cell, and renders as the visible text
+    code_name(name)        a dotted name (a tensor's, a metadata key's) as inline code that wraps
+                           only at its dots, shown() part by part
     Safe                   a str the lab wrote itself from shown() parts and its own markup; the
                            table and readout builders pass a Safe through and shown() everything else
 
@@ -23,6 +25,7 @@ the two to the same output. Widgets only ever write text nodes, so they need vis
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 #: Unicode categories a reader cannot see, or that change how the text around them reads:
@@ -106,3 +109,16 @@ def quoted(text, limit: int | None = 80) -> str:
     """A name inside a message, between quotes and visible, cut at `limit`: the message is later
     shown() whole, so only the quoting and the cut happen here."""
     return f"'{visible(text, limit)}'"
+
+
+#: the longest name code_name shows whole; a longer one (a file can name a tensor with a page of
+#: text) keeps its start and ends in "…"
+CODE_NAME_CHARS = 160
+
+
+def code_name(name: str, limit: int = CODE_NAME_CHARS) -> Safe:
+    """A dotted name (a tensor's, a metadata key's) as inline code, shown literally, free to break
+    after each dot: on a phone, encoder.layer.0.attention.output.dense.weight wraps at its dots
+    rather than mid-word or off the page, and copies back as the same name."""
+    parts = re.split(r"(?<=\.)", visible(name, limit))
+    return Safe("<code>" + "<wbr>".join(shown(part) for part in parts) + "</code>")

@@ -12,14 +12,14 @@ def _():
     import marimo as mo
     import numpy as np
 
+    from lab import device
     from lab.codes import e2m1, e8m0
     from lab.errors import LabError
     from lab.formats import mxfp4, rounding
     from lab.numbers import format_number
+    from lab.study.metrics import error_metrics
     from lab.teach import course
-    from lab.teach import pane as device
     from lab.teach.charts import block_grid_chart, difference_chart
-    from lab.teach.metrics import error_metrics
     from widgets import OwnershipView
 
     return (
@@ -179,7 +179,7 @@ def _(block, course, device, difference_chart, mo):
     _report = mo.vstack(
         [
             mo.md("## On device: the same block through MLX\n\nThe lab's `mlx` preset against MLX's own kernels, on every MLX device present."),
-            mo.md(_device_report.to_markdown()),
+            mo.md(device.report_markdown(_device_report)),
             *([] if _chart is None else [mo.as_html(_chart)]),
         ]
     )

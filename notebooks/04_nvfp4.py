@@ -12,14 +12,14 @@ def _():
     import marimo as mo
     import numpy as np
 
+    from lab import device
     from lab.codes import e2m1, e4m3
     from lab.errors import LabError
     from lab.formats import nvfp4
     from lab.numbers import format_number
+    from lab.study.metrics import error_metrics
     from lab.teach import course, sizes
-    from lab.teach import pane as device
     from lab.teach.charts import block_grid_chart, difference_chart
-    from lab.teach.metrics import error_metrics
     from widgets import OwnershipView
 
     return (
@@ -193,7 +193,7 @@ def _(course, device, difference_chart, global_scale, mo, weights):
     _report = mo.vstack(
         [
             mo.md("## On device: the same tensor through MLX"),
-            mo.md(_device_report.to_markdown()),
+            mo.md(device.report_markdown(_device_report)),
             *([] if _chart is None else [mo.as_html(_chart)]),
         ]
     )

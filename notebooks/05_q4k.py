@@ -12,9 +12,9 @@ def _():
     import marimo as mo
     import numpy as np
 
+    from lab import device
     from lab.formats import q4k
     from lab.teach import course
-    from lab.teach import pane as device
     from lab.teach.charts import difference_chart, q4k_lane_chart
     from widgets import Q4KExplorer
 
@@ -131,7 +131,7 @@ def _(course, device, difference_chart, explorer, mo, np):
                 "(group 32, scale d·sⱼ, bias −dmin·mⱼ) through `mx.quantized_matmul`, and a real GGUF "
                 "file written with gguf-py and opened with `mx.load`. The reference is gguf-py's decoder."
             ),
-            mo.md(_device_report.to_markdown()),
+            mo.md(device.report_markdown(_device_report)),
             *([] if _chart is None else [mo.as_html(_chart)]),
         ]
     )

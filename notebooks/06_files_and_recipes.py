@@ -16,9 +16,9 @@ def _():
     from lab.formats import q4k
     from lab.interop import gguf as gguf_tools
     from lab.numbers import format_number
+    from lab.study.metrics import error_metrics
     from lab.teach import course, gguf_browser, zoo
-    from lab.teach.metrics import error_metrics
-    from lab.text import shown, visible
+    from lab.text import code_name, shown, visible
     from widgets import OwnershipView, Q4KExplorer
 
     return (
@@ -26,6 +26,7 @@ def _():
         OwnershipView,
         Path,
         Q4KExplorer,
+        code_name,
         course,
         error_metrics,
         format_number,
@@ -97,9 +98,9 @@ def _(gguf_tools, np, path):
 
 
 @app.cell(hide_code=True)
-def _(course, format_number, inventory, mo, path):
+def _(code_name, format_number, inventory, mo, path):
     _rows = "\n".join(
-        f"| {course.code_name(row['name'])} | {row['type']} | {' × '.join(str(n) for n in row['shape'])} | {row['bytes']:,} | {format_number(round(row['bits_per_weight'], 4))} |"
+        f"| {code_name(row['name'])} | {row['type']} | {' × '.join(str(n) for n in row['shape'])} | {row['bytes']:,} | {format_number(round(row['bits_per_weight'], 4))} |"
         for row in inventory
     )
     mo.md(
@@ -201,7 +202,16 @@ def _(LabError, gguf_browser, own_path, own_upload, path):
 
 
 @app.cell(hide_code=True)
-def _(browse_error, browsed, browsing_toy, course, gguf_browser, mo, shown):
+def _(
+    browse_error,
+    browsed,
+    browsing_toy,
+    code_name,
+    course,
+    gguf_browser,
+    mo,
+    shown,
+):
     mo.stop(
         browse_error is not None,
         mo.callout(mo.md(f"**The lab did not open this file.** {shown(browse_error)}"), kind="warn"),
@@ -216,14 +226,14 @@ def _(browse_error, browsed, browsing_toy, course, gguf_browser, mo, shown):
     _tensors = course.table(
         ["tensor", "type", "shape", "bytes", "the lab decodes it"],
         [
-            [course.code_name(row.name), row.type_name, row.shape_text, f"{row.n_bytes:,}", "yes" if row.supported else "no"]
+            [code_name(row.name), row.type_name, row.shape_text, f"{row.n_bytes:,}", "yes" if row.supported else "no"]
             for row in _shown
         ],
     )
     _metadata = course.table(
         ["key", "type", "length", "value (arrays: the first five)"],
         [
-            [course.code_name(row.key), row.type_label, "" if row.length is None else f"{row.length:,}", row.value_text]
+            [code_name(row.key), row.type_label, "" if row.length is None else f"{row.length:,}", row.value_text]
             for row in gguf_browser.metadata_rows(browsed.file)
         ],
     )
@@ -288,6 +298,7 @@ def _(
 def _(
     OwnershipView,
     Q4KExplorer,
+    code_name,
     course,
     gguf_browser,
     mo,
@@ -300,7 +311,7 @@ def _(
         mo.callout(mo.md(f"**The lab cannot show this block.** {shown(pick_error)}"), kind="warn"),
     )
     _summary = mo.md(
-        f"**{course.code_name(pick.tensor)}, {pick.type_name} block {pick.block} of {pick.blocks}** "
+        f"**{code_name(pick.tensor)}, {pick.type_name} block {pick.block} of {pick.blocks}** "
         f"({pick.raw.size} bytes, weights {pick.first_weight} to {pick.first_weight + pick.weights.size - 1}): "
         f"the lab's decode {pick.check.text}."
     )

@@ -8,8 +8,8 @@ app = marimo.App(width="medium", app_title="8 · The checks")
 def _():
     import marimo as mo
 
+    from lab import device
     from lab.formats import q4k
-    from lab.teach import pane as device
     from lab.teach import zoo
 
     return device, mo, q4k, zoo
@@ -67,9 +67,9 @@ def _(mo, zoo):
 
 
 @app.cell(hide_code=True)
-def _(mo, zoo):
-    _symmetric = zoo.check_weights(zoo.decode_q4k_shared_metadata, blocks=zoo.symmetric_blocks())
-    _asymmetric = zoo.check_weights(zoo.decode_q4k_shared_metadata, blocks=zoo.asymmetric_blocks())
+def _(misreadings, mo, zoo):
+    _symmetric = zoo.check_weights(misreadings.decode_shared_metadata, blocks=zoo.symmetric_blocks())
+    _asymmetric = zoo.check_weights(misreadings.decode_shared_metadata, blocks=zoo.asymmetric_blocks())
     mo.md(
         f"""
         ## Why asymmetric data
@@ -95,7 +95,7 @@ def _(device, mo, q4k):
                 "kernel library. Whatever MLX returns is compared with gguf-py's decoder; the lab does "
                 "not adjust itself to match."
             ),
-            mo.md(device.run_q4k(q4k.presentation_fixture()).to_markdown()),
+            mo.md(device.report_markdown(device.run_q4k(q4k.presentation_fixture()))),
         ]
     )
     return

@@ -9,10 +9,13 @@ def _():
     import marimo as mo
 
     from lab.numbers import format_number
-    from lab.teach import course, real_weights
+    from lab.study import real_weights
+    from lab.teach import course
     from lab.teach.charts import outlier_chart, tensor_error_chart
+    from lab.text import code_name
 
     return (
+        code_name,
         course,
         format_number,
         mo,
@@ -52,7 +55,7 @@ def _(mo, real_weights, weights):
     _steps = sum(1 for w in weights.values() if w.ndim == 2) * len(real_weights.study_rows())
     # The bar goes when the work is done: the tables below are the result, and a finished bar
     # (with its timing) would only make every export of this page different.
-    # cache=True: each (tensor, format) result is kept on disk (lab.teach.cache), so opening
+    # cache=True: each (tensor, format) result is kept on disk (lab.study.cache), so opening
     # this page again reads the numbers back in well under a second instead of recomputing them.
     with mo.status.progress_bar(total=_steps, title="Quantizing every tensor in every format", remove_on_exit=True) as _bar:
         report = real_weights.evaluate_model(
@@ -111,11 +114,11 @@ def _(course, format_choice, mo, outlier_chart, report, tensor_error_chart):
 
 
 @app.cell(hide_code=True)
-def _(course, format_choice, format_number, mo, report):
+def _(code_name, course, format_choice, format_number, mo, report):
     _records = [row for row in report.records() if row["format"] == format_choice.value]
     _measured = sorted((row for row in _records if not row["skipped"]), key=lambda row: -row["relative_rmse"])
     _rows = "\n".join(
-        f"| {course.code_name(row['tensor'])} | {'×'.join(str(n) for n in row['shape'])} | "
+        f"| {code_name(row['tensor'])} | {'×'.join(str(n) for n in row['shape'])} | "
         f"{row['relative_rmse']:.4f} | {format_number(round(row['max_abs_error'], 4))} | {row['outlier_share']:.3%} |"
         for row in _measured
     )
@@ -124,7 +127,7 @@ def _(course, format_choice, format_number, mo, report):
     _reasons = {}
     for _row in _records:
         if _row["skipped"]:
-            _reasons.setdefault(_row["skipped"].removeprefix("skipped: "), []).append(course.code_name(_row["tensor"]))
+            _reasons.setdefault(_row["skipped"].removeprefix("skipped: "), []).append(code_name(_row["tensor"]))
     _skipped = "".join(
         f"\n\n**Skipped, {len(_names)} of {len(_records)}**, {_reason}: {', '.join(_names)}."
         for _reason, _names in _reasons.items()

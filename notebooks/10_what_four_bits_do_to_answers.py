@@ -8,14 +8,16 @@ app = marimo.App(width="medium", app_title="10 · What four bits do to answers")
 def _():
     import marimo as mo
 
+    from lab.device.model import run_model
     from lab.numbers import format_signed
-    from lab.teach import behaviour, charts, course, real_weights
-    from lab.teach.pane.model import run_model
+    from lab.study import behaviour, real_weights
+    from lab.teach import charts
+    from lab.text import code_name
 
     return (
         behaviour,
         charts,
-        course,
+        code_name,
         format_signed,
         mo,
         real_weights,
@@ -60,7 +62,7 @@ def _(mo, real_weights):
 def _(behaviour, mo):
     _names = behaviour.study_formats()
     # The bar goes when the work is done: the table below is the result. cache=True: each
-    # format's embeddings are kept on disk (lab.teach.cache), so opening this page again reads
+    # format's embeddings are kept on disk (lab.study.cache), so opening this page again reads
     # them back instead of quantizing and running the model once per format.
     with mo.status.progress_bar(
         total=len(_names), title="Embedding the retrieval task with every format", remove_on_exit=True
@@ -190,7 +192,7 @@ def _(answers, charts):
 
 @app.cell(hide_code=True)
 def _(behaviour, chosen, mo):
-    # Cached per format in lab.teach.behaviour, in memory and (cache=True) on disk: choosing a
+    # Cached per format in lab.study.behaviour, in memory and (cache=True) on disk: choosing a
     # format again recomputes nothing, and neither does opening this page again.
     with mo.status.progress_bar(
         total=36, title="Weight error and output error, Linear by Linear", remove_on_exit=True
@@ -202,9 +204,9 @@ def _(behaviour, chosen, mo):
 
 
 @app.cell(hide_code=True)
-def _(course, format_signed, layers, mo):
+def _(code_name, format_signed, layers, mo):
     _moved = "\n".join(
-        f"| {course.code_name(row['layer'].removeprefix('encoder.'))} | {row['weight_error']:.4f} | {int(row['weight_rank'])} "
+        f"| {code_name(row['layer'].removeprefix('encoder.'))} | {row['weight_error']:.4f} | {int(row['weight_rank'])} "
         f"| {row['output_error']:.4f} | {int(row['output_rank'])} | {row['peak_to_median']:.1f} |"
         for row in layers.records()
         if row["disagreeing"]
@@ -271,7 +273,7 @@ def _(mo):
     device present: each Linear the format quantized is computed by MLX's `mx.quantized_matmul` from
     the lab's bytes (Q4_K through its affine repack), and each one it left in float32 by `mx.matmul`.
     Per Linear the lab's product on the very same input is set beside MLX's, against the float32
-    accumulation bound 2·γ(K+3)·Σ|xₖ|·mₖ derived in `lab/teach/pane/model.py`, where
+    accumulation bound 2·γ(K+3)·Σ|xₖ|·mₖ derived in `lab/device/model.py`, where
     γ(n) = n·u / (1 − n·u) and u = 2⁻²⁴: two correct float32 sums of K products may differ by that
     much.
     """)

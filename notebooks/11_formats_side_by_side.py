@@ -8,10 +8,10 @@ app = marimo.App(width="medium", app_title="11 · Formats side by side")
 def _():
     import marimo as mo
 
+    from lab.device import mlx_support
     from lab.numbers import format_number
-    from lab.teach import compare
+    from lab.study import compare
     from lab.teach.charts import block_outlier_chart, pareto_chart
-    from lab.teach.pane import mlx_support
 
     return (
         block_outlier_chart,
@@ -39,7 +39,7 @@ def _(mo):
 @app.cell(hide_code=True)
 def _(compare):
     weights = compare.sources()
-    # cache=True: each source's errors are kept on disk (lab.teach.cache), keyed by its bytes.
+    # cache=True: each source's errors are kept on disk (lab.study.cache), keyed by its bytes.
     error_rows = compare.pareto_front(compare.error_rows(weights, cache=True))
     return error_rows, weights
 

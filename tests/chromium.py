@@ -1,8 +1,8 @@
 """Headless Chromium for the browser tests: Debian's chromium driven by Playwright.
 
 The launch flags, the search for a browser and the page that aborts every non-local request are
-the bench's (bench/browser.py), so the tests and the bench see pages the same way. What is the
-tests' own: without a browser they skip on a laptop and fail under CI=true, where .ci/run
+the harness's (bench/harness/chromium.py), so the tests and the bench see pages the same way. What
+is the tests' own: without a browser they skip on a laptop and fail under CI=true, where .ci/run
 installs one.
 """
 
@@ -15,10 +15,7 @@ from urllib.parse import quote
 
 import pytest
 
-from bench.browser import LAUNCH_ARGS, NO_CHROMIUM, chromium, find_chromium
-
-__all__ = ["COUNT_CREATED", "LAUNCH_ARGS", "browser_page", "chromium_path", "open_standalone"]
-
+from bench.harness.chromium import NO_CHROMIUM, chromium, find_chromium
 
 # Run in a page: from then on window.created counts the elements it creates (a widget patched in
 # place creates none; one drawn afresh creates hundreds).

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from lab.teach import real_weights
+from lab.study import real_weights
 
 
 def require_real_model() -> None:

@@ -27,7 +27,7 @@ from lab.teach import scale, sizes
 if TYPE_CHECKING:
     import marimo
 
-    from lab.teach.pane.report import DeviceReport
+    from lab.device.report import DeviceReport
 
 # Okabe–Ito colours, safe for the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]

@@ -4,10 +4,9 @@ the notebooks and the static-site build; and how a notebook reads its number con
 from __future__ import annotations
 
 import math
-import re
 
 from lab.errors import InputError
-from lab.text import Safe, shown, visible
+from lab.text import Safe, shown
 
 NOTEBOOKS: tuple[tuple[str, str, str], ...] = (
     (
@@ -97,19 +96,6 @@ def table(header: list[str], rows: list[list[str]]) -> Safe:
         return "| " + " | ".join(shown(cell) for cell in cells) + " |"
 
     return Safe("\n".join([line(header), "|" + "---|" * len(header), *(line(row) for row in rows)]))
-
-
-#: the longest name code_name shows whole; a longer one (a file can name a tensor with a page of
-#: text) keeps its start and ends in "…"
-CODE_NAME_CHARS = 160
-
-
-def code_name(name: str, limit: int = CODE_NAME_CHARS) -> Safe:
-    """A dotted name (a tensor's, a metadata key's) as inline code, shown literally, free to break
-    after each dot: on a phone, encoder.layer.0.attention.output.dense.weight wraps at its dots
-    rather than mid-word or off the page, and copies back as the same name."""
-    parts = re.split(r"(?<=\.)", visible(name, limit))
-    return Safe("<code>" + "<wbr>".join(shown(part) for part in parts) + "</code>")
 
 
 READOUT_CLASS = "lab-readout"

@@ -1,4 +1,4 @@
-"""lab.teach.behaviour: similarity, retrieval and the layer study, checked against plain numpy.
+"""lab.study.behaviour: similarity, retrieval and the layer study, checked against plain numpy.
 
 Tests that need the real model skip where it is missing and fail in CI (CI=true), as in
 test_model. The independent checks are written here with plain matmul and argmax.
@@ -12,8 +12,8 @@ from support import require_real_model
 
 from lab.errors import InputError
 from lab.formats import FORMATS, UnknownFormatError
-from lab.teach import behaviour, retrieval_data
-from lab.teach import model as sentence_model
+from lab.study import behaviour, retrieval_data
+from lab.study import model as sentence_model
 
 
 @pytest.fixture(scope="module")
@@ -220,7 +220,7 @@ def test_q4k_keeps_most_linears_float_and_the_rows_say_so():
 @pytest.mark.parametrize("fmt", ["mxfp4", "affine4_g64"])
 def test_mlx_linears_agree_with_the_lab_within_the_accumulation_bound(mx, fmt):
     require_real_model()
-    from lab.teach.pane.model import run_model
+    from lab.device.model import run_model
 
     report = run_model(fmt, sentences=list(behaviour.SIMILARITY_SENTENCES[:4]))
     cpu = next(run for run in report.runs if run.device == "cpu")
@@ -237,7 +237,7 @@ def test_mlx_linears_agree_with_the_lab_within_the_accumulation_bound(mx, fmt):
 
 
 def test_the_accumulation_bound_grows_with_k_and_the_inputs():
-    from lab.teach.pane.model import accumulation_bound
+    from lab.device.model import accumulation_bound
 
     x = np.array([[1.0, -2.0, 3.0]])
     m = np.array([[0.5, 0.5, 0.5], [1.0, 0.0, 0.0]])
@@ -247,8 +247,8 @@ def test_the_accumulation_bound_grows_with_k_and_the_inputs():
 
 
 def test_without_mlx_the_model_pane_says_so(monkeypatch):
+    from lab.device.model import run_model
     from lab.formats import mlx_layout
-    from lab.teach.pane.model import run_model
 
     def unavailable():
         raise mlx_layout.MLXUnavailableError("MLX is not installed (simulated)")
@@ -261,7 +261,7 @@ def test_without_mlx_the_model_pane_says_so(monkeypatch):
 
 
 def test_a_format_mlx_cannot_run_is_said_in_words(mx):
-    from lab.teach.pane.model import run_model
+    from lab.device.model import run_model
 
     report = run_model("q8_0")
     assert report.available and report.runs == () and "MLX has no Q8_0 mode" in report.message

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from support import require_real_model
 
-from lab.teach import cache, real_weights
+from lab.study import cache, real_weights
 
 
 @pytest.fixture
@@ -167,7 +167,7 @@ def test_a_data_file_digest_follows_its_bytes_and_is_remembered_on_disk(cache_fo
 
 
 def test_compare_errors_read_back_are_the_computed_ones(cache_folder, monkeypatch):
-    from lab.teach import compare
+    from lab.study import compare
 
     sources = {"w": synthetic(4, 1536), "short": synthetic(2, 384, seed=1)}
     computed = compare.error_rows(sources)
@@ -184,8 +184,8 @@ def test_compare_errors_read_back_are_the_computed_ones(cache_folder, monkeypatc
 
 def test_the_model_study_read_back_is_the_computed_one_bit_for_bit(cache_folder, monkeypatch):
     require_real_model()
-    from lab.teach import behaviour
-    from lab.teach import model as sentence_model
+    from lab.study import behaviour
+    from lab.study import model as sentence_model
 
     behaviour.clear_caches()
     names = ("fp32", "nvfp4")
@@ -229,7 +229,7 @@ def test_the_model_study_read_back_is_the_computed_one_bit_for_bit(cache_folder,
 
 def test_the_model_key_names_the_code_and_the_model_files(monkeypatch):
     require_real_model()
-    from lab.teach import behaviour
+    from lab.study import behaviour
 
     before = behaviour.model_key()
     for name, other in (("lab_version", lambda: "0.0.0-other"), ("files_digest", lambda paths: "other weights")):
@@ -244,7 +244,7 @@ def test_the_model_key_names_the_code_and_the_model_files(monkeypatch):
 
 def test_a_device_report_read_back_is_the_one_that_ran(cache_folder, mx, monkeypatch):
     require_real_model()
-    from lab.teach.pane import model as pane_model
+    from lab.device import model as pane_model
 
     sentences = ["One sentence.", "Another, longer sentence."]
     ran = pane_model.run_model("mxfp4", sentences=sentences, cache=True)

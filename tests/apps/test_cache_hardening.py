@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from lab.errors import DTypeError, LabError, ShapeError
-from lab.teach import cache, real_weights
+from lab.study import cache, real_weights
 
 pytestmark = pytest.mark.skipif(not cache.CAN_REFUSE_LINKS, reason="the cache keeps nothing on this system")
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lab.teach import charts, compare, scale
+from lab.study import compare
+from lab.teach import charts, scale
 
 RNG = np.random.default_rng(7)
 FORMAT = "MLX affine 2-bit g64"  # the longest format name the course shows
@@ -64,8 +65,8 @@ SIMILARITY = np.array([[1.0, 0.8, 0.1, 0.2], [0.8, 1.0, 0.15, 0.1], [0.1, 0.15, 
 
 def _difference():
     pytest.importorskip("mlx.core")
+    from lab import device
     from lab.formats import q4k
-    from lab.teach import pane as device
 
     return charts.difference_chart(device.run_q4k(q4k.presentation_fixture()))
 

@@ -11,10 +11,10 @@ import re
 import numpy as np
 import pytest
 
+from lab import device
 from lab.codes import e2m1
 from lab.formats import mxfp4, nvfp4
 from lab.teach import charts
-from lab.teach import pane as device
 
 
 def layer_values(chart, field: str) -> list[dict]:
@@ -119,14 +119,14 @@ def test_the_pane_writes_shapes_in_words_and_differences_as_a_table():
     pytest.importorskip("mlx.core")
     from lab.formats import q4k
 
-    markdown = device.run_q4k(q4k.presentation_fixture()).to_markdown()
+    markdown = device.report_markdown(device.run_q4k(q4k.presentation_fixture()))
     assert not re.search(r"\(\d+(, \d+)*,?\)", markdown)
     assert "| subblock | not identical | beyond rounding | max abs diff |" in markdown
     assert "| subblock 1 | 32 | 32 | 1.62 |" in markdown
 
 
 def test_in_words_rewrites_python_tuples_only():
-    from lab.teach.pane.render import in_words
+    from lab.device.render import in_words
 
     assert in_words("returned float16 of .shape (2, 512).") == "returned float16 of shape 2 × 512."
     assert in_words("got (256,) and (1, 32)") == "got 256 and 1 × 32"

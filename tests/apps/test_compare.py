@@ -1,4 +1,4 @@
-"""lab.teach.compare against independent computations: numpy on the registry's round trips, a
+"""lab.study.compare against independent computations: numpy on the registry's round trips, a
 hand-made dominance check, and gguf-py's decoder as the oracle for where a byte lands."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lab.formats import FORMATS
-from lab.teach import compare
+from lab.study import compare
 
 
 def test_relative_error_is_numpy_on_the_round_trip():

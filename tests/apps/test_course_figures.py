@@ -213,7 +213,7 @@ def test_whole_number_reads_a_number_control_or_says_what_to_type(value, expecte
 def test_code_name_breaks_only_after_dots_and_reads_back_as_the_name(name):
     import html
 
-    from lab.teach.course import code_name
+    from lab.text import code_name
 
     written = code_name(name)
     assert "|" not in written and written.count("<wbr>") == name.count(".")

@@ -1,4 +1,4 @@
-"""The on-device pane (lab.teach.pane) against the installed MLX.
+"""The on-device pane (lab.device) against the installed MLX.
 
 Every expectation here is recomputed in the test from MLX or gguf-py directly, so the pane's
 report is checked against MLX, never the lab against itself. The data is asymmetric: scales
@@ -16,11 +16,11 @@ import gguf
 import numpy as np
 import pytest
 
+from lab import device
+from lab.device.steps import Steps
 from lab.errors import LabError, ShapeError
 from lab.formats import affine, mlx_layout, mxfp4, mxfp8, nvfp4, q4k, registry
-from lab.teach import pane as device
 from lab.teach import zoo
-from lab.teach.pane.steps import Steps
 
 Q4_K = gguf.GGMLQuantizationType.Q4_K
 
@@ -309,7 +309,7 @@ def test_degenerate_blocks_produce_reports(mx, kind, case):
     report = device.run_block(kind, w=w, x=x, **kwargs)
     run = _cpu(report)
     assert not run.refusals
-    assert report.to_markdown().startswith("###")
+    assert device.report_markdown(report).startswith("###")
     json.dumps(report.as_dict())
     comparisons = _by_name(run)
 
@@ -477,7 +477,7 @@ def test_without_mlx_the_pane_says_how_to_get_it(monkeypatch):
         assert report.available is False
         assert report.install_hint == mlx_layout.install_hint()
         assert "not installed" in report.message
-        assert report.install_hint in report.to_markdown()
+        assert report.install_hint in device.report_markdown(report)
         assert report.runs == ()
 
 
@@ -551,7 +551,7 @@ def test_a_format_without_an_mlx_mode_gets_a_plain_report(mx, toy_formats):
         report = device.run_block(name, w=w)
         assert report.available and report.runs == ()
         assert report.message.startswith(f"MLX has no {title} mode")
-        assert f"MLX has no {title} mode" in report.to_markdown()
+        assert f"MLX has no {title} mode" in device.report_markdown(report)
         json.dumps(report.as_dict())
 
 
@@ -618,7 +618,7 @@ def test_mlx_round_trip_where_the_scale_rules_part(mx):
     assert listed and all(differs[index] for index in listed)
     for d in comparison.differences:
         assert (d.reference, d.mlx) == (lab_round_trip[d.index], mlx_round_trip[d.index])
-    markdown = report.to_markdown()
+    markdown = device.report_markdown(report)
     row, element = listed[0]
     assert f"| row {row}, element {element} | row 0, scale group 0 | {w[row, element]:.9g} |" in markdown
 
@@ -650,14 +650,14 @@ def test_mlx_round_trip_flags_the_non_finite_values_mlx_returns(mx):
     # 3e38 needs 2^ceil(log2(3e38 / 6)) = 2^126: byte 253
     assert scale_bytes[0, 0] == math.ceil(math.log2(3e38 / 6)) + 127 == 0xFD
     summary = "MLX's round trip holds 96 non-finite values"
-    assert summary in report.message and summary in report.to_markdown()
-    assert "first at row 0, element 0 (row 0, scale group 0, scale byte 0xFD)" in report.to_markdown()
+    assert summary in report.message and summary in device.report_markdown(report)
+    assert "first at row 0, element 0 (row 0, scale group 0, scale byte 0xFD)" in device.report_markdown(report)
 
 
 def test_the_markdown_names_positions_in_words_not_tuples(mx):
     w = _asymmetric_weights(rows=1, cols=32)
     w[0, 3] = 6.5 * np.abs(w).max()
-    markdown = device.run_block("mxfp4", w=w, rule="ocp").to_markdown()
+    markdown = device.report_markdown(device.run_block("mxfp4", w=w, rule="ocp"))
     assert "MXFP4, 1 × 32" in markdown and "x of shape 1 × 32" in markdown
     assert "row 0, element" in markdown and "row 0, scale group 0" in markdown
     assert not re.search(r"\(\d+(, \d+)*,?\)", markdown)

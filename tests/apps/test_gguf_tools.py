@@ -12,7 +12,7 @@ from support import require_real_model
 from lab.errors import DTypeError, GGUFFormatError, LabError, NonFiniteError, ShapeError, UnsupportedTypeError
 from lab.formats import q4k
 from lab.interop import gguf as gguf_tools
-from lab.teach import real_weights
+from lab.study import real_weights
 
 LLAMA_NAMES = {
     "token_embd.weight": (64, 512),

@@ -1,4 +1,4 @@
-"""lab.teach.pane.mlx_support against what the installed MLX does, as measured with MLX 0.32.4 on CPU.
+"""lab.device.mlx_support against what the installed MLX does, as measured with MLX 0.32.4 on CPU.
 
 The expectations are the measurements: a newer MLX that loads more GGUF types fails here on
 purpose, so the table in notebook 11 is reread rather than left stale.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from lab.device import mlx_support
 from lab.formats import FORMATS, mlx_layout
-from lab.teach.pane import mlx_support
 
 pytestmark = pytest.mark.skipif(not mlx_layout.mlx_available(), reason="MLX is not installed")
 

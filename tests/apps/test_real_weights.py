@@ -12,8 +12,8 @@ import pytest
 from support import require_real_model
 
 from lab.errors import LabError, RuleError
-from lab.formats import mxfp4, nvfp4
-from lab.teach import real_weights
+from lab.formats import mxfp4, nvfp4, scale_search
+from lab.study import real_weights
 
 SLICE = {
     "embeddings.word_embeddings.weight": 48,
@@ -218,11 +218,11 @@ def test_unknown_formats_are_refused():
 def test_scale_search_with_only_offset_zero_is_the_rule_itself():
     w = synthetic(8, 256)
     rule = mxfp4.quantize(w, rule="mlx")
-    searched = real_weights.mxfp4_scale_search(w, offsets=(0,))
+    searched = scale_search.mxfp4_scale_search(w, offsets=(0,))
     assert np.array_equal(searched.codes, rule.codes) and np.array_equal(searched.scale_bytes, rule.scale_bytes)
     for global_scale in (None, nvfp4.tensor_amax(w)):
         rule = nvfp4.quantize(w, global_scale=global_scale)
-        searched = real_weights.nvfp4_scale_search(w, global_scale=global_scale, offsets=(0,))
+        searched = scale_search.nvfp4_scale_search(w, global_scale=global_scale, offsets=(0,))
         assert np.array_equal(searched.codes, rule.codes) and np.array_equal(searched.scale_bytes, rule.scale_bytes)
 
 
@@ -230,7 +230,7 @@ def test_scale_search_with_only_offset_zero_is_the_rule_itself():
 def test_mxfp4_scale_search_never_loses_to_its_rule_and_moves_some_blocks(rule):
     w = synthetic(16, 512)
     base = mxfp4.quantize(w, rule=rule)
-    searched = real_weights.mxfp4_scale_search(w, rule=rule)
+    searched = scale_search.mxfp4_scale_search(w, rule=rule)
     block_error = lambda t: np.square(t.dequantize().astype(np.float64) - w).reshape(16, -1, 32).sum(-1)  # noqa: E731
     assert np.all(block_error(searched) <= block_error(base))
     moved = searched.scale_bytes.astype(int) - base.scale_bytes
@@ -241,7 +241,7 @@ def test_nvfp4_scale_search_never_loses_to_the_mlx_rule_and_moves_some_blocks():
     w = synthetic(16, 512)
     for global_scale in (None, nvfp4.tensor_amax(w)):
         base = nvfp4.quantize(w, global_scale=global_scale)
-        searched = real_weights.nvfp4_scale_search(w, global_scale=global_scale)
+        searched = scale_search.nvfp4_scale_search(w, global_scale=global_scale)
         block_error = lambda t: np.square(t.dequantize().astype(np.float64) - w).reshape(16, -1, 16).sum(-1)  # noqa: E731
         assert np.all(block_error(searched) <= block_error(base))
         moved = searched.scale_bytes.astype(int) - base.scale_bytes
@@ -251,16 +251,16 @@ def test_nvfp4_scale_search_never_loses_to_the_mlx_rule_and_moves_some_blocks():
 
 def test_searched_blocks_are_valid_mlx_arrays_that_mlx_decodes_like_the_lab(mx):
     w = synthetic(8, 256, seed=9)
-    searched = real_weights.mxfp4_scale_search(w)
+    searched = scale_search.mxfp4_scale_search(w)
     packed, scales = searched.to_mlx()
     decoded = np.array(mx.dequantize(packed, scales, mode="mxfp4", dtype=mx.float32))
     assert np.array_equal(decoded.view(np.uint32), searched.dequantize().view(np.uint32))
-    searched = real_weights.nvfp4_scale_search(w)
+    searched = scale_search.nvfp4_scale_search(w)
     packed, scales = searched.to_mlx()
     decoded = np.array(mx.dequantize(packed, scales, mode="nvfp4", dtype=mx.float32))
     assert np.array_equal(decoded.view(np.uint32), searched.dequantize().view(np.uint32))
     amax = nvfp4.tensor_amax(w)
-    searched = real_weights.nvfp4_scale_search(w, global_scale=amax)
+    searched = scale_search.nvfp4_scale_search(w, global_scale=amax)
     packed, scales = searched.to_mlx()
     decoded = np.array(
         mx.dequantize(packed, scales, mode="nvfp4", dtype=mx.float32, global_scale=mx.array(amax, dtype=mx.float32))

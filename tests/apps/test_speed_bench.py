@@ -10,7 +10,7 @@ from support import require_real_model
 
 from bench import run as bench
 from lab.formats import FORMATS
-from lab.teach import cache, real_weights
+from lab.study import cache, real_weights
 
 
 def _varied_weights() -> np.ndarray:

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lab.teach import course
-from lab.text import ELLIPSIS, Safe, quoted, shown, visible
+from lab.text import CODE_NAME_CHARS, ELLIPSIS, Safe, code_name, quoted, shown, visible
 
 #: markup that would do something if it were not text: HTML, Markdown, marimo's extensions
 PAYLOADS = [
@@ -101,7 +101,7 @@ def test_quoted_names_a_value_between_quotes_cut_at_its_limit():
 
 
 def test_safe_markup_passes_and_everything_else_is_escaped():
-    name = course.code_name("<b>blk</b>.0.weight")
+    name = code_name("<b>blk</b>.0.weight")
     assert isinstance(name, Safe) and shown(name) is name
     assert "<b>" not in name and html.unescape(re.sub(r"<[^>]+>", "", name)) == "<b>blk</b>.0.weight"
     # a cell that is Safe markup keeps it; a cell of text shows its markup as text
@@ -110,9 +110,9 @@ def test_safe_markup_passes_and_everything_else_is_escaped():
 
 
 def test_a_name_too_long_is_cut_in_code_name():
-    cut = course.code_name("layer." * 100)
+    cut = code_name("layer." * 100)
     assert html.unescape(re.sub(r"<[^>]+>", "", cut)).endswith(ELLIPSIS)
-    assert len(html.unescape(re.sub(r"<[^>]+>", "", cut))) == course.CODE_NAME_CHARS
+    assert len(html.unescape(re.sub(r"<[^>]+>", "", cut))) == CODE_NAME_CHARS
 
 
 @given(st.text(max_size=80))

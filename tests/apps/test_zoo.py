@@ -9,6 +9,7 @@ import pytest
 from conftest import require_mlx
 
 from lab.formats import q4k
+from lab.formats.q4k import misreadings
 from lab.teach import zoo
 
 WRONG_PAIRS = [
@@ -54,8 +55,8 @@ def test_code_check_reference_agrees_with_ml_dtypes():
 def test_the_article_numbers_through_the_wrong_decoders():
     block = q4k.presentation_fixture()
     # lane 32 holds 0xA5's high nibble 10: (0.125*3)*10 - 0.0625*8 = 3.25 with subblock 1's fields
-    assert zoo.decode_q4k_shared_metadata(block)[32] == (0.125 * 2) * 10 - 0.0625 * 4  # 2.25: subblock 0's
-    interleaved = zoo.decode_q4k_lanes_interleaved(block)
+    assert misreadings.decode_shared_metadata(block)[32] == (0.125 * 2) * 10 - 0.0625 * 4  # 2.25: subblock 0's
+    interleaved = misreadings.decode_lanes_interleaved(block)
     assert interleaved[0] == 1.0 and interleaved[1] == 0.25 * 10 - 0.25  # 10 lands next to 5
     scales, mins = zoo.unpack_scale_min_unsplit(block[4:16])
     assert scales[4] == block[8] & 63 and scales[4] != 33  # reads B[8] for s_4 instead of assembling 33
@@ -64,7 +65,7 @@ def test_the_article_numbers_through_the_wrong_decoders():
 def test_symmetric_fixture_hides_the_metadata_bug():
     """The article's point: with one scale and one minimum everywhere, reading the wrong
     subblock's metadata gives the right number, so every weight check passes."""
-    wrong = zoo.decode_q4k_shared_metadata
+    wrong = misreadings.decode_shared_metadata
     symmetric = zoo.symmetric_blocks()
     assert zoo.check_weights(wrong, blocks=symmetric).passed
     assert zoo.check_dot_product(wrong, blocks=symmetric).passed
@@ -81,15 +82,15 @@ def test_uniform_zero_metadata_hides_the_split_bug():
 
 
 def test_lane_check_tells_placement_from_metadata():
-    misplaced = zoo.check_lane_placement(zoo.decode_q4k_lanes_interleaved)
+    misplaced = zoo.check_lane_placement(misreadings.decode_lanes_interleaved)
     assert "not lane" in misplaced.detail
-    wrong_metadata = zoo.check_lane_placement(zoo.decode_q4k_shared_metadata)
+    wrong_metadata = zoo.check_lane_placement(misreadings.decode_shared_metadata)
     assert not wrong_metadata.passed and "right lane" in wrong_metadata.detail
 
 
 def test_dot_product_check_reports_signed_error():
     x = zoo.varied_input(256)
-    result = zoo.check_dot_product(zoo.decode_q4k_shared_metadata, x=x)
+    result = zoo.check_dot_product(misreadings.decode_shared_metadata, x=x)
     assert not result.passed and "signed output error" in result.detail
     assert f"signed output error {result.got - result.expected:+.6g}" in result.detail
 

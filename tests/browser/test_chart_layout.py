@@ -13,17 +13,15 @@ dark, as a reader whose marimo is dark would see it."""
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import re
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 from chromium import browser_page
 
+from bench.harness.static_server import static_server
 from lab.teach import charts, course
 from widgets.build import site as sitebuild
 
@@ -122,22 +120,12 @@ DRAWN = (
 )
 
 
-def _serve(directory: Path):
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    return http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(directory)))
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     directory = tmp_path_factory.mktemp("chart-site")
     sitebuild.build(directory, notebooks=[sitebuild.NOTEBOOKS / f"{name}.py" for name in NOTEBOOKS])
-    httpd = _serve(directory)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with static_server(directory) as url:
+        yield url
 
 
 def _gallery_calls() -> list[tuple[str, list]]:
@@ -226,10 +214,8 @@ def gallery(tmp_path_factory):
     notebook.write_text(_gallery_notebook())
     directory = tmp_path_factory.mktemp("chart-gallery")
     sitebuild.build(directory, notebooks=[notebook])
-    httpd = _serve(directory)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/chart_gallery.html"
-    httpd.shutdown()
+    with static_server(directory) as url:
+        yield f"{url}/chart_gallery.html"
 
 
 def _open(page, url: str, width: int, height: int, theme: str):

@@ -4,16 +4,14 @@ aborted and counted."""
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import re
-import threading
 from urllib.parse import quote
 
 import pytest
 from chromium import browser_page
 
+from bench.harness.static_server import static_server
 from widgets.build import site as sitebuild
 
 pytestmark = pytest.mark.browser
@@ -28,15 +26,8 @@ def site(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(site):
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with static_server(site) as url:
+        yield url
 
 
 def test_every_page_loads_offline_with_no_errors(site, server):

@@ -9,8 +9,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from chromium import LAUNCH_ARGS, chromium_path
+from chromium import chromium_path
 
+from bench.harness.chromium import LAUNCH_ARGS
 from widgets.build import standalone
 
 pytestmark = pytest.mark.browser

@@ -1,6 +1,6 @@
 """Write tests/data/model_reference.npz: sentence-transformers' own embeddings of all-MiniLM-L6-v2.
 
-The oracle for lab.teach.model. NOT run in CI, and not by the lab's virtualenv: it needs PyTorch
+The oracle for lab.study.model. NOT run in CI, and not by the lab's virtualenv: it needs PyTorch
 and sentence-transformers, which the lab never installs. Run it from a throwaway virtualenv
 outside the repository, with the repository on PYTHONPATH so that the lab's own round trips
 (lab.formats.mxfp4, lab.formats.nvfp4) quantize the weights; README.md, "Regenerating the model reference", has
@@ -10,7 +10,7 @@ Variants, each the same sentences through sentence-transformers' SentenceTransfo
     fp32         the shipped float32 weights
     mxfp4_mlx    each of the 36 encoder Linear weights replaced by mxfp4.quantize(w, rule="mlx").dequantize()
     nvfp4        ... by nvfp4.quantize(w).dequantize()
-Embeddings, LayerNorms and biases stay float32, as lab.teach.model.load(quantize=...) leaves them.
+Embeddings, LayerNorms and biases stay float32, as lab.study.model.load(quantize=...) leaves them.
 
 The file also holds each sentence's token ids as sentence-transformers' tokenizer gives them
 (after truncation to max_seq_length, padded with -1), its untruncated token count, and the
@@ -33,7 +33,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from lab.formats import mxfp4, nvfp4
-from lab.teach.model import LAYER_LINEARS, model_folder
+from lab.study.model import LAYER_LINEARS, model_folder
 
 OUT = Path(__file__).with_name("model_reference.npz")
 

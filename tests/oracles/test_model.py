@@ -1,4 +1,4 @@
-"""lab.teach.model against sentence-transformers' own embeddings of all-MiniLM-L6-v2.
+"""lab.study.model against sentence-transformers' own embeddings of all-MiniLM-L6-v2.
 
 The oracle is tests/data/model_reference.npz, which tests/data/make_model_reference.py writes
 outside CI with PyTorch and sentence-transformers (README: "Regenerating the model reference").
@@ -22,8 +22,8 @@ from support import require_real_model
 
 from lab.errors import InputError, LabError, NonFiniteError, RuleError, ShapeError
 from lab.formats import mxfp4, nvfp4, q4k
-from lab.teach import model, real_weights
-from lab.teach.model import ModelConfigError, QuantizeError
+from lab.study import model, real_weights
+from lab.study.model import ModelConfigError, QuantizeError
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "model_reference.npz"
 #: the largest |lab − sentence-transformers| allowed in any embedding component
@@ -314,7 +314,7 @@ def test_quantize_of_the_wrong_kind_is_refused(quantize):
 
 @dataclass(frozen=True)
 class StandInFormat:
-    """What lab.teach.model needs of a lab.formats.Format: quantize(w).dequantize() and block_size."""
+    """What lab.study.model needs of a lab.formats.Format: quantize(w).dequantize() and block_size."""
 
     quantize: object
     block_size: int

@@ -18,7 +18,7 @@ import pytest
 from lab.errors import LabError, ShapeError
 from lab.formats import FORMATS, QuantizedTensor, UnknownFormatError, get, mxfp4, nf4, register, unregister
 from lab.formats.registry import GGUFTensor, MLXTensor
-from lab.teach import real_weights
+from lab.study import real_weights
 
 EXPECTED = [
     "mxfp4",

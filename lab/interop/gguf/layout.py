@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import gguf
 import numpy as np
 
-import gguf
 from lab.formats import with_gguf
 
 MAGIC = b"GGUF"

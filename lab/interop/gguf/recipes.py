@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+import gguf
 import numpy as np
 
-import gguf
 from lab.formats import q4k
 from lab.formats.q8_0 import BLOCK_WEIGHTS as Q8_0_BLOCK_WEIGHTS
 from lab.interop.gguf.layout import TensorInfo

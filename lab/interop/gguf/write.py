@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+import gguf
 import numpy as np
 
-import gguf
 from lab._arrays import to_float32_input
 from lab.errors import DTypeError, LabError, NonFiniteError, ShapeError, UnsupportedTypeError
 from lab.formats import by_gguf_type

@@ -10,10 +10,10 @@ is meant to catch it, and `zoo_table()` runs every pairing and records whether i
     table       every pairing run, as a table
 
 The fixtures the checks use by default (asymmetric Q4_K blocks, metadata rows, MXFP4 weights
-with planted ties, varied inputs) live in lab.teach.fixtures and are re-exported here.
+with planted ties, varied inputs) live in lab.formats.fixtures and are re-exported here.
 """
 
-from lab.teach.fixtures import (
+from lab.formats.fixtures import (
     asymmetric_blocks,
     metadata_fixture,
     mlx_check_weights,
@@ -41,13 +41,10 @@ from lab.teach.zoo.specimens import (
     decode_mxfp4,
     decode_mxfp4_int4_elements,
     decode_mxfp4_raw_scale_byte,
-    decode_q4k_lanes_interleaved,
-    decode_q4k_shared_metadata,
     quantize_mxfp4_floor_scale,
     quantize_mxfp4_mlx,
     quantize_mxfp4_ties_to_even,
     unpack_scale_min_unsplit,
-    wrong_q4k_decoder_matching,
 )
 from lab.teach.zoo.table import ZooRow, ZooTable, run_check, zoo_table
 
@@ -73,8 +70,6 @@ __all__ = [
     "decode_mxfp4",
     "decode_mxfp4_int4_elements",
     "decode_mxfp4_raw_scale_byte",
-    "decode_q4k_lanes_interleaved",
-    "decode_q4k_shared_metadata",
     "metadata_fixture",
     "mlx_check_weights",
     "quantize_mxfp4_floor_scale",
@@ -84,6 +79,5 @@ __all__ = [
     "symmetric_blocks",
     "unpack_scale_min_unsplit",
     "varied_input",
-    "wrong_q4k_decoder_matching",
     "zoo_table",
 ]

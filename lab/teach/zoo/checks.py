@@ -3,7 +3,7 @@
 The checks never compare the lab with itself. Their references are gguf-py (Q4_K weights and
 metadata), the article's formulas written out afresh here (E2M1 and E8M0 values, lane
 placement) and the installed MLX (MXFP4 bytes). Their default data comes from
-lab.teach.fixtures, asymmetric on purpose.
+lab.formats.fixtures, asymmetric on purpose.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from lab.codes import e8m0
 from lab.formats import mlx_layout, mxfp4, q4k
 from lab.formats._blocks import grouped
-from lab.teach.fixtures import asymmetric_blocks, metadata_fixture, mlx_check_weights, varied_input
+from lab.formats.fixtures import asymmetric_blocks, metadata_fixture, mlx_check_weights, varied_input
 
 Q4_K_TYPE = gguf.GGMLQuantizationType.Q4_K
 _F32 = np.float32

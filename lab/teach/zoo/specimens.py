@@ -12,58 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab._arrays import round_to, to_float32_input
+from lab._arrays import to_float32_input
 from lab.codes import e2m1, e8m0, nibble
 from lab.formats import mxfp4, q4k
 from lab.formats._blocks import grouped
-from lab.formats._mx import MXTensor
+from lab.formats.q4k import misreadings
 
 _F32 = np.float32
-
-# --------------------------------------------------------------------------------------------
-# Q4_K decoders: raw bytes [..., 144k] -> weights float32 [..., 256k]
-# --------------------------------------------------------------------------------------------
-
-
-def _reconstruct(d, dmin, scales, mins, codes) -> np.ndarray:
-    """(d*s_j)*q - dmin*m_j in float32 for codes [..., k, 8, 32] in lane order, fields [..., k, 8]."""
-    gain = d[..., None] * scales.astype(_F32)
-    offset = dmin[..., None] * mins.astype(_F32)
-    with np.errstate(invalid="ignore", over="ignore"):
-        weights = gain[..., None] * codes.astype(_F32) - offset[..., None]
-    return weights.reshape(*codes.shape[:-3], -1)
-
-
-def _subblock_codes(codes: np.ndarray) -> np.ndarray:
-    return codes.reshape(*codes.shape[:-1], -1, q4k.SUBBLOCKS, q4k.SUBBLOCK_WEIGHTS)
-
-
-def decode_q4k_lanes_interleaved(raw) -> np.ndarray:
-    """DELIBERATELY WRONG: payload byte p feeds lanes 2p and 2p+1 instead of 64c+l and 64c+32+l.
-
-    The nibbles are split correctly and every weight gets its lane's metadata, but the low and
-    high codes of a byte land next to each other, the way a packed int4 array would read.
-    """
-    tensor = q4k.Q4KTensor(raw)
-    payload = tensor.blocks[..., q4k.PAYLOAD_OFFSET :]
-    neighbours = np.stack([payload & 15, payload >> 4], axis=-1)  # byte p -> lanes 2p, 2p + 1
-    codes = neighbours.reshape(*payload.shape[:-1], q4k.SUBBLOCKS, q4k.SUBBLOCK_WEIGHTS)
-    scales, mins = q4k.unpack_scale_min(tensor.blocks[..., q4k.METADATA_OFFSET : q4k.PAYLOAD_OFFSET])
-    return _reconstruct(tensor.d, tensor.dmin, scales, mins, codes)
-
-
-def decode_q4k_shared_metadata(raw) -> np.ndarray:
-    """DELIBERATELY WRONG: the high nibbles of chunk c use subblock 2c's scale and minimum.
-
-    Placement is right (lanes 64c+l and 64c+32+l) but both halves of the chunk share the low
-    subblock's metadata, as if one byte meant one subblock. Subblocks 1, 3, 5 and 7 come out
-    wrong whenever their metadata differs from their neighbour's.
-    """
-    tensor = q4k.Q4KTensor(raw)
-    scales, mins = q4k.unpack_scale_min(tensor.blocks[..., q4k.METADATA_OFFSET : q4k.PAYLOAD_OFFSET])
-    scales, mins = np.repeat(scales[..., 0::2], 2, axis=-1), np.repeat(mins[..., 0::2], 2, axis=-1)
-    return _reconstruct(tensor.d, tensor.dmin, scales, mins, _subblock_codes(tensor.codes))
-
 
 # --------------------------------------------------------------------------------------------
 # Q4_K metadata unpackers: twelve bytes [..., 12] -> (scales, mins) [..., 8]
@@ -108,11 +63,11 @@ def decode_mxfp4_int4_elements(codes, scale_bytes) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def quantize_mxfp4_mlx(w) -> MXTensor:
+def quantize_mxfp4_mlx(w) -> mxfp4.MXTensor:
     return mxfp4.quantize(w, rule="mlx")
 
 
-def _quantize_mxfp4_with(w, scale_rule: str, element_rounding: str) -> MXTensor:
+def _quantize_mxfp4_with(w, scale_rule: str, element_rounding: str) -> mxfp4.MXTensor:
     """MXFP4 under a chosen scale rule and element rounding, storing zero as +0 as MLX does,
     so that the two rules are the only difference from MLX."""
     weights, _ = to_float32_input(w)
@@ -126,14 +81,14 @@ def _quantize_mxfp4_with(w, scale_rule: str, element_rounding: str) -> MXTensor:
     return mxfp4.from_parts(np.where(codes == negative_zero, np.uint8(0), codes), scale_bytes)
 
 
-def quantize_mxfp4_floor_scale(w) -> MXTensor:
+def quantize_mxfp4_floor_scale(w) -> mxfp4.MXTensor:
     """DELIBERATELY WRONG for MLX: the OCP floor scale rule, floor(log2(amax)) - 2, where MLX 0.32.4
     takes ceil(log2(amax / 6)). Both are legitimate rules; feeding one's bytes to a kernel that
     expects the other's is the bug. Elements follow MLX (ties toward zero)."""
     return _quantize_mxfp4_with(w, scale_rule="ocp", element_rounding="mlx")
 
 
-def quantize_mxfp4_ties_to_even(w) -> MXTensor:
+def quantize_mxfp4_ties_to_even(w) -> mxfp4.MXTensor:
     """DELIBERATELY WRONG for MLX: elements rounded half to even (OCP, ml_dtypes) where MLX sends a
     tie toward zero. Only values exactly halfway between two E2M1 entries change, so random
     data almost never shows it; data with planted ties does. The scale follows MLX (ceil)."""
@@ -160,7 +115,7 @@ Q4K_DECODERS = (
     Specimen(
         "lanes 0/1 (interleaved)",
         "q4k decoder",
-        decode_q4k_lanes_interleaved,
+        misreadings.decode_lanes_interleaved,
         True,
         "the two nibbles of a payload byte go to neighbouring lanes instead of lanes 32 apart",
         (3,),
@@ -168,7 +123,7 @@ Q4K_DECODERS = (
     Specimen(
         "one subblock's metadata for both nibbles",
         "q4k decoder",
-        decode_q4k_shared_metadata,
+        misreadings.decode_shared_metadata,
         True,
         "the high nibbles of each 64-lane chunk use the low subblock's scale and minimum",
         (4, 5),
@@ -224,20 +179,3 @@ MXFP4_QUANTIZERS = (
     ),
 )
 SPECIMENS = Q4K_DECODERS + METADATA_UNPACKERS + MXFP4_DECODERS + MXFP4_QUANTIZERS
-
-
-def wrong_q4k_decoder_matching(raw, values: np.ndarray, rounding_dtype: str) -> Specimen | None:
-    """The deliberately wrong Q4_K decoder whose output, rounded to `rounding_dtype`, equals
-    `values` at every element (NaN matching NaN), or None when none does.
-
-    The on-device pane asks this when a library's decode of Q4_K bytes disagrees with gguf-py:
-    a named, reproducible mistake says more than a count of differing weights.
-    """
-    for decoder in Q4K_DECODERS:
-        if not decoder.deliberately_wrong:
-            continue
-        with np.errstate(invalid="ignore", over="ignore"):
-            candidate = round_to(decoder.function(raw), rounding_dtype)
-        if np.array_equal(candidate.reshape(np.shape(values)), values, equal_nan=True):
-            return decoder
-    return None

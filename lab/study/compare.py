@@ -16,8 +16,9 @@ import numpy as np
 
 from lab.formats import FORMATS
 from lab.numbers import format_number
-from lab.teach import cache as result_cache
-from lab.teach import real_weights
+from lab.study import cache as result_cache
+from lab.study import real_weights
+from lab.study.metrics import relative_error
 
 #: the real tensors of all-MiniLM-L6-v2 the comparison uses: two feed-forward down projections
 #: (rows of 1536, a multiple of every block size) and an attention query (rows of 384, which
@@ -44,14 +45,8 @@ def sources(rows: int = 64, seed: int = 0) -> dict[str, np.ndarray]:
     return {**{name.removeprefix("encoder."): w for name, w in found.items()}, **synthetic}
 
 
-def relative_error(w: np.ndarray, w_hat: np.ndarray) -> float:
-    """‖ŵ − w‖ / ‖w‖ over the whole tensor, in float64."""
-    w64 = np.asarray(w, np.float64)
-    return float(np.linalg.norm(np.asarray(w_hat, np.float64) - w64) / np.linalg.norm(w64))
-
-
 #: the code behind error_rows' numbers, relative to the lab package: a change to any of it misses
-ERROR_SOURCES = ("codes", "formats", "_arrays.py", "errors.py", "teach/compare.py")
+ERROR_SOURCES = ("codes", "formats", "_arrays.py", "errors.py", "study/metrics.py", "study/compare.py")
 CACHE_NAMESPACE = "compare"
 
 
@@ -72,7 +67,7 @@ def error_rows(weights: dict[str, np.ndarray], cache: bool = False) -> list[dict
     its converter would give. Bits per weight are the registry's: what the format stores per
     weight (MLX's affine scales and biases in float16, as MLX keeps them beside float16 weights).
 
-    `cache=True` keeps each source's errors on disk (lab.teach.cache), one file per source
+    `cache=True` keeps each source's errors on disk (lab.study.cache), one file per source
     holding an entry per format, and reads them back while the source's bytes, the lab's code
     and version and numpy's version are unchanged; the rows are the same either way.
     """

@@ -8,7 +8,7 @@ MLX the report says so and how to install it; a step MLX refuses becomes a line 
 not an exception. The modules, one job each:
 
     report      the dataclasses a run produces (DeviceReport, DeviceRun, Comparison, RoundTrip...)
-    render      the report as markdown, in words ("row 0, element 5"), not tuples
+    render      report_markdown(report): the report as markdown, in words ("row 0, element 5"), not tuples
     compare     pure numpy comparisons and rounding allowances, no MLX
     steps       the guarded MLX calls, the device list, refusals
     blocks      run_block: every format in the registry with an MLX mode
@@ -16,14 +16,17 @@ not an exception. The modules, one job each:
     round_trip  MLX's own quantize-then-dequantize beside the lab's
     q4k         run_q4k, mx.load of a GGUF file, and the diagnosis of what MLX got wrong
     support     mlx_support: which registry formats MLX runs, and what mx.load makes of each GGUF type
+    model       run_model: the real model's Linears through mx.quantized_matmul
+
+May import: lab.codes, lab.formats, lab.interop, lab.study and lab's root modules; never lab.teach.
 """
 
-from lab.teach.pane.blocks import resolve_format, run_block
-from lab.teach.pane.compare import FLOAT32_UNIT_ROUNDOFF, compare_matmul, compare_values
-from lab.teach.pane.model import run_model
-from lab.teach.pane.q4k import GGUF_TENSOR_NAME, run_q4k
-from lab.teach.pane.render import LISTED_DIFFERENCES, NAMED_GROUPS
-from lab.teach.pane.report import (
+from lab.device.blocks import resolve_format, run_block
+from lab.device.compare import FLOAT32_UNIT_ROUNDOFF, compare_matmul, compare_values
+from lab.device.model import run_model
+from lab.device.q4k import GGUF_TENSOR_NAME, run_q4k
+from lab.device.render import LISTED_DIFFERENCES, NAMED_GROUPS, report_markdown
+from lab.device.report import (
     Breakdown,
     Comparison,
     DeviceReport,
@@ -34,8 +37,8 @@ from lab.teach.pane.report import (
     NonFiniteValue,
     RoundTrip,
 )
-from lab.teach.pane.steps import mlx_devices
-from lab.teach.pane.support import mlx_support
+from lab.device.steps import mlx_devices
+from lab.device.support import mlx_support
 
 __all__ = [
     "FLOAT32_UNIT_ROUNDOFF",
@@ -55,6 +58,7 @@ __all__ = [
     "compare_values",
     "mlx_devices",
     "mlx_support",
+    "report_markdown",
     "resolve_format",
     "run_block",
     "run_model",

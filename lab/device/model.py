@@ -3,7 +3,7 @@
     report = run_model("mxfp4")            # every MLX device present, the similarity sentences
     report.to_markdown()
 
-The forward pass is lab.teach.model's, with one change: each encoder Linear's product x·Ŵᵀ is
+The forward pass is lab.study.model's, with one change: each encoder Linear's product x·Ŵᵀ is
 computed by MLX from the lab's bytes (`to_mlx()`; Q4_K through its affine repack
 `to_mlx_affine()`, groups of 32) with `mx.quantized_matmul`, and a Linear the format left float32
 by `mx.matmul`. Everything else (embeddings, attention, LayerNorm, GELU) stays the lab's numpy, so
@@ -27,8 +27,8 @@ rounding errors mostly cancel, and the report shows how much of the bound each l
 Without MLX the report says so and how to install it; a Linear MLX refuses is a line in the report
 and the lab's own product stands in for it, so the pass still completes.
 
-`run_model(fmt, cache=True)` keeps the report on disk (lab.teach.cache), keyed by everything it
-depends on: the model's files and the lab's code (lab.teach.behaviour.model_key), this pane's code,
+`run_model(fmt, cache=True)` keeps the report on disk (lab.study.cache), keyed by everything it
+depends on: the model's files and the lab's code (lab.study.behaviour.model_key), this pane's code,
 the MLX version, every device's name, the format and the sentences. A report read back is the one
 that run computed, on the same MLX and the same devices.
 """
@@ -39,15 +39,15 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from lab.device.compare import FLOAT32_UNIT_ROUNDOFF
+from lab.device.steps import Steps, device_name, mlx_devices, mlx_version
 from lab.errors import LabError
 from lab.formats import mlx_layout, q4k
 from lab.formats.registry import Format, get
-from lab.teach import behaviour
-from lab.teach import cache as result_cache
-from lab.teach import model as sentence_model
-from lab.teach.course import code_name
-from lab.teach.pane.compare import FLOAT32_UNIT_ROUNDOFF
-from lab.teach.pane.steps import Steps, device_name, mlx_devices, mlx_version
+from lab.study import behaviour
+from lab.study import cache as result_cache
+from lab.study import model as sentence_model
+from lab.text import code_name
 
 #: roundings per term beyond the K − 1 of the sum: product, code·scale, + bias, a tensor factor
 EXTRA_ROUNDINGS = 4
@@ -226,7 +226,7 @@ class _DeviceLinears(sentence_model.SentenceModel):
 
 
 #: this pane's code, beside behaviour.model_key()'s: what a cached report also depends on
-PANE_SOURCES = ("teach/pane",)
+PANE_SOURCES = ("device",)
 CACHE_NAMESPACE = "device_model"
 
 
@@ -258,7 +258,7 @@ def _report_from_json(entry: dict) -> ModelDeviceReport:
 def run_model(fmt: str, sentences: list[str] | None = None, cache: bool = False) -> ModelDeviceReport:
     """all-MiniLM-L6-v2 quantized with `fmt`, its Linears on every MLX device, against the lab's numpy.
 
-    sentences: what to embed (default: lab.teach.behaviour.SIMILARITY_SENTENCES). cache: keep the
+    sentences: what to embed (default: lab.study.behaviour.SIMILARITY_SENTENCES). cache: keep the
     report on disk and read it back while nothing it depends on has changed (see the module's
     docstring).
     """

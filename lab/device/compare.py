@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from lab._arrays import round_to
+from lab.device.render import LISTED_DIFFERENCES, NAMED_GROUPS
+from lab.device.report import Breakdown, Comparison, Difference, MatmulComparison, NonFinite, NonFiniteValue
 from lab.numbers import position_text
-from lab.teach.pane.render import LISTED_DIFFERENCES, NAMED_GROUPS
-from lab.teach.pane.report import Breakdown, Comparison, Difference, MatmulComparison, NonFinite, NonFiniteValue
 
 #: the unit roundoff of float32 accumulation, 2^-24
 FLOAT32_UNIT_ROUNDOFF = 2.0**-24

@@ -16,10 +16,10 @@ import tempfile
 import gguf
 import numpy as np
 
+from lab.device.q4k import dequantize_loaded
+from lab.device.steps import Steps, mlx_version
 from lab.formats import FORMATS, mlx_layout
 from lab.interop.gguf.write import write_gguf
-from lab.teach.pane.q4k import dequantize_loaded
-from lab.teach.pane.steps import Steps, mlx_version
 
 #: the tensor's name in the probe file, ending in ".weight" as GGUF's weight tensors do: MLX names
 #: a quantized triple's scales and biases by cutting seven characters (".weight") off it, so

@@ -1,5 +1,8 @@
 """How far reconstructed weights land from the originals: the error figures every page reports.
 
+relative error         ||ŵ − w||₂ / ||w||₂ over the whole tensor (Frobenius for a matrix), in float64:
+                       relative_error(w, ŵ), the one definition the comparison table and the model
+                       study share; error_metrics reports the same number as its relative RMSE
 relative RMSE          ||ŵ − w||₂ / ||w||₂ (0 is perfect; it is RMSE divided by the tensor's RMS)
 max abs error          max |ŵ − w|
 outlier share          share of weights with |w| > 6·rms(w), where rms(w) = sqrt(mean(w²)); a
@@ -15,6 +18,16 @@ import numpy as np
 
 #: a weight is an outlier when |w| exceeds this many times the tensor's RMS
 OUTLIER_RMS_MULTIPLE = 6.0
+
+
+def relative_error(w: np.ndarray, w_hat: np.ndarray) -> float:
+    """||ŵ − w|| / ||w|| over the whole tensor, in float64; 0 where both are all zeros."""
+    w64 = np.asarray(w, np.float64)
+    error = float(np.linalg.norm(np.asarray(w_hat, np.float64) - w64))
+    norm = float(np.linalg.norm(w64))
+    if norm == 0:
+        return 0.0 if error == 0 else float("inf")
+    return error / norm
 
 
 @dataclass(frozen=True)

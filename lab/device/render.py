@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lab.device.report import non_finite_summary
 from lab.numbers import position_text
 
 if TYPE_CHECKING:
-    from lab.teach.pane.report import (
+    from lab.device.report import (
         Breakdown,
         Comparison,
         DeviceReport,
@@ -30,15 +31,6 @@ NAMED_GROUPS = 8
 def shape_text(shape: tuple[int, ...]) -> str:
     """(32,) -> '32'; (1, 32) -> '1 × 32'."""
     return " × ".join(str(int(n)) for n in shape)
-
-
-def non_finite_summary(flag: NonFinite) -> str:
-    """'3 non-finite values (1 NaN, 2 +inf), first at row 0, element 4 (row 0, scale group 0, scale byte 0xFF)'."""
-    kinds = {"NaN": flag.nan, "+inf": flag.positive_infinity, "−inf": flag.negative_infinity}
-    counted = ", ".join(f"{count} {name}" for name, count in kinds.items() if count)
-    first = flag.first[0]
-    where = f"{position_text(first.index)} ({position_text(first.group, 'scale group')}, {first.scale})"
-    return f"{flag.count} non-finite value{'s' if flag.count != 1 else ''} ({counted}), first at {where}"
 
 
 def report_markdown(report: DeviceReport) -> str:

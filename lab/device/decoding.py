@@ -12,9 +12,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from lab.device.compare import compare_values, one_float32_ulp, product_and_sum_allowance, rounding_allowance
+from lab.device.report import Comparison
 from lab.formats import mlx_layout
-from lab.teach.pane.compare import compare_values, one_float32_ulp, product_and_sum_allowance, rounding_allowance
-from lab.teach.pane.report import Comparison
 
 
 def dequantize_allowance(lab_arrays: list[np.ndarray], bits: int, lab_weights: np.ndarray) -> dict:

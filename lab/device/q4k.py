@@ -2,7 +2,7 @@
 
 There are two MLX paths: the block rewritten as MLX affine groups of 32 (lab.formats.q4k.to_mlx_affine),
 and a real GGUF file read back with mx.load. The reference for Q4_K is gguf-py's decoder; where
-MLX disagrees with it the pane says where, names the deliberately wrong decoder from the zoo
+MLX disagrees with it the pane says where, names the known misreading of Q4_K
 that reproduces MLX's values if one does, and never moves the lab.
 """
 
@@ -14,15 +14,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from lab.formats import mlx_layout, q4k
-from lab.teach.pane.compare import (
+from lab.device.compare import (
     compare_matmul,
     compare_values,
     product_and_sum_allowance,
     rounding_allowance,
 )
-from lab.teach.pane.report import Comparison, DeviceReport, DeviceRun
-from lab.teach.pane.steps import Steps, device_name, learner_input, mlx_devices, mlx_version, unavailable
+from lab.device.report import Comparison, DeviceReport, DeviceRun
+from lab.device.steps import Steps, device_name, learner_input, mlx_devices, mlx_version, unavailable
+from lab.formats import mlx_layout, q4k
+from lab.formats.q4k import misreadings
 
 GGUF_TENSOR_NAME = "lab.q4k"
 
@@ -40,8 +41,8 @@ def run_q4k(raw, x=None) -> DeviceReport:
         mx = mlx_layout.mlx_core()
     except mlx_layout.MLXUnavailableError as error:
         return unavailable(q4k.FORMAT.name, error, title=q4k.FORMAT.title)
-    # gguf-py (and lab.teach.zoo, which imports it) load when a Q4_K pane runs: notebooks that show only
-    # the MXFP4 or NVFP4 pane reach this module through lab.teach.pane and need neither at start-up.
+    # gguf-py loads when a Q4_K pane runs: notebooks that show only the MXFP4 or NVFP4 pane reach
+    # this module through lab.device and need it not at start-up.
     import gguf
 
     with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d is the block's own answer
@@ -243,16 +244,13 @@ def _implied_group_size_and_bits(packed: np.ndarray, scales: np.ndarray, length:
 
 
 def _diagnose_loaded(values: np.ndarray, tensor: q4k.Q4KTensor, rounding_dtype: str, comparison: Comparison) -> str:
-    """When MLX disagrees, name a deliberately broken decoder from lab.teach.zoo that reproduces it exactly."""
+    """When MLX disagrees, name a known misreading of Q4_K (lab.formats.q4k.misreadings) that reproduces it exactly."""
     if comparison.within_rounding == comparison.total:
         return ""
-    # lab.teach.zoo imports gguf-py too; it is needed only once MLX has disagreed
-    from lab.teach.zoo import wrong_q4k_decoder_matching
-
-    decoder = wrong_q4k_decoder_matching(tensor.raw, values, rounding_dtype)
-    if decoder is None:
+    misreading = misreadings.misreading_matching(tensor.raw, values, rounding_dtype)
+    if misreading is None:
         return "None of lab.zoo's deliberately wrong decoders reproduces MLX's values."
     return (
         f"MLX's values equal, at every element, lab.zoo's deliberately wrong decoder "
-        f"'{decoder.name}' rounded to {rounding_dtype}: {decoder.what_is_wrong}"
+        f"'{misreading.name}' rounded to {rounding_dtype}: {misreading.what_is_wrong}"
     )

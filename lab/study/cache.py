@@ -150,11 +150,13 @@ LAB_ROOT = Path(lab.__file__).resolve().parent
 @functools.cache
 def lab_source_digest(names: tuple[str, ...]) -> str:
     """The digest of the lab's own source files named relative to the lab package (a folder
-    stands for every .py below it), e.g. ("codes", "formats", "teach/model.py"). Worked out once
+    stands for every .py below it), e.g. ("codes", "formats", "study/model.py"). Worked out once
     per process, as the code a process runs does not change under it."""
     paths = []
     for name in names:
         path = LAB_ROOT / name
+        if not path.exists():  # a module moved and its key would silently stop covering it
+            raise LabError(f"lab source {name!r} named in a cache key does not exist under {LAB_ROOT}")
         paths += sorted(path.rglob("*.py")) if path.is_dir() else [path]
     return source_digest(paths)
 

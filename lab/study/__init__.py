@@ -1,0 +1,7 @@
+"""What a format does to a real model: all-MiniLM-L6-v2 as numpy (model), its safetensors weights
+through every format (real_weights), the retrieval task (retrieval_data) and what quantizing does
+to its answers (behaviour), the error measures (metrics), the side-by-side table (compare), and the
+checked on-disk result cache (cache).
+
+May import: lab.codes, lab.formats, lab.interop and lab's root modules.
+"""
