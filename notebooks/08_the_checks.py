@@ -10,9 +10,10 @@ def _():
 
     from lab import device
     from lab.formats import q4k
+    from lab.formats.q4k import misreadings
     from lab.teach import zoo
 
-    return device, mo, q4k, zoo
+    return device, misreadings, mo, q4k, zoo
 
 
 @app.cell(hide_code=True)

@@ -84,7 +84,7 @@ CHARTS = {
     "difference_chart": _difference,
     "tensor_error_chart": lambda: charts.tensor_error_chart(TENSORS, "NVFP4"),
     "outlier_chart": lambda: charts.outlier_chart(TENSORS, "NVFP4"),
-    "similarity_heatmaps_chart": lambda: charts._heatmap(SIMILARITY, SENTENCES, FORMAT, legend=True),
+    "similarity_heatmaps_chart": lambda: charts.answers._heatmap(SIMILARITY, SENTENCES, FORMAT, legend=True),
     "per_sentence_cosine_chart": lambda: charts.per_sentence_cosine_chart([0.99, 0.98, 0.97, 0.999], SENTENCES, FORMAT),
     "retrieval_quality_chart": lambda: charts.retrieval_quality_chart(STUDY),
     "retrieval_margins_chart": lambda: charts.retrieval_margins_chart(MARGINS, FORMAT),
@@ -175,7 +175,7 @@ def test_every_legend_fits_the_narrowest_plot(name):
     as wide as its widest entry, must fit the plot on a phone."""
     for field, legend, entries in _legends(_spec(name)):
         columns = legend.get("columns") or len(entries)
-        widths = [charts._text_px(_label_lines(str(entry), legend))[0] + charts.LEGEND_SYMBOL_PX for entry in entries]
+        widths = [charts.text_px(_label_lines(str(entry), legend))[0] + charts.LEGEND_SYMBOL_PX for entry in entries]
         row = sum(max(widths[i::columns]) for i in range(columns)) + charts.LEGEND_COLUMN_GAP * (columns - 1)
         assert row <= charts.NARROWEST_PLOT, (name, field, entries, columns, row)
 

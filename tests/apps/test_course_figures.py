@@ -87,7 +87,7 @@ def test_no_traced_lane_rule_runs_through_another_lanes_label():
             boxes = []
             for x, label, place in zip(xs, labels, layout, strict=True):
                 assert " ".join(place["lines"]) == label
-                width, height = charts._text_px(place["lines"])
+                width, height = charts.text_px(place["lines"])
                 left = x + charts.TRACED_LABEL_GAP if place["side"] == "left" else x - charts.TRACED_LABEL_GAP - width
                 assert 0 <= left and left + width <= charts.NARROWEST_PLOT, (payload_index, label, place)
                 boxes.append((left, place["label top"], left + width, place["label top"] + height))
