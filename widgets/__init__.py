@@ -1,10 +1,14 @@
 """The article's figures as anywidgets.
 
-Every widget keeps all of its state in synced traits. The browser side (one ES module per figure,
-bundled with the JS codec modules it imports from codec/) computes what it shows from those
-traits, so a static HTML export re-renders and stays interactive with no kernel. The Python side
-recomputes the same derived traits with the `lab` codec, so notebooks and tests can read them; the
-golden-vector tests prove the two codecs agree bit for bit.
+Python sets a widget's input traits, its only synced state; the browser side (one ES module per
+figure, bundled with the JS codec modules it imports from codec/) computes everything it shows
+from them, so a static HTML export re-renders and stays interactive with no kernel.
+
+A few values are also read back in Python: a later notebook cell prints them, or a test runs the
+notebook or opens a file's block in a widget and checks them. Only those are derived here as
+well, with the `lab` codec, into traits tagged `derived`. They are not synced: the browser never
+reads them, it computes its own with the JS codec, and the golden-vector tests (tests/js/) prove
+the two codecs agree bit for bit.
 """
 
 from __future__ import annotations
@@ -16,10 +20,10 @@ import numpy as np
 import traitlets as t
 
 from lab import numbers as text
-from lab.codes import e2m1, e4m3, e8m0, nibble
+from lab.codes import e8m0, nibble
 from lab.errors import LabError
-from lab.formats import iq4_nl, mxfp4, nf4, nvfp4, q4_0, q4k
-from lab.teach import scale, sizes
+from lab.formats import iq4_nl, mxfp4, nvfp4, q4_0, q4k
+from lab.teach import scale
 
 from ._bundle import bundle, stylesheet
 
@@ -37,17 +41,23 @@ def _finite_or_none(value: float) -> float | None:
 
 class _LabWidget(anywidget.AnyWidget):
     _css = stylesheet()
-    message = t.Unicode("").tag(sync=True)
     #: presenter view: everything drawn 1.5 times larger, for a projector (an input, kept in the link)
     presenter = t.Bool(False).tag(sync=True)
+
+    #: the synced traits: all the browser draws from (and the standalone pages keep in the link)
+    _inputs: tuple[str, ...] = ()
+
+
+class _DerivingWidget(_LabWidget):
+    """A figure some of whose values Python reads back: they follow every change of an input."""
+
+    #: why the derived traits are empty, or "" (the browser words its own problem from the inputs)
+    message = t.Unicode("")
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.observe(lambda _change: self._derive(), names=self._inputs)
         self._derive()
-
-    #: traits the widget reads (and the standalone pages keep in the link)
-    _inputs: tuple[str, ...] = ()
 
     def _derive(self) -> None:
         """Recompute every derived trait from the input traits with the `lab` codec."""
@@ -56,33 +66,27 @@ class _LabWidget(anywidget.AnyWidget):
     def _refuse(self, error: LabError) -> None:
         """Say what is wrong and reset every derived trait, so nothing stale looks current."""
         self.set_trait("message", str(error))
-        inherited = anywidget.AnyWidget.class_traits()
-        for name, trait in self.traits(sync=True).items():
-            if name in self._inputs or name in inherited or name.startswith("_") or name == "message":
-                continue
+        for name, trait in self.traits(derived=True).items():
             self.set_trait(name, None if trait.allow_none else trait.default())
 
 
-class NibbleDecoder(_LabWidget):
+class NibbleDecoder(_DerivingWidget):
     """One nibble under every 4-bit decoder: E2M1, UINT4, INT4, Q4_0, NF4, IQ4_NL. Input trait: `code` (0..15).
 
-    The Q4_0, NF4 and IQ4_NL readings are what the code stands for before the block's scale,
-    taken from the format modules' own tables.
+    Derived for Python: the E2M1, UINT4 and INT4 readings, and the Q4_0 and IQ4_NL levels (what the
+    code stands for before the block's scale, from the format modules' own tables). A code outside
+    0..15 is refused as it is set, so `message` stays "".
     """
 
     _esm = bundle("nibble.js")
     _inputs = ("code", "presenter")
 
     code = t.Int(0b0101).tag(sync=True)
-    bits = t.Unicode().tag(sync=True)
-    e2m1_value = t.Float().tag(sync=True)
-    e2m1_formula = t.Unicode().tag(sync=True)
-    e2m1_kind = t.Unicode().tag(sync=True)
-    uint4 = t.Int().tag(sync=True)
-    int4 = t.Int().tag(sync=True)
-    q4_0 = t.Int().tag(sync=True)
-    nf4 = t.Float().tag(sync=True)
-    iq4_nl = t.Int().tag(sync=True)
+    e2m1_value = t.Float().tag(derived=True)
+    uint4 = t.Int().tag(derived=True)
+    int4 = t.Int().tag(derived=True)
+    q4_0 = t.Int().tag(derived=True)
+    iq4_nl = t.Int().tag(derived=True)
 
     @t.validate("code")
     def _check_code(self, proposal):
@@ -90,21 +94,19 @@ class NibbleDecoder(_LabWidget):
         return proposal["value"]
 
     def _derive(self) -> None:
-        parts = e2m1.explain(self.code)
         readings = nibble.three_decoders(self.code)
-        self.set_trait("bits", readings["bits"])
-        self.set_trait("e2m1_value", parts["value"])
-        self.set_trait("e2m1_formula", parts["formula"])
-        self.set_trait("e2m1_kind", parts["kind"])
+        self.set_trait("e2m1_value", readings["e2m1"])
         self.set_trait("uint4", readings["uint4"])
         self.set_trait("int4", readings["int4"])
         self.set_trait("q4_0", self.code - q4_0.CODE_OFFSET)
-        self.set_trait("nf4", float(nf4.LEVELS[self.code]))
         self.set_trait("iq4_nl", int(iq4_nl.KVALUES[self.code]))
 
 
-class ScaleLab(_LabWidget):
-    """The article's scale lab. Input traits: `w_text`, `x_text` (comma-separated) and `scale`."""
+class ScaleLab(_DerivingWidget):
+    """The article's scale lab. Input traits: `w_text`, `x_text` (comma-separated) and `scale`.
+
+    Derived for Python: the reconstructed weights `w_hat` and the outputs `y`, `y_hat`, `delta_y`.
+    """
 
     _esm = bundle("scale_lab.js")
     _inputs = ("w_text", "x_text", "scale", "fine", "presenter")
@@ -114,13 +116,10 @@ class ScaleLab(_LabWidget):
     scale = t.Float(0.5).tag(sync=True)
     #: the slider moves in fine steps of 2^(1/20) instead of powers of two
     fine = t.Bool(False).tag(sync=True)
-    w_hat = t.List(t.Float()).tag(sync=True)
-    weight_error = t.List(t.Float()).tag(sync=True)
-    clipped = t.List(t.Bool()).tag(sync=True)
-    codes = t.List(t.Int()).tag(sync=True)
-    y = t.Float(allow_none=True).tag(sync=True)
-    y_hat = t.Float(allow_none=True).tag(sync=True)
-    delta_y = t.Float(allow_none=True).tag(sync=True)
+    w_hat = t.List(t.Float()).tag(derived=True)
+    y = t.Float(allow_none=True).tag(derived=True)
+    y_hat = t.Float(allow_none=True).tag(derived=True)
+    delta_y = t.Float(allow_none=True).tag(derived=True)
 
     def _derive(self) -> None:
         try:
@@ -132,9 +131,6 @@ class ScaleLab(_LabWidget):
             return
         self.set_trait("message", "")
         self.set_trait("w_hat", row.w_hat.tolist())
-        self.set_trait("weight_error", row.weight_error.tolist())
-        self.set_trait("clipped", row.clipped.tolist())
-        self.set_trait("codes", row.codes.tolist())
         self.set_trait("y", row.y)
         self.set_trait("y_hat", row.y_hat)
         self.set_trait("delta_y", row.delta_y)
@@ -177,11 +173,12 @@ _OWNERSHIP_CODES = [
 ]
 
 
-class OwnershipView(_LabWidget):
+class OwnershipView(_DerivingWidget):
     """Who owns which scale: the same 32 codes as one MXFP4 block and as two NVFP4 blocks.
 
     Input traits: `codes` (32 nibbles), `mx_scale_byte` (E8M0), `nv_scale_bytes` (two E4M3 bytes),
     `tensor_scale` (the FP32 multiplier applied on decode), `selected` (the traced element).
+    Derived for Python: the MXFP4 scale, both readings' 32 weights and the traced element's formulas.
     """
 
     _esm = bundle("ownership.js")
@@ -192,14 +189,11 @@ class OwnershipView(_LabWidget):
     nv_scale_bytes = t.List(t.Int(), default_value=[(5 << 3) | 2, 0x38], minlen=2, maxlen=2).tag(sync=True)
     tensor_scale = t.Float(1.0).tag(sync=True)
     selected = t.Int(0).tag(sync=True)
-    mx_scale = t.Float(allow_none=True).tag(sync=True)
-    mx_weights = t.List(t.Float(allow_none=True)).tag(sync=True)
-    mx_formula = t.Unicode().tag(sync=True)
-    nv_scales = t.List(t.Float(allow_none=True)).tag(sync=True)
-    nv_weights = t.List(t.Float(allow_none=True)).tag(sync=True)
-    nv_formula = t.Unicode().tag(sync=True)
-    mx_bits_per_weight = t.Float(mxfp4.BITS_PER_WEIGHT).tag(sync=True)
-    nv_bits_per_weight = t.Float(sizes.FORMAT_BITS_PER_WEIGHT["NVFP4"]).tag(sync=True)
+    mx_scale = t.Float(allow_none=True).tag(derived=True)
+    mx_weights = t.List(t.Float(allow_none=True)).tag(derived=True)
+    mx_formula = t.Unicode().tag(derived=True)
+    nv_weights = t.List(t.Float(allow_none=True)).tag(derived=True)
+    nv_formula = t.Unicode().tag(derived=True)
 
     def _derive(self) -> None:
         try:
@@ -221,15 +215,15 @@ class OwnershipView(_LabWidget):
         self.set_trait("mx_scale", _finite_or_none(float(e8m0.decode(self.mx_scale_byte))))
         self.set_trait("mx_weights", _plain(mx_block.dequantize()))
         self.set_trait("mx_formula", mx_block.explain(self.selected)["formula"])
-        self.set_trait("nv_scales", _plain(nv_block.block_scales))
         self.set_trait("nv_weights", _plain(nv_block.dequantize()))
         self.set_trait("nv_formula", nv_block.explain(self.selected)["formula"])
 
 
-class Q4KExplorer(_LabWidget):
+class Q4KExplorer(_DerivingWidget):
     """Follow one payload byte of a 144-byte Q4_K block to its two weights.
 
     Input traits: `block` (144 bytes; default the article's presentation fixture), `payload_index`.
+    Derived for Python: the block's 256 `weights` and its eight 6-bit `subblock_scales`.
     """
 
     _esm = bundle("q4k_explorer.js")
@@ -237,39 +231,24 @@ class Q4KExplorer(_LabWidget):
 
     block = t.List(t.Int(), default_value=q4k.presentation_fixture().tolist(), minlen=144, maxlen=144).tag(sync=True)
     payload_index = t.Int(0).tag(sync=True)
-    byte = t.Int().tag(sync=True)
-    low_lane = t.Int().tag(sync=True)
-    high_lane = t.Int().tag(sync=True)
-    low_weight = t.Float(allow_none=True).tag(sync=True)
-    high_weight = t.Float(allow_none=True).tag(sync=True)
-    low_formula = t.Unicode().tag(sync=True)
-    high_formula = t.Unicode().tag(sync=True)
-    subblock_scales = t.List(t.Int()).tag(sync=True)
-    subblock_mins = t.List(t.Int()).tag(sync=True)
-    weights = t.List(t.Float(allow_none=True)).tag(sync=True)
+    subblock_scales = t.List(t.Int()).tag(derived=True)
+    weights = t.List(t.Float(allow_none=True)).tag(derived=True)
 
     def _derive(self) -> None:
         try:
             raw = np.array(self.block)
             if raw.shape != (q4k.BLOCK_BYTES,):
                 raise LabError(f"a Q4_K block is {q4k.BLOCK_BYTES} bytes, got {raw.size}")
-            traced = q4k.explain_byte(raw, self.payload_index)
+            # The figure traces this byte; one that does not exist refuses the figure, as the browser does.
+            q4k.lanes(self.payload_index)
             with np.errstate(all="ignore"):
                 weights = q4k.decode(raw)
         except LabError as error:
             self._refuse(error)
             return
         self.set_trait("message", "")
-        scales, mins = q4k.unpack_scale_min(raw[q4k.METADATA_OFFSET : q4k.PAYLOAD_OFFSET])
-        self.set_trait("byte", traced["byte"])
-        self.set_trait("low_lane", traced["low_lane"])
-        self.set_trait("high_lane", traced["high_lane"])
-        self.set_trait("low_weight", _finite_or_none(traced["low"]["weight"]))
-        self.set_trait("high_weight", _finite_or_none(traced["high"]["weight"]))
-        self.set_trait("low_formula", traced["low"]["formula"])
-        self.set_trait("high_formula", traced["high"]["formula"])
+        scales, _ = q4k.unpack_scale_min(raw[q4k.METADATA_OFFSET : q4k.PAYLOAD_OFFSET])
         self.set_trait("subblock_scales", scales.tolist())
-        self.set_trait("subblock_mins", mins.tolist())
         self.set_trait("weights", _plain(weights))
 
 
@@ -277,8 +256,8 @@ class Exercises(_LabWidget):
     """Exercises that check themselves, for one notebook (`topic` 1..8) or all of them (0).
 
     The browser draws each instance from `seed` and the kind's round (`rounds`, New instance
-    presses) and checks answers with the JS codec; `answers` keeps the text last checked per kind
-    and `progress` "correct" or "wrong" per kind. `correct` counts the right ones.
+    presses), checks answers with the JS codec and counts the right ones; `answers` keeps the text
+    last checked per kind and `progress` "correct" or "wrong" per kind. Python derives nothing.
     """
 
     _esm = bundle("exercises.js")
@@ -289,48 +268,18 @@ class Exercises(_LabWidget):
     rounds = t.Dict().tag(sync=True)
     answers = t.Dict().tag(sync=True)
     progress = t.Dict().tag(sync=True)
-    correct = t.Int(0).tag(sync=True)
-
-    def _derive(self) -> None:
-        if not 0 <= self.topic <= 8:
-            self._refuse(LabError(f"topic must be a notebook number 1..8, or 0 for all, got {self.topic}"))
-            return
-        if not 0 <= self.seed < 2**32:
-            self._refuse(LabError(f"seed must be a whole number 0..4294967295, got {self.seed}"))
-            return
-        self.set_trait("message", "")
-        self.set_trait("correct", sum(1 for result in self.progress.values() if result == "correct"))
 
 
 class CodeExplorer(_LabWidget):
     """One E2M1, E8M0 or E4M3 code as clickable bits, and the codes a typed number rounds to.
 
     Input traits: `format` ("E2M1", "E8M0" or "E4M3"), `code`, `value_text` (a number to encode).
-    Derived: `value` and `formula` of the code, from lab.codes.
+    Python derives nothing: the browser decodes and encodes with the JS codec.
     """
 
     _esm = bundle("code_explorer.js")
     _inputs = ("format", "code", "value_text", "presenter")
-    _codes = {"E2M1": (e2m1, 16), "E8M0": (e8m0, 256), "E4M3": (e4m3, 256)}
 
     format = t.Unicode("E4M3").tag(sync=True)
     code = t.Int(0x2A).tag(sync=True)
     value_text = t.Unicode("0.3").tag(sync=True)
-    value = t.Float(allow_none=True).tag(sync=True)
-    formula = t.Unicode().tag(sync=True)
-
-    def _derive(self) -> None:
-        try:
-            if self.format not in self._codes:
-                raise LabError(f"format must be E2M1, E8M0 or E4M3, got {self.format!r}")
-            module, limit = self._codes[self.format]
-            if not 0 <= self.code < limit:
-                raise LabError(f"a {self.format} code is a whole number 0..{limit - 1}, got {self.code}")
-            text.parse_number(self.value_text)
-            parts = module.explain(self.code)
-        except LabError as error:
-            self._refuse(error)
-            return
-        self.set_trait("message", "")
-        self.set_trait("value", _finite_or_none(float(parts["value"])))
-        self.set_trait("formula", parts["formula"])

@@ -6,7 +6,7 @@
 // text last checked per kind, at most LONGEST_ANSWER characters) and progress ("correct" or
 // "wrong" per kind).
 import { formatLabNumber } from "./codec/numbers.js";
-import { EXERCISE_KINDS, exerciseCheck, exerciseInstance, exerciseKinds } from "./codec/teach/exercises.js";
+import { EXERCISE_KINDS, exerciseCheck, exerciseInstance, exerciseKinds, exerciseScore } from "./codec/teach/exercises.js";
 import { visibleText } from "./codec/text.js";
 import { h, mountInPlace, setTraits, setText, setAttr, setAttrs, resize, checker } from "./ui.js";
 
@@ -245,8 +245,8 @@ function figure(model, ui, first) {
       }
       shown = view.kinds;
     }
-    const correct = view.kinds.filter((kind) => view.progress[kind] === "correct").length;
-    setText(progress, `${correct} of ${view.kinds.length} correct`);
+    const score = exerciseScore(view.topic, view.progress);
+    setText(progress, `${score.correct} of ${score.of} correct`);
     setText(seedNote, `seed ${view.seed}: the same seed gives the same questions; New instance draws the next one for that exercise.`);
     view.kinds.forEach((kind, i) => exercises.get(kind).patch(view, i + 1));
   }

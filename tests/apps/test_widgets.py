@@ -1,28 +1,67 @@
-"""Each widget's Python side: construct it, change a trait, read the derived traits.
+"""Each widget's Python side: construct it, change a trait, read the traits Python derives.
 
-Expected values are the article's worked numbers, written out here, not read from the lab.
+A widget derives only what Python code reads back (a notebook cell, a test of a notebook); the
+browser computes everything it shows with the JS codec. What a figure shows and Python no longer
+derives is checked here from the `lab` function the widget used to call, and in the browser's
+codec by the golden vectors (tests/js/). Expected values are the article's worked numbers,
+written out here, not read from the lab.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 
+import anywidget
+import numpy as np
 import pytest
 
+from lab.codes import e2m1, e8m0
 from lab.errors import CodeRangeError
-from widgets import NibbleDecoder, OwnershipView, Q4KExplorer, ScaleLab
+from lab.formats import mxfp4, nvfp4, q4k
+from lab.teach import scale, sizes
+from widgets import CodeExplorer, Exercises, NibbleDecoder, OwnershipView, Q4KExplorer, ScaleLab
+from widgets._bundle import HERE
+
+WIDGET_FILES = {
+    NibbleDecoder: "nibble.js",
+    ScaleLab: "scale_lab.js",
+    OwnershipView: "ownership.js",
+    Q4KExplorer: "q4k_explorer.js",
+    Exercises: "exercises.js",
+    CodeExplorer: "code_explorer.js",
+}
+
+
+@pytest.mark.parametrize("widget_class", WIDGET_FILES)
+def test_a_widget_syncs_its_inputs_and_nothing_it_derives(widget_class):
+    """Python sets the inputs and the browser computes what it shows: a derived trait never goes
+    over the wire, so no figure can come to rely on Python pushing it."""
+    own = set(widget_class.class_traits(sync=True)) - set(anywidget.AnyWidget.class_traits(sync=True))
+    assert own == set(widget_class._inputs)
+    assert not set(widget_class.class_traits(derived=True)) & own
+
+
+@pytest.mark.parametrize(("widget_class", "module_file"), WIDGET_FILES.items())
+def test_a_widgets_module_reads_only_its_input_traits(widget_class, module_file):
+    source = (HERE / module_file).read_text(encoding="utf-8")
+    read = set(re.findall(r"""model\.get\(["']([^"']+)["']\)""", source))
+    assert read and read <= set(widget_class._inputs)
 
 
 def test_nibble_decoder_0101_then_7_then_8():
     widget = NibbleDecoder()
-    assert (widget.code, widget.bits, widget.e2m1_value, widget.uint4, widget.int4) == (5, "0101", 3.0, 5, 5)
-    assert widget.e2m1_formula == "(+1) \u00d7 2^(2 \u2212 1) \u00d7 (1 + 1/2) = 3"
+    assert (widget.code, widget.e2m1_value, widget.uint4, widget.int4) == (5, 3.0, 5, 5)
+    assert (widget.q4_0, widget.iq4_nl) == (-3, -35)  # what notebook 1 prints: 5 - 8, and IQ4_NL's entry 5
+    # The bits, formula and kind are the browser's (the golden e2m1 vectors); e2m1.explain is their source.
+    assert e2m1.explain(5)["bits"] == "0101"
+    assert e2m1.explain(5)["formula"] == "(+1) \u00d7 2^(2 \u2212 1) \u00d7 (1 + 1/2) = 3"
     widget.code = 7
-    assert widget.e2m1_value == 6.0 and widget.e2m1_kind == "normal"
+    assert widget.e2m1_value == 6.0 and e2m1.explain(7)["kind"] == "normal"
     widget.code = 8
     assert widget.e2m1_value == 0.0 and math.copysign(1, widget.e2m1_value) == -1.0
-    assert (widget.uint4, widget.int4, widget.e2m1_kind) == (8, -8, "zero")
+    assert (widget.uint4, widget.int4, e2m1.explain(8)["kind"]) == (8, -8, "zero")
 
 
 def test_nibble_decoder_rejects_a_code_above_15():
@@ -40,7 +79,8 @@ def test_scale_lab_article_row_at_half_and_eighth():
     widget.scale = 0.125
     assert widget.w_hat == [-0.75, 0.25, 0.75, 0.75] and widget.y_hat == -1.625
     assert widget.delta_y == pytest.approx(0.125, abs=1e-15)
-    assert widget.clipped == [True, False, True, True]
+    # Which weights clip is the browser's to show (the golden scale_lab vectors); scale.analyse is its source.
+    assert scale.analyse(scale.ARTICLE_W, scale.ARTICLE_X, 0.125).clipped.tolist() == [True, False, True, True]
 
 
 @pytest.mark.parametrize(
@@ -65,8 +105,11 @@ def test_ownership_view_traces_3_times_half_and_3_times_0_3125():
     assert widget.mx_scale == 0.5
     assert widget.mx_formula == "3 \u00d7 0.5 = 1.5" and widget.mx_weights[0] == 1.5
     assert widget.nv_formula == "3 \u00d7 0.3125 \u00d7 1 = 0.9375" and widget.nv_weights[0] == 0.9375
-    assert widget.nv_scales == [0.3125, 1.0]
-    assert widget.mx_bits_per_weight == 4.25 and widget.nv_bits_per_weight == 4.5
+    # The NVFP4 block scales and the storage line are the browser's (golden nvfp4 and bits_per_weight
+    # vectors); these are the lab values they come from.
+    nv_block = nvfp4.from_parts(np.array(widget.codes), np.array(widget.nv_scale_bytes))
+    assert nv_block.block_scales.tolist() == [0.3125, 1.0]
+    assert mxfp4.BITS_PER_WEIGHT == 4.25 and sizes.FORMAT_BITS_PER_WEIGHT["NVFP4"] == 4.5
 
 
 def test_ownership_view_nan_scale_byte_makes_the_whole_block_nan():
@@ -83,15 +126,19 @@ def test_ownership_view_tensor_scale_multiplies_nvfp4_only():
 
 
 def test_q4k_explorer_follows_0xa5_then_byte_zero():
+    """The traced byte is the browser's to show (the golden q4k vectors); q4k.explain_byte is its source."""
     widget = Q4KExplorer()
-    assert (widget.byte, widget.low_lane, widget.high_lane) == (0xA5, 0, 32)
-    assert (widget.low_weight, widget.high_weight) == (1.0, 3.25)
-    assert widget.low_formula == "0.25 \u00d7 5 \u2212 0.25 = 1"
     assert widget.subblock_scales[4] == 33
-    widget.payload_index = 1  # the fixture's 0x00 byte
-    assert (widget.byte, widget.low_weight, widget.high_weight) == (0, -0.25, -0.5)
-    widget.payload_index = 2  # the fixture's 0xFF byte
-    assert (widget.low_weight, widget.high_weight) == (3.5, 5.125)
+    assert (widget.weights[0], widget.weights[32]) == (1.0, 3.25)
+    traced = q4k.explain_byte(np.array(widget.block), 0)
+    assert (traced["byte"], traced["low_lane"], traced["high_lane"]) == (0xA5, 0, 32)
+    assert (traced["low"]["weight"], traced["high"]["weight"]) == (1.0, 3.25)
+    assert traced["low"]["formula"] == "0.25 \u00d7 5 \u2212 0.25 = 1"
+    traced = q4k.explain_byte(np.array(widget.block), 1)  # the fixture's 0x00 byte
+    assert (traced["byte"], traced["low"]["weight"], traced["high"]["weight"]) == (0, -0.25, -0.5)
+    traced = q4k.explain_byte(np.array(widget.block), 2)  # the fixture's 0xFF byte
+    assert (traced["low"]["weight"], traced["high"]["weight"]) == (3.5, 5.125)
+    assert (widget.weights[2], widget.weights[34]) == (3.5, 5.125)
 
 
 def test_q4k_explorer_editing_a_byte_changes_its_weights():
@@ -99,7 +146,8 @@ def test_q4k_explorer_editing_a_byte_changes_its_weights():
     block = list(widget.block)
     block[16] = 0x00
     widget.block = block
-    assert (widget.low_weight, widget.high_weight) == (-0.25, -0.5)
+    traced = q4k.explain_byte(np.array(widget.block), widget.payload_index)
+    assert (traced["low"]["weight"], traced["high"]["weight"]) == (-0.25, -0.5)
     assert widget.weights[0] == -0.25 and widget.weights[32] == -0.5
 
 
@@ -116,7 +164,6 @@ def test_each_bundle_and_standalone_script_parses(module_file, tmp_path):
     """The bundler joins a widget, ui.js and the codec modules it imports into one module (and a
     standalone page adds its host), so a name declared twice would break the widget; node's parser
     catches that."""
-    import re
     import shutil
     import subprocess
 
@@ -146,7 +193,7 @@ def test_a_refused_input_clears_what_was_derived_from_the_last_good_one():
     assert widget.message == "" and widget.mx_weights[0] == 1.5
     explorer = Q4KExplorer()
     explorer.payload_index = 128
-    assert explorer.low_formula == "" and explorer.weights == []
+    assert "0..127" in explorer.message and explorer.subblock_scales == [] and explorer.weights == []
 
 
 @pytest.mark.parametrize("tensor_scale", [1e36, float("inf"), 1e-50])
@@ -171,39 +218,23 @@ def test_scale_lab_reads_the_same_grammar_as_the_browser():
 def test_widgets_spell_no_codes_of_their_own(module_file):
     """Hex bytes and binary fields come from the codec (codec/codes/bits.js), as number text does,
     so a figure cannot spell a code differently from the explain() text next to it."""
-    from widgets._bundle import HERE
-
     source = (HERE / module_file).read_text(encoding="utf-8")
     assert ".toString(16)" not in source and ".toString(2)" not in source
 
 
-def test_exercises_count_the_right_answers_and_refuse_a_bad_topic():
-    from widgets import Exercises
-
-    widget = Exercises(topic=2, progress={"scale-nearest": "correct", "scale-delta-y": "wrong"})
-    assert widget.message == "" and widget.correct == 1
-    widget.topic = 9
-    assert "1..8" in widget.message
-
-
-def test_code_explorer_decodes_with_the_python_codec():
-    from widgets import CodeExplorer
-
-    widget = CodeExplorer(format="E8M0", code=126)
-    assert widget.value == 0.5 and widget.formula.startswith("2^(126")
-    widget.code = 300
-    assert "0..255" in widget.message and widget.value is None
+def test_code_explorer_card_for_0x7e_is_the_lab_codecs():
+    """The exercises and the code explorer derive nothing in Python: tests/js/widget_checks.test.mjs
+    counts the right answers and refuses a bad topic or code with their browser code. The card the
+    explorer shows for E8M0 0x7E, from the lab codec (the golden e8m0 vectors check the JS one):"""
+    assert e8m0.explain(126)["value"] == 0.5 and e8m0.explain(126)["formula"].startswith("2^(126")
 
 
 def test_notebook_2s_chart_spans_the_scales_the_scale_lab_offers():
     """The scale lab's buttons (widgets/scale_lab.js POWERS) and notebook 2's chart (SCALE_POWERS)
     cover the same 2^-6..2^2 that the notebook's Try this names; the chart stopped at 2^1 before."""
-    import re
     from pathlib import Path
 
-    from lab.teach import scale
-
-    source = (Path(__file__).resolve().parents[2] / "widgets" / "scale_lab.js").read_text()
+    source = (HERE / "scale_lab.js").read_text()
     offered = re.search(r"const POWERS = \[([^\]]*)\]", source).group(1)
     assert tuple(int(power) for power in offered.split(",")) == scale.SCALE_POWERS == (-6, -5, -4, -3, -2, -1, 0, 1, 2)
     assert (

@@ -318,6 +318,12 @@ describe("golden vectors from the Python codec", () => {
     );
   });
 
+  test("the size tables, entry for entry and in order", () => {
+    assert.deepEqual(Object.entries(codec.FORMAT_BITS_PER_WEIGHT), golden.sizes.formatBitsPerWeight);
+    assert.deepEqual([...codec.AFFINE_BITS], golden.sizes.affineBits);
+    assert.deepEqual([...codec.AFFINE_GROUP_SIZES], golden.sizes.affineGroupSizes);
+  });
+
   test("bits per weight", () => {
     for (const { format, opts, value, error } of golden.bitsPerWeight) {
       const path = `bitsPerWeight(${format}, ${JSON.stringify(opts)})`;

@@ -126,7 +126,10 @@ describe("exercises against lab/", () => {
   });
 
   test("the zoo's data is the Python zoo's", () => {
-    assert.deepEqual({ ...codec.ZOO_CHECK_TITLES }, golden.zoo.checkTitles);
+    assert.deepEqual(
+      Object.entries(codec.ZOO_CHECK_TITLES).map(([number, title]) => [Number(number), title]),
+      golden.zoo.checkTitles,
+    );
     assert.deepEqual(JSON.parse(JSON.stringify(codec.ZOO_WRONG_SPECIMENS)), golden.zoo.wrongSpecimens);
   });
 });

@@ -32,7 +32,7 @@ import numpy as np
 
 from lab.codes import e2m1, e4m3, e8m0, nibble
 from lab.errors import InputError
-from lab.formats import FORMATS, iq4_nl, mxfp4, nf4, nvfp4, q4_0, q4k, q8_0
+from lab.formats import FORMATS, affine, iq4_nl, mxfp4, nf4, nvfp4, q4_0, q4k, q8_0
 from lab.numbers import format_float32, parse_number, parse_number_row
 from lab.numbers import format_number as format_lab_number
 from lab.teach import scale, sizes
@@ -609,6 +609,17 @@ def registry_cases() -> list:
     ]
 
 
+def size_tables() -> dict:
+    """The tables widgets/codec/formats/sizes.js holds, in order: bits per weight by format (two
+    reference points, then the registry's titles) and the bits and group sizes MLX's affine mode
+    takes. The node test compares them whole, so an entry added, dropped or moved on either side fails."""
+    return {
+        "format_bits_per_weight": list(sizes.FORMAT_BITS_PER_WEIGHT.items()),
+        "affine_bits": affine.SUPPORTED_BITS,
+        "affine_group_sizes": affine.SUPPORTED_GROUP_SIZES,
+    }
+
+
 def bits_per_weight_cases() -> list:
     cases = [{"format": name, "opts": {}, "value": bits} for name, bits in sizes.FORMAT_BITS_PER_WEIGHT.items()]
     for n in (1, 16, 4096, 7_000_000_000):
@@ -723,7 +734,8 @@ def prng_cases() -> list:
 def zoo_cases() -> dict:
     wrong = [s for s in zoo_specimens.SPECIMENS if s.deliberately_wrong]
     return {
-        "check_titles": {str(number): title for number, title in zoo_checks.CHECK_TITLES.items()},
+        # (number, title) pairs in Python's order: a JS object would list its number keys ascending
+        "check_titles": list(zoo_checks.CHECK_TITLES.items()),
         "wrong_specimens": [
             {"name": s.name, "kind": s.kind, "what_is_wrong": s.what_is_wrong, "caught_by": list(s.caught_by)}
             for s in wrong
@@ -873,6 +885,7 @@ def _sections() -> dict:
         "q4k_presentation": q4k_presentation(),
         "scale_lab": scale_lab_cases(),
         "scale_representable": scale_representable_cases(),
+        "sizes": size_tables(),
     }
 
 

@@ -1,16 +1,19 @@
-// Bits per weight (Python lab.teach.sizes): element and scale storage only.
+// Bits per weight (Python lab.teach.sizes): element and scale storage only. The tables mirror
+// Python's (sizes.FORMAT_BITS_PER_WEIGHT, lab.formats.affine.SUPPORTED_BITS and
+// SUPPORTED_GROUP_SIZES); golden vectors written from those compare them whole and in order, and
+// bitsPerWeight on every supported affine pair, so a change on either side fails the JS tests.
 import { describe, labError } from "../errors.js";
 import { FORMATS } from "./registry.js";
 
 // Two reference points, then every registered format by its title (NVFP4 is 4.5 plus 32/N with
 // an FP32 tensor scale).
-const FORMAT_BITS_PER_WEIGHT = Object.freeze({
+export const FORMAT_BITS_PER_WEIGHT = Object.freeze({
   BF16: 16,
   "ideal 4-bit": 4,
   ...Object.fromEntries(FORMATS.map((entry) => [entry.title, entry.bitsPerWeight])),
 });
-const AFFINE_BITS = [1, 2, 3, 4, 5, 6, 8];
-const AFFINE_GROUP_SIZES = [32, 64, 128];
+export const AFFINE_BITS = Object.freeze([1, 2, 3, 4, 5, 6, 8]);
+export const AFFINE_GROUP_SIZES = Object.freeze([32, 64, 128]);
 
 /**
  * Bits per weight of a format: "BF16", "ideal 4-bit", a registered format's title ("MXFP4",

@@ -330,6 +330,12 @@ export function exerciseKinds(topic) {
   return EXERCISE_KINDS.filter((entry) => topic === 0 || entry.topic === topic).map((entry) => entry.kind);
 }
 
+/** The progress count: how many of a topic's kinds have "correct" as their last checked answer, of how many. */
+export function exerciseScore(topic, progress) {
+  const kinds = exerciseKinds(topic);
+  return { correct: kinds.filter((kind) => progress[kind] === "correct").length, of: kinds.length };
+}
+
 function kindOf(kind) {
   if (!Object.hasOwn(KINDS, kind)) throw labError("ValueError", `unknown exercise kind ${JSON.stringify(kind)}`);
   return KINDS[kind];

@@ -1,7 +1,8 @@
 // The zoo of wrong decoders (Python lab.teach.zoo): each deliberately wrong specimen, what is
 // wrong with it and which of the article's checks are meant to catch it. Data only, mirrored from
-// the Python zoo; golden vectors written from lab.teach.zoo.specimens compare it entry for entry,
-// so a specimen added or changed there and not here fails the JS tests.
+// the Python zoo; golden vectors written from lab.teach.zoo.checks.CHECK_TITLES and
+// lab.teach.zoo.specimens compare both entry for entry and in order, so a check or specimen added,
+// dropped or changed on either side fails the JS tests.
 export const ZOO_CHECK_TITLES = Object.freeze({
   1: "Decode individual codes",
   2: "Check metadata independently",
