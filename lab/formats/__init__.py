@@ -7,7 +7,8 @@
 Importing this package registers every format, in the order the course meets them: MXFP4,
 MXFP8, NVFP4, MLX affine, Q4_K, Q8_0, then the other 4-bit families: Q4_0, Q4_1, Q6_K (the
 higher-precision partner of Q4_K in llama.cpp's mixtures), IQ4_NL, IQ4_XS and NF4. See `lab.formats.registry` for the Format record and the
-tensor Protocols, and `lab.formats.rounding` for the named rounding presets.
+tensor Protocols, `lab.formats._tensor` for the block table and the tensor base every format's
+tensor stands on, and `lab.formats.rounding` for the named rounding presets.
 """
 
 # Import order is registration order, which is the order FORMATS lists and the course meets them.

@@ -1,4 +1,4 @@
-"""Pieces the ggml block formats share: block bytes, float16 fields, nibble halves, C's rounding.
+"""Pieces the ggml block formats share: nibble halves, C's rounding, and the one-scale tensor.
 
 ggml's 32-weight blocks (Q4_0, Q4_1, IQ4_NL, and IQ4_XS's subblocks) pack 32 four-bit codes
 into 16 bytes by halves, not neighbours:
@@ -9,14 +9,12 @@ into 16 bytes by halves, not neighbours:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
-from numpy.typing import ArrayLike
 
-from lab._arrays import as_byte_array
-from lab.errors import DTypeError, NonFiniteError, ShapeError
-from lab.formats._blocks import element_index, grouped
+from lab.errors import NonFiniteError
+from lab.formats._blocks import grouped
+from lab.formats._tensor import Field, GGUFBlockTensor, Lane, Part, half, rows
 from lab.numbers import format_number
 
 #: ggml's GROUP_MAX_EPS: a group whose largest magnitude is below it is stored as zeros
@@ -52,24 +50,6 @@ def reciprocal_or_zero(values: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", over="ignore"):
         inverse = np.float32(1) / values.astype(np.float32)
     return np.where(np.isfinite(inverse), inverse, np.float32(0)).astype(np.float32)
-
-
-def split_blocks(raw: ArrayLike, block_bytes: int, title: str, layout: str) -> np.ndarray:
-    """GGUF bytes [..., n * block_bytes] as uint8 blocks [..., n, block_bytes]; `layout` names the parts."""
-    data = as_byte_array(raw, what=f"GGUF {title} bytes")
-    if data.ndim == 0 or data.shape[-1] == 0 or data.shape[-1] % block_bytes:
-        raise ShapeError(f"{title} data must be whole {block_bytes}-byte blocks ({layout}), got shape {data.shape}")
-    return np.ascontiguousarray(data).reshape(*data.shape[:-1], -1, block_bytes)
-
-
-def fp16_field(blocks: np.ndarray, offset: int) -> np.ndarray:
-    """The little-endian float16 at byte `offset` of every block [..., n, B] -> float16 [..., n]."""
-    return blocks[..., offset : offset + 2].copy().view("<f2")[..., 0].astype(np.float16)
-
-
-def fp16_bytes(values: np.ndarray) -> np.ndarray:
-    """float16 values [..., n] -> their little-endian bytes [..., n, 2]."""
-    return values.astype("<f2")[..., None].view(np.uint8)
 
 
 def pack_halves(codes: np.ndarray) -> np.ndarray:
@@ -129,64 +109,24 @@ def nearest_index(values: np.ndarray, table: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class OneScaleTensor:
+class OneScaleTensor(GGUFBlockTensor):
     """ggml's blocks of 32 codes under one float16 scale d: weight = d * level(code).
 
     Q8_0, Q4_0 and IQ4_NL differ only in what a code means (its level) and how a block's codes
-    sit after d in its bytes; a subclass says those, and the checks, the shape, decoding,
-    `explain` and the GGUF bytes are shared:
+    sit after d in its bytes; a subclass says those, and decoding and `explain` are shared:
 
-        byte  0    1    2 ... BLOCK_BYTES - 1
+        byte  0    1    2 ... block bytes - 1
              [ d (fp16, LE) ][ the block's codes, as the subclass packs them ]
     """
 
     codes: np.ndarray
     d: np.ndarray
 
-    block_size: ClassVar[int] = 32
-    title: ClassVar[str]
-    block_bytes: ClassVar[int]
-    bits_per_weight: ClassVar[float]
-    #: uint8 for indices that must be below `code_count`, int8 for codes that are their own level
-    code_dtype: ClassVar[type]
-    code_count: ClassVar[int | None] = None
-    #: what the codes are called in messages: "codes", or "indices" for a codebook
-    code_word: ClassVar[str] = "codes"
-    #: the code bytes of one block, in words, for a message about a short file
-    layout: ClassVar[str]
-
-    def __post_init__(self):
-        codes, d = np.asarray(self.codes), np.asarray(self.d)
-        dtype_name = np.dtype(self.code_dtype).name
-        if codes.dtype != self.code_dtype or d.dtype != np.float16:
-            raise DTypeError(
-                f"{self.title} holds {dtype_name} {self.code_word} and float16 scales, got {codes.dtype} and {d.dtype}"
-            )
-        blocks = codes.shape[-1] // self.block_size if codes.ndim else 0
-        if codes.ndim == 0 or codes.shape[-1] % self.block_size or d.shape != (*codes.shape[:-1], blocks):
-            raise ShapeError(
-                f"{self.title} needs {self.code_word} [..., 32k] and one d per 32 {self.code_word}, "
-                f"got {codes.shape} and {d.shape}"
-            )
-        if self.code_count is not None and codes.size and codes.max() >= self.code_count:
-            raise DTypeError(
-                f"{self.title} {self.code_word} are 4-bit, 0..{self.code_count - 1}; got {int(codes.max())}"
-            )
-
     # -- what a subclass says ----------------------------------------------------------------
 
     @staticmethod
     def levels(codes: np.ndarray) -> np.ndarray:
         """The float32 level each code stands for (exact small integers in every ggml format)."""
-        raise NotImplementedError
-
-    def code_bytes(self, codes: np.ndarray) -> np.ndarray:
-        """Codes grouped [..., k, 32] -> their bytes in a block, uint8 [..., k, BLOCK_BYTES - 2]."""
-        raise NotImplementedError
-
-    @classmethod
-    def codes_from_bytes(cls, code_bytes: np.ndarray) -> np.ndarray:
-        """The inverse of code_bytes: uint8 [..., k, BLOCK_BYTES - 2] -> codes [..., k, 32]."""
         raise NotImplementedError
 
     def code_fields(self, lane: int, code: int) -> dict:
@@ -200,41 +140,24 @@ class OneScaleTensor:
     # -- shared --------------------------------------------------------------------------------
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.codes.shape)
+    def block_bytes(self) -> int:
+        return self.block.gguf.bytes
 
     def dequantize(self) -> np.ndarray:
         with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d decodes as such, as in ggml
             weights = self.d.astype(np.float32)[..., None] * grouped(self.levels(self.codes), self.block_size)
         return weights.reshape(self.shape)
 
-    def explain(self, index) -> dict:
-        position = element_index(self.shape, index)
-        block, lane = divmod(position[-1], self.block_size)
-        d = float(self.d[(*position[:-1], block)])
-        code = int(self.codes[position])
-        weight = float(np.float32(d) * self.levels(np.array(code, self.code_dtype)))
+    def explain_lane(self, at: Lane) -> dict:
+        d = float(self.d[at.block_position])
+        code = int(self.codes[at.position])
+        weight = float(np.float32(d) * self.levels(np.array(code, self.codes.dtype)))
         return {
-            "position": position,
-            "block": block,
-            "position_in_block": lane,
-            **self.code_fields(lane, code),
+            **self.code_fields(at.lane, code),
             "d": d,
             "weight": weight,
             "formula": f"{self.product_text(format_number(d), code)} = {format_number(weight)}",
         }
-
-    def to_gguf(self) -> np.ndarray:
-        """The blocks in GGUF's layout, uint8 [..., K/32 * BLOCK_BYTES]."""
-        raw = np.concatenate([fp16_bytes(self.d), self.code_bytes(grouped(self.codes, self.block_size))], axis=-1)
-        return raw.reshape(*self.shape[:-1], -1)
-
-    @classmethod
-    def from_gguf(cls, raw: ArrayLike) -> OneScaleTensor:
-        """GGUF bytes [..., BLOCK_BYTES * k] -> the tensor they hold."""
-        blocks = split_blocks(raw, cls.block_bytes, cls.title, f"2 bytes of d + {cls.layout}")
-        codes = cls.codes_from_bytes(blocks[..., 2:])
-        return cls(codes=codes.reshape(*blocks.shape[:-2], -1), d=fp16_field(blocks, 0))
 
 
 class HalvesTensor(OneScaleTensor):
@@ -243,18 +166,15 @@ class HalvesTensor(OneScaleTensor):
     byte 2 + j: low nibble = code of weight j, high nibble = code of weight j + 16
     """
 
-    block_bytes: ClassVar[int] = 18
-    bits_per_weight: ClassVar[float] = 18 * 8 / 32  # 4.5
-    code_dtype: ClassVar[type] = np.uint8
-    code_count: ClassVar[int | None] = 16
-    layout: ClassVar[str] = "16 bytes of nibbles"
+    fields = (Field("codes", "codes", dtype=np.uint8, low=0, high=15), Field("d", "d", (), np.float16))
+    gguf_layout = (half("d"), Part("qs", 16, "nibbles"))
 
-    def code_bytes(self, codes: np.ndarray) -> np.ndarray:
-        return pack_halves(codes)
+    def gguf_parts(self) -> dict[str, np.ndarray]:
+        return {"qs": pack_halves(grouped(self.codes, self.block_size))}
 
     @classmethod
-    def codes_from_bytes(cls, code_bytes: np.ndarray) -> np.ndarray:
-        return unpack_halves(code_bytes)
+    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
+        return {"codes": rows(unpack_halves(parts["qs"]))}
 
     def code_fields(self, lane: int, code: int) -> dict:
         return {

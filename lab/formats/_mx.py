@@ -8,20 +8,22 @@ The element codec is E2M1 for MXFP4 and E4M3 for MXFP8; everything else is commo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from lab._arrays import as_code_array, as_float_array, round_to
 from lab.codes import e2m1, e4m3, e8m0
-from lab.errors import ShapeError, UnsupportedTypeError
 from lab.formats import mlx_layout
-from lab.formats._blocks import block_amax, check_group, element_index, float_input, grouped
+from lab.formats._blocks import block_amax, check_group, float_input, grouped
+from lab.formats._ggml import pack_halves, unpack_halves
+from lab.formats._tensor import BLOCKS, Block, Field, GGUFBlockTensor, Lane, Part, rows
 from lab.formats.rounding import RuleName
 from lab.formats.rounding import preset as get_preset
 from lab.numbers import format_number
 
-GROUP_SIZE = 32
+GROUP_SIZE = BLOCKS["MXFP4"].weights  # 32, as MXFP8's
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,11 @@ def _element_values(element: ElementFormat, codes: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class MXTensor:
-    """A tensor in an MX format: element codes [..., K] and E8M0 scale bytes [..., K/32]."""
+class MXTensor(GGUFBlockTensor, gguf_type="MXFP4"):
+    """A tensor in an MX format: element codes [..., K] and E8M0 scale bytes [..., K/32].
+
+    GGUF (ggml's block_mxfp4) has MXFP4 only: the E8M0 byte, then the 32 codes by halves.
+    """
 
     element: ElementFormat
     codes: np.ndarray
@@ -52,29 +57,20 @@ class MXTensor:
     source_dtype: str = "float32"
     group_size: int = field(default=GROUP_SIZE, init=False)
 
-    def __post_init__(self):
-        limit = 16 if self.element.bits == 4 else 256
-        codes = as_code_array(self.codes, limit=limit, what=f"{self.element.name} code")
-        scale_bytes = as_code_array(self.scale_bytes, limit=256, what="E8M0 scale byte")
-        if (
-            codes.ndim == 0
-            or codes.shape[-1] % GROUP_SIZE
-            or scale_bytes.shape != codes.shape[:-1] + (codes.shape[-1] // GROUP_SIZE,)
-        ):
-            raise ShapeError(
-                f"{self.element.mode} needs codes [..., 32k] and one scale byte per 32 codes, "
-                f"got codes {codes.shape} and scale bytes {scale_bytes.shape}"
-            )
-        object.__setattr__(self, "codes", codes)
-        object.__setattr__(self, "scale_bytes", scale_bytes)
+    gguf_layout = (Part("e", 1, "E8M0 scale"), Part("qs", 16, "nibbles"))
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self.codes.shape
+    def block(self) -> Block:
+        """MXFP4's or MXFP8's block, by the element: the table's titles are MLX's mode names."""
+        return BLOCKS[self.element.mode.upper()]
 
     @property
-    def bits_per_weight(self) -> float:
-        return (GROUP_SIZE * self.element.bits + e8m0.BITS) / GROUP_SIZE
+    def fields(self) -> tuple[Field, ...]:
+        codes = partial(as_code_array, limit=2**self.element.bits, what=f"{self.element.name} code")
+        return (
+            Field("codes", "codes", convert=codes),
+            Field("scale_bytes", "scale bytes", (), convert=partial(as_code_array, limit=256, what="E8M0 scale byte")),
+        )
 
     @property
     def scales(self) -> np.ndarray:
@@ -91,20 +87,22 @@ class MXTensor:
             values *= self.scales[..., None]
         return values.reshape(self.shape)
 
-    def explain(self, index) -> dict:
-        """One weight traced from its code and its block's scale byte to its value."""
-        position = element_index(self.shape, index)
-        code = int(self.codes[position])
-        block = position[:-1] + (position[-1] // GROUP_SIZE,)
-        scale_byte = int(self.scale_bytes[block])
-        element = e2m1.explain(code) if self.element.bits == 4 else e4m3.explain(code)
-        scale = e8m0.explain(scale_byte)
-        weight = float(self.dequantize()[position])
+    def explain_head(self, at: Lane) -> dict:
         return {
             "format": self.element.mode,
-            "index": position,
-            "block": block,
-            "position_in_block": position[-1] % GROUP_SIZE,
+            "index": at.position,
+            "block": at.block_position,
+            "position_in_block": at.lane,
+        }
+
+    def explain_lane(self, at: Lane) -> dict:
+        """One weight traced from its code and its block's scale byte to its value."""
+        code = int(self.codes[at.position])
+        scale_byte = int(self.scale_bytes[at.block_position])
+        element = e2m1.explain(code) if self.element.bits == 4 else e4m3.explain(code)
+        scale = e8m0.explain(scale_byte)
+        weight = float(self.dequantize()[at.position])
+        return {
             "code": code,
             "element": element,
             "scale_byte": scale_byte,
@@ -113,24 +111,17 @@ class MXTensor:
             "formula": f"{format_number(element['value'])} \u00d7 {format_number(scale['value'])} = {format_number(weight)}",
         }
 
+    def gguf_parts(self) -> dict[str, np.ndarray]:
+        return {"e": self.scale_bytes[..., None], "qs": pack_halves(grouped(self.codes, GROUP_SIZE))}
+
+    @classmethod
+    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
+        codes = rows(unpack_halves(parts["qs"]))
+        return {"element": E2M1_ELEMENT, "codes": codes, "scale_bytes": parts["e"][..., 0], "rule": "gguf"}
+
     def mlx_layout(self) -> tuple[np.ndarray, np.ndarray]:
         """(packed uint32 codes, uint8 scales) as numpy arrays in MLX's layout."""
         return mlx_layout.pack(self.codes, self.element.bits), self.scale_bytes.copy()
-
-    def to_gguf(self) -> np.ndarray:
-        """The blocks in GGUF's MXFP4 layout (17 bytes per 32 weights), uint8 [..., K/32 * 17].
-
-        Byte 0 is the E8M0 scale; byte 1 + j holds element j in its low nibble and element j + 16
-        in its high nibble. GGUF has no MXFP8 type.
-        """
-        if self.element is not E2M1_ELEMENT:
-            raise UnsupportedTypeError(
-                f"GGUF has no {self.element.mode.upper()} tensor type; only MXFP4 has a GGUF layout"
-            )
-        blocks = self.codes.reshape(*self.shape[:-1], -1, GROUP_SIZE)
-        payload = blocks[..., :16] | (blocks[..., 16:] << 4)
-        raw = np.concatenate([self.scale_bytes[..., None], payload], axis=-1).astype(np.uint8)
-        return raw.reshape(*self.shape[:-1], -1)
 
     def to_mlx(self):
         """The arrays mx.quantize(w, mode=...) returns: (packed uint32, uint8 scales) as MLX arrays."""

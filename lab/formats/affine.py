@@ -19,7 +19,7 @@ and bias; the stored scale and bias are then rounded to the input dtype. The sca
 negative, and a constant group stores scale -1e-7 and bias equal to the constant.
 
 Storage: bits + 32 / group_size bits per weight with 16-bit scale and bias (bits + 64 / group_size
-when they are float32).
+when they are float32): `bits_per_weight`.
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from lab._arrays import as_code_array, is_integer, round_to
-from lab.errors import BitsError, GroupSizeError, ShapeError
+from lab.errors import BitsError, GroupSizeError
 from lab.formats import mlx_layout
-from lab.formats._blocks import element_index, float_input
+from lab.formats._blocks import float_input
+from lab.formats._tensor import Block, BlockTensor, Field, Lane, block_format, element_block
 from lab.formats.registry import Format, MLXMode, register
 from lab.numbers import format_number
 
@@ -56,8 +57,35 @@ def check_bits_and_group(bits: int, group_size: int) -> None:
         )
 
 
+def _group(bits: int, group_size: int, parameter_bits: int) -> Block:
+    """One group: `bits`-bit codes, and a scale and a bias of `parameter_bits` each."""
+    return element_block(
+        f"MLX affine {bits}-bit g{group_size}", group_size, element_bits=bits, scale_bits=2 * parameter_bits
+    )
+
+
+def bits_per_weight(bits: int, group_size: int, parameter_bits: int = 16) -> float:
+    """MLX affine's storage per weight: the code bits, plus a scale and a bias per group of
+    `parameter_bits` each (16 for a float16 or bfloat16 checkpoint, 32 for a float32 one)."""
+    check_bits_and_group(bits, group_size)
+    return _group(bits, group_size, parameter_bits).bits_per_weight
+
+
+def format_record(bits: int, group_size: int) -> Format:
+    """The registry's record of MLX affine at these settings, 16-bit scales and biases counted;
+    REGISTERED's pairs are registered, and any other pair can be run through it unregistered."""
+    return block_format(
+        _group(bits, group_size, 16),
+        name=f"affine{bits}_g{group_size}",
+        quantize=partial(quantize, bits=bits, group_size=group_size),
+        family="mlx",
+        summary=f"{bits}-bit codes with a scale and a bias per {group_size} weights",
+        mlx=MLXMode(mode="affine", bits=bits, group_size=group_size),
+    )
+
+
 @dataclass(frozen=True)
-class AffineTensor:
+class AffineTensor(BlockTensor):
     """Codes [..., K], per-group scales and biases [..., K/group_size] (values exact in `dtype`)."""
 
     codes: np.ndarray
@@ -69,27 +97,21 @@ class AffineTensor:
 
     def __post_init__(self):
         check_bits_and_group(self.bits, self.group_size)
-        codes = as_code_array(self.codes, limit=2**self.bits, what=f"{self.bits}-bit code")
-        scales = np.asarray(self.scales, dtype=np.float32)
-        biases = np.asarray(self.biases, dtype=np.float32)
-        expected = codes.shape[:-1] + (codes.shape[-1] // self.group_size,) if codes.ndim else None
-        if codes.ndim == 0 or codes.shape[-1] % self.group_size or scales.shape != expected or biases.shape != expected:
-            raise ShapeError(
-                f"affine needs codes [..., {self.group_size}k] and one scale and bias per group, got codes "
-                f"{codes.shape}, scales {scales.shape}, biases {biases.shape}"
-            )
-        object.__setattr__(self, "codes", codes)
-        object.__setattr__(self, "scales", scales)
-        object.__setattr__(self, "biases", biases)
+        super().__post_init__()
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self.codes.shape
+    def block(self) -> Block:
+        """A group, its scale and bias as wide as the dtype they are exact in (float32: 32 bits, else 16)."""
+        return _group(self.bits, self.group_size, 32 if self.dtype == "float32" else 16)
 
     @property
-    def bits_per_weight(self) -> float:
-        parameter_bits = 32 if self.dtype == "float32" else 16
-        return self.bits + 2 * parameter_bits / self.group_size
+    def fields(self) -> tuple[Field, ...]:
+        as_float32 = partial(np.asarray, dtype=np.float32)
+        return (
+            Field("codes", "codes", convert=partial(as_code_array, limit=2**self.bits, what=f"{self.bits}-bit code")),
+            Field("scales", "scales", (), convert=as_float32),
+            Field("biases", "biases", (), convert=as_float32),
+        )
 
     def dequantize(self) -> np.ndarray:
         """scale * q + bias in float64, rounded once to float32 at the end.
@@ -115,16 +137,14 @@ class AffineTensor:
                 weights[rows] = work  # the one rounding to float32
         return weights.reshape(self.shape)
 
-    def explain(self, index) -> dict:
-        position = element_index(self.shape, index)
-        group = position[:-1] + (position[-1] // self.group_size,)
-        code = int(self.codes[position])
-        scale, bias = float(self.scales[group]), float(self.biases[group])
-        weight = float(self.dequantize()[position])
+    def explain_head(self, at: Lane) -> dict:
+        return {"format": "affine", "index": at.position, "group": at.block_position}
+
+    def explain_lane(self, at: Lane) -> dict:
+        code = int(self.codes[at.position])
+        scale, bias = float(self.scales[at.block_position]), float(self.biases[at.block_position])
+        weight = float(self.dequantize()[at.position])
         return {
-            "format": "affine",
-            "index": position,
-            "group": group,
             "code": code,
             "bits": f"{code:0{self.bits}b}",
             "scale": scale,
@@ -240,19 +260,4 @@ def _edge_snapped_scale_and_bias(w_min, w_max, n_levels):
 #: "affine{bits}_g{group}": 4 and 8 bits at every group size, 2 and 3 bits at MLX's default 64
 REGISTERED = ((2, 64), (3, 64), (4, 32), (4, 64), (4, 128), (8, 32), (8, 64), (8, 128))
 
-FORMATS = tuple(
-    register(
-        Format(
-            name=f"affine{bits}_g{group_size}",
-            title=f"MLX affine {bits}-bit g{group_size}",
-            block_size=group_size,
-            # a 16-bit scale and bias per group, as in a float16 or bfloat16 checkpoint
-            bits_per_weight=bits + 32 / group_size,
-            quantize=partial(quantize, bits=bits, group_size=group_size),
-            family="mlx",
-            summary=f"{bits}-bit codes with a scale and a bias per {group_size} weights",
-            mlx=MLXMode(mode="affine", bits=bits, group_size=group_size),
-        )
-    )
-    for bits, group_size in REGISTERED
-)
+FORMATS = tuple(register(format_record(bits, group_size)) for bits, group_size in REGISTERED)

@@ -39,11 +39,13 @@ from lab.formats._ggml import (
     reciprocal_or_zero,
     refuse_beyond_reach,
 )
-from lab.formats.registry import Format, register
+from lab.formats._tensor import BLOCKS, Field, block_format
+from lab.formats.registry import register
 
-BLOCK_WEIGHTS = 32
-BLOCK_BYTES = HalvesTensor.block_bytes  # 18: d, then 16 bytes of nibbles
-BITS_PER_WEIGHT = HalvesTensor.bits_per_weight  # 4.5
+BLOCK = BLOCKS["IQ4_NL"]
+BLOCK_WEIGHTS = BLOCK.weights  # 32
+BLOCK_BYTES = BLOCK.gguf.bytes  # 18: d, then 16 bytes of nibbles
+BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 4.5
 #: llama.cpp's kvalues_iq4nl, as gguf-py's IQ4_NL.kvalues has them
 KVALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], np.int8)
 KVALUES_F32 = KVALUES.astype(np.float32)
@@ -51,11 +53,10 @@ KVALUES_F32 = KVALUES.astype(np.float32)
 SEARCH_TRIES = 7
 
 
-class IQ4NLTensor(HalvesTensor):
+class IQ4NLTensor(HalvesTensor, block="IQ4_NL"):
     """uint8 codebook indices 0..15 [..., 32k] and one float16 scale d per 32 [..., k]."""
 
-    title = "IQ4_NL"
-    code_word = "indices"
+    fields = (Field("codes", "indices", dtype=np.uint8, low=0, high=len(KVALUES) - 1), HalvesTensor.fields[1])
 
     @staticmethod
     def levels(codes: np.ndarray) -> np.ndarray:
@@ -172,15 +173,12 @@ from_gguf = IQ4NLTensor.from_gguf
 
 
 FORMAT = register(
-    Format(
+    block_format(
+        BLOCK,
         name="iq4_nl",
-        title="IQ4_NL",
-        block_size=BLOCK_WEIGHTS,
-        bits_per_weight=BITS_PER_WEIGHT,
         quantize=quantize,
         family="gguf",
         summary="GGUF's non-linear 4-bit blocks: 32 indices into a 16-entry codebook, one float16 scale",
-        gguf_type="IQ4_NL",
         from_gguf=from_gguf,
     )
 )

@@ -28,26 +28,24 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lab.errors import DTypeError, ShapeError
-from lab.formats._blocks import element_index, float_input
+from lab.formats._blocks import float_input
 from lab.formats._ggml import (
     F16_MAX,
     first_absmax,
-    fp16_bytes,
-    fp16_field,
     pack_halves,
     reciprocal_or_zero,
     refuse_beyond_reach,
-    split_blocks,
     unpack_halves,
 )
+from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, half, rows
 from lab.formats.iq4_nl import KVALUES, KVALUES_F32, codes_for, fit_scales
-from lab.formats.registry import Format, register
+from lab.formats.registry import register
 from lab.numbers import format_number
 
-BLOCK_WEIGHTS = 256
-BLOCK_BYTES = 136
-BITS_PER_WEIGHT = BLOCK_BYTES * 8 / BLOCK_WEIGHTS  # 4.25
+BLOCK = BLOCKS["IQ4_XS"]
+BLOCK_WEIGHTS = BLOCK.weights  # 256
+BLOCK_BYTES = BLOCK.gguf.bytes  # 136
+BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 4.25
 SUBBLOCKS = 8
 SUBBLOCK_WEIGHTS = 32
 SCALE_OFFSET = 32
@@ -55,33 +53,25 @@ QS_OFFSET = 8
 
 
 @dataclass(frozen=True, eq=False)
-class IQ4XSTensor:
+class IQ4XSTensor(GGUFBlockTensor, block="IQ4_XS"):
     """uint8 codebook indices [..., 256k], float16 d [..., k], int8 subblock scales -32..31 [..., k, 8]."""
 
     codes: np.ndarray
     d: np.ndarray
     scales: np.ndarray
 
-    bits_per_weight = BITS_PER_WEIGHT
-    block_size = BLOCK_WEIGHTS
-
-    def __post_init__(self):
-        codes, d, scales = np.asarray(self.codes), np.asarray(self.d), np.asarray(self.scales)
-        if codes.dtype != np.uint8 or d.dtype != np.float16 or scales.dtype != np.int8:
-            raise DTypeError(
-                f"IQ4_XS holds uint8 indices, float16 d and int8 scales, got {codes.dtype}, {d.dtype}, {scales.dtype}"
-            )
-        blocks = (*codes.shape[:-1], codes.shape[-1] // BLOCK_WEIGHTS) if codes.ndim else None
-        if codes.ndim == 0 or codes.shape[-1] % BLOCK_WEIGHTS or d.shape != blocks or scales.shape != (*d.shape, 8):
-            raise ShapeError(
-                f"IQ4_XS needs indices [..., 256k], one d and 8 scales per 256, got {codes.shape}, {d.shape}, {scales.shape}"
-            )
-        if codes.size and (codes.max() >= len(KVALUES) or scales.min() < -32 or scales.max() > 31):
-            raise DTypeError("IQ4_XS indices are 0..15 and its subblock scales -32..31")
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.codes.shape)
+    fields = (
+        Field("codes", "indices", dtype=np.uint8, low=0, high=len(KVALUES) - 1),
+        Field("d", "d", (), np.float16),
+        Field("scales", "subblock scales", (SUBBLOCKS,), np.int8, low=-SCALE_OFFSET, high=SCALE_OFFSET - 1),
+    )
+    subblock_weights = SUBBLOCK_WEIGHTS
+    gguf_layout = (
+        half("d"),
+        Part("scales_h", 2, "scales' high bits"),
+        Part("scales_l", 4, "scales' low bits"),
+        Part("qs", 128, "nibbles"),
+    )
 
     def gains(self) -> np.ndarray:
         """Each subblock's d * scale, rounded to float32 as the decoder uses it [..., k, 8]."""
@@ -94,22 +84,15 @@ class IQ4XSTensor:
             weights = self.gains()[..., None] * values
         return weights.reshape(self.shape)
 
-    def explain(self, index) -> dict:
-        position = element_index(self.shape, index)
-        block, lane = divmod(position[-1], BLOCK_WEIGHTS)
-        subblock, within = divmod(lane, SUBBLOCK_WEIGHTS)
-        where = (*position[:-1], block)
-        d = float(self.d[where])
-        scale = int(self.scales[(*where, subblock)])
-        gain = float(self.gains()[(*where, subblock)])
-        code = int(self.codes[position])
+    def explain_lane(self, at: Lane) -> dict:
+        subblock, within = divmod(at.lane, SUBBLOCK_WEIGHTS)
+        d = float(self.d[at.block_position])
+        scale = int(self.scales[(*at.block_position, subblock)])
+        gain = float(self.gains()[(*at.block_position, subblock)])
+        code = int(self.codes[at.position])
         value = int(KVALUES[code])
         weight = float(np.float32(gain) * np.float32(value))
         return {
-            "position": position,
-            "block": block,
-            "subblock": subblock,
-            "position_in_block": lane,
             "byte": QS_OFFSET + 16 * subblock + within % 16,
             "nibble": "low" if within < 16 else "high",
             "code": code,
@@ -123,17 +106,26 @@ class IQ4XSTensor:
             "formula": f"{format_number(gain)} \u00d7 KVALUES[{code}] = {format_number(gain)} \u00d7 {value} = {format_number(weight)}",
         }
 
-    def to_gguf(self) -> np.ndarray:
-        """The super-blocks in GGUF's 136-byte layout, uint8 [..., K/256 * 136]."""
+    def gguf_parts(self) -> dict[str, np.ndarray]:
         stored = (self.scales.astype(np.int16) + SCALE_OFFSET).astype(np.uint16)
         high = ((stored >> 4) << np.arange(0, 2 * SUBBLOCKS, 2, dtype=np.uint16)).sum(axis=-1, dtype=np.uint16)
         low = (stored & 15).astype(np.uint8)
-        scales_l = low[..., 0::2] | (low[..., 1::2] << np.uint8(4))
         codes = self.codes.reshape(*self.d.shape, SUBBLOCKS, SUBBLOCK_WEIGHTS)
-        qs = pack_halves(codes).reshape(*self.d.shape, -1)
-        high_bytes = high.astype("<u2")[..., None].view(np.uint8)
-        raw = np.concatenate([fp16_bytes(self.d), high_bytes, scales_l, qs], axis=-1)
-        return raw.reshape(*self.shape[:-1], -1)
+        return {
+            "scales_h": high.astype("<u2")[..., None].view(np.uint8),
+            "scales_l": low[..., 0::2] | (low[..., 1::2] << np.uint8(4)),
+            "qs": pack_halves(codes).reshape(*self.d.shape, -1),
+        }
+
+    @classmethod
+    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
+        high = parts["scales_h"].copy().view("<u2").astype(np.uint16)  # [..., n, 1]
+        high = (high >> np.arange(0, 2 * SUBBLOCKS, 2, dtype=np.uint16)) & 3
+        low = unpack_halves(parts["scales_l"])  # s_0, s_2, s_4, s_6, then s_1, s_3, ...
+        low = np.stack([low[..., :4], low[..., 4:]], axis=-1).reshape(*low.shape[:-1], SUBBLOCKS)
+        scales = ((low | (high.astype(np.uint8) << np.uint8(4))).astype(np.int16) - SCALE_OFFSET).astype(np.int8)
+        qs = parts["qs"].reshape(*parts["qs"].shape[:-1], SUBBLOCKS, 16)
+        return {"codes": rows(unpack_halves(qs).reshape(*qs.shape[:-2], -1)), "scales": scales}
 
 
 def quantize(w: ArrayLike) -> IQ4XSTensor:
@@ -155,29 +147,16 @@ def quantize(w: ArrayLike) -> IQ4XSTensor:
     return IQ4XSTensor(codes=codes.reshape(weights.shape), d=d16, scales=scales.astype(np.int8))
 
 
-def from_gguf(raw: ArrayLike) -> IQ4XSTensor:
-    """GGUF IQ4_XS bytes [..., 136k] -> the tensor they hold."""
-    blocks = split_blocks(raw, BLOCK_BYTES, "IQ4_XS", "2 bytes of d, 2 + 4 bytes of scales, 128 bytes of nibbles")
-    high = blocks[..., 2:4].copy().view("<u2").astype(np.uint16)  # [..., n, 1]
-    high = (high >> np.arange(0, 2 * SUBBLOCKS, 2, dtype=np.uint16)) & 3
-    low = unpack_halves(blocks[..., 4:QS_OFFSET])  # s_0, s_2, s_4, s_6, then s_1, s_3, ...
-    low = np.stack([low[..., :4], low[..., 4:]], axis=-1).reshape(*low.shape[:-1], SUBBLOCKS)
-    scales = ((low | (high.astype(np.uint8) << np.uint8(4))).astype(np.int16) - SCALE_OFFSET).astype(np.int8)
-    qs = blocks[..., QS_OFFSET:].reshape(*blocks.shape[:-1], SUBBLOCKS, 16)
-    codes = unpack_halves(qs).reshape(*blocks.shape[:-2], -1)
-    return IQ4XSTensor(codes=codes, d=fp16_field(blocks, 0), scales=scales)
+from_gguf = IQ4XSTensor.from_gguf
 
 
 FORMAT = register(
-    Format(
+    block_format(
+        BLOCK,
         name="iq4_xs",
-        title="IQ4_XS",
-        block_size=BLOCK_WEIGHTS,
-        bits_per_weight=BITS_PER_WEIGHT,
         quantize=quantize,
         family="gguf",
         summary="IQ4_NL's codebook in super-blocks of 256: 6-bit scales per 32, one float16 d",
-        gguf_type="IQ4_XS",
         from_gguf=from_gguf,
     )
 )

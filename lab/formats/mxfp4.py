@@ -23,17 +23,18 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lab._arrays import as_byte_array
 from lab.codes import e2m1, e8m0
-from lab.errors import RuleError, ShapeError
+from lab.errors import RuleError
 from lab.formats import _mx
 from lab.formats._mx import MXTensor
-from lab.formats.registry import Format, MLXMode, register
+from lab.formats._tensor import BLOCKS, block_format
+from lab.formats.registry import MLXMode, register
 from lab.formats.rounding import RuleName
 
-GROUP_SIZE = _mx.GROUP_SIZE
-BITS_PER_WEIGHT = 4.25
-GGUF_BLOCK_BYTES = 17
+BLOCK = BLOCKS["MXFP4"]
+GROUP_SIZE = BLOCK.weights  # 32
+BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 4.25
+GGUF_BLOCK_BYTES = BLOCK.gguf.bytes  # 17
 DECODERS = ("ocp", "ggml")
 
 
@@ -50,17 +51,8 @@ def from_parts(codes: ArrayLike, scale_bytes: ArrayLike) -> MXTensor:
     return MXTensor(element=_mx.E2M1_ELEMENT, codes=codes, scale_bytes=scale_bytes, rule="given")
 
 
-def from_gguf(raw: ArrayLike) -> MXTensor:
-    """Read GGUF MXFP4 bytes [..., 17k] into logical codes and scale bytes."""
-    blocks = _gguf_blocks(raw)
-    payload = blocks[..., 1:]
-    codes = np.concatenate([payload & 0x0F, payload >> 4], axis=-1)
-    return MXTensor(
-        element=_mx.E2M1_ELEMENT,
-        codes=codes.reshape(*blocks.shape[:-2], -1),
-        scale_bytes=blocks[..., 0],
-        rule="gguf",
-    )
+#: GGUF MXFP4 bytes [..., 17k] -> logical codes and scale bytes
+from_gguf = MXTensor.from_gguf
 
 
 def dequantize_gguf(raw: ArrayLike, decoder: str = "ocp") -> np.ndarray:
@@ -79,28 +71,15 @@ def dequantize_gguf(raw: ArrayLike, decoder: str = "ocp") -> np.ndarray:
         return weights.reshape(tensor.shape).astype(np.float32)
 
 
-def _gguf_blocks(raw) -> np.ndarray:
-    data = as_byte_array(raw, what="GGUF MXFP4 bytes")
-    if data.ndim == 0 or data.shape[-1] == 0 or data.shape[-1] % GGUF_BLOCK_BYTES:
-        raise ShapeError(
-            f"GGUF MXFP4 data must be whole {GGUF_BLOCK_BYTES}-byte blocks (1 scale byte + 16 code bytes), "
-            f"got a last dimension of {data.shape[-1] if data.ndim else 'a scalar'}"
-        )
-    return data.reshape(*data.shape[:-1], -1, GGUF_BLOCK_BYTES)
-
-
 FORMAT = register(
-    Format(
+    block_format(
+        BLOCK,
         name="mxfp4",
-        title="MXFP4",
-        block_size=GROUP_SIZE,
-        bits_per_weight=BITS_PER_WEIGHT,
         quantize=quantize,
         family="mlx",
         summary="OCP MX: 32 E2M1 codes share one E8M0 power-of-two scale",
         presets=("mlx", "ggml", "ocp"),
         mlx=MLXMode(mode="mxfp4", bits=4, group_size=GROUP_SIZE),
-        gguf_type="MXFP4",
         from_gguf=from_gguf,
         dequantize_gguf=dequantize_gguf,
         gguf_preset="ggml",

@@ -13,11 +13,13 @@ from numpy.typing import ArrayLike
 from lab.codes import e8m0
 from lab.formats import _mx
 from lab.formats._mx import MXTensor
-from lab.formats.registry import Format, MLXMode, register
+from lab.formats._tensor import BLOCKS, block_format
+from lab.formats.registry import MLXMode, register
 from lab.formats.rounding import RuleName
 
-GROUP_SIZE = _mx.GROUP_SIZE
-BITS_PER_WEIGHT = 8.25
+BLOCK = BLOCKS["MXFP8"]
+GROUP_SIZE = BLOCK.weights  # 32
+BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 8.25
 
 
 def quantize(w: ArrayLike, rule: RuleName = "mlx", group_size: int = GROUP_SIZE) -> MXTensor:
@@ -33,11 +35,9 @@ def from_parts(codes: ArrayLike, scale_bytes: ArrayLike) -> MXTensor:
 
 
 FORMAT = register(
-    Format(
+    block_format(
+        BLOCK,
         name="mxfp8",
-        title="MXFP8",
-        block_size=GROUP_SIZE,
-        bits_per_weight=BITS_PER_WEIGHT,
         quantize=quantize,
         family="mlx",
         summary="OCP MX: 32 E4M3 codes share one E8M0 power-of-two scale",

@@ -38,13 +38,14 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lab.errors import DTypeError, ShapeError
-from lab.formats._blocks import block_amax, element_index, float_input, grouped
-from lab.formats.registry import Format, register
+from lab.formats._blocks import block_amax, float_input, grouped
+from lab.formats._tensor import BLOCKS, BlockTensor, Field, Lane, block_format
+from lab.formats.registry import register
 from lab.numbers import format_number
 
-BLOCK_WEIGHTS = 64
-BITS_PER_WEIGHT = 4 + 32 / BLOCK_WEIGHTS  # 4.5
+BLOCK = BLOCKS["NF4"]
+BLOCK_WEIGHTS = BLOCK.weights  # 64
+BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 4.5: a float32 absmax per 64 four-bit codes
 #: NF4's levels, the float32 values bitsandbytes ships (its NF4 table and dDequantizeNF4)
 LEVELS = np.array(
     [
@@ -80,7 +81,7 @@ ABSMAX_CODE_MAX = 127
 
 
 @dataclass(frozen=True, eq=False)
-class NF4Tensor:
+class NF4Tensor(BlockTensor, block="NF4"):
     """uint8 codes 0..15 [..., 64k] and one float32 absmax per 64 [..., k].
 
     With double quantization the absmax values are held as int8 `absmax_codes` (same shape),
@@ -93,28 +94,14 @@ class NF4Tensor:
     absmax_scales: np.ndarray | None = None
     absmax_offset: np.float32 | None = None
 
-    block_size = BLOCK_WEIGHTS
-
-    def __post_init__(self):
-        codes, absmax = np.asarray(self.codes), np.asarray(self.absmax)
-        if codes.dtype != np.uint8 or absmax.dtype != np.float32:
-            raise DTypeError(f"NF4 holds uint8 codes and float32 absmax, got {codes.dtype} and {absmax.dtype}")
-        if (
-            codes.ndim == 0
-            or codes.shape[-1] % BLOCK_WEIGHTS
-            or absmax.shape != (*codes.shape[:-1], codes.shape[-1] // 64)
-        ):
-            raise ShapeError(f"NF4 needs codes [..., 64k] and one absmax per 64, got {codes.shape} and {absmax.shape}")
-        if codes.size and codes.max() >= len(LEVELS):
-            raise DTypeError(f"NF4 codes are 4-bit, 0..15; got {int(codes.max())}")
+    fields = (
+        Field("codes", "codes", dtype=np.uint8, low=0, high=len(LEVELS) - 1),
+        Field("absmax", "absmax", (), np.float32),
+    )
 
     @property
     def double_quantized(self) -> bool:
         return self.absmax_codes is not None
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.codes.shape)
 
     @property
     def bits_per_weight(self) -> float:
@@ -129,19 +116,14 @@ class NF4Tensor:
         weights = grouped(LEVELS[self.codes], BLOCK_WEIGHTS) * self.absmax[..., None]
         return weights.reshape(self.shape)
 
-    def explain(self, index) -> dict:
-        position = element_index(self.shape, index)
-        block, lane = divmod(position[-1], BLOCK_WEIGHTS)
-        absmax = float(self.absmax[(*position[:-1], block)])
-        code = int(self.codes[position])
+    def explain_lane(self, at: Lane) -> dict:
+        absmax = float(self.absmax[at.block_position])
+        code = int(self.codes[at.position])
         level = float(LEVELS[code])
         weight = float(LEVELS[code] * np.float32(absmax))
         return {
-            "position": position,
-            "block": block,
-            "position_in_block": lane,
-            "byte": lane // 2,
-            "nibble": "high" if lane % 2 == 0 else "low",
+            "byte": at.lane // 2,
+            "nibble": "high" if at.lane % 2 == 0 else "low",
             "code": code,
             "level": level,
             "absmax": absmax,
@@ -235,11 +217,9 @@ def quantize(w: ArrayLike, double_quant: bool = False) -> NF4Tensor:
 
 
 FORMAT = register(
-    Format(
+    block_format(
+        BLOCK,
         name="nf4",
-        title="NF4",
-        block_size=BLOCK_WEIGHTS,
-        bits_per_weight=BITS_PER_WEIGHT,
         quantize=quantize,
         family="bitsandbytes",
         summary="QLoRA's NormalFloat: 64 codes for normal-quantile levels, times one float32 absmax",

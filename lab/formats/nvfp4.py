@@ -28,27 +28,30 @@ ggml reads the scale bytes as *unsigned* E4M3 (lab.codes.e4m3.decode_ggml_unsign
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lab._arrays import as_byte_array, as_code_array, as_float_array, as_float_scalar, round_to
+from lab._arrays import as_code_array, as_float_array, as_float_scalar, round_to
 from lab.codes import e2m1, e4m3
-from lab.errors import LabError, NonFiniteError, RuleError, ShapeError
+from lab.errors import LabError, NonFiniteError, RuleError
 from lab.formats import mlx_layout
-from lab.formats._blocks import block_amax, check_group, element_index, float_input, grouped
-from lab.formats.registry import Format, MLXMode, register
+from lab.formats._blocks import block_amax, check_group, float_input, grouped
+from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, rows
+from lab.formats.registry import MLXMode, register
 from lab.numbers import format_number
 
-GROUP_SIZE = 16
+BLOCK = BLOCKS["NVFP4"]
+GROUP_SIZE = BLOCK.weights  # 16
 TENSOR_SCALE_RANGE = e2m1.MAX * e4m3.MAX  # 2688
-GGUF_BLOCK_BYTES = 36
-GGUF_BLOCK_WEIGHTS = 64
+GGUF_BLOCK_BYTES = BLOCK.gguf.bytes  # 36
+GGUF_BLOCK_WEIGHTS = BLOCK.gguf.weights  # 64: four blocks of 16
 DECODERS = ("ocp", "ggml")
 
 
 @dataclass(frozen=True)
-class NVFP4Tensor:
+class NVFP4Tensor(GGUFBlockTensor, block="NVFP4"):
     """E2M1 codes [..., K], E4M3 block-scale bytes [..., K/16], and the tensor amax `global_scale` or None."""
 
     codes: np.ndarray
@@ -57,26 +60,16 @@ class NVFP4Tensor:
     source_dtype: str = "float32"
     group_size: int = field(default=GROUP_SIZE, init=False)
 
+    fields = (
+        Field("codes", "codes", convert=partial(as_code_array, limit=16, what="E2M1 code")),
+        Field("scale_bytes", "scale bytes", (), convert=partial(as_code_array, limit=256, what="E4M3 scale byte")),
+    )
+    gguf_layout = (Part("scales", 4, "unsigned E4M3 scales"), Part("qs", 32, "nibbles"))
+
     def __post_init__(self):
-        codes = as_code_array(self.codes, limit=16, what="E2M1 code")
-        scale_bytes = as_code_array(self.scale_bytes, limit=256, what="E4M3 scale byte")
-        if (
-            codes.ndim == 0
-            or codes.shape[-1] % GROUP_SIZE
-            or scale_bytes.shape != codes.shape[:-1] + (codes.shape[-1] // GROUP_SIZE,)
-        ):
-            raise ShapeError(
-                "nvfp4 needs codes [..., 16k] and one scale byte per 16 codes, "
-                f"got codes {codes.shape} and scale bytes {scale_bytes.shape}"
-            )
-        object.__setattr__(self, "codes", codes)
-        object.__setattr__(self, "scale_bytes", scale_bytes)
+        super().__post_init__()
         if self.global_scale is not None:
             object.__setattr__(self, "global_scale", _check_global_scale(self.global_scale))
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.codes.shape
 
     @property
     def tensor_factor(self) -> float:
@@ -87,10 +80,10 @@ class NVFP4Tensor:
 
     @property
     def bits_per_weight(self) -> float:
-        block_bits = (GROUP_SIZE * 4 + e4m3.BITS) / GROUP_SIZE
+        """The block's 4.5, plus 32 / N for the FP32 tensor scale of N weights where there is one."""
         if self.global_scale is None:
-            return block_bits
-        return block_bits + 32 / self.codes.size
+            return self.block.bits_per_weight
+        return self.block.bits_per_weight + 32 / self.codes.size
 
     @property
     def block_scales(self) -> np.ndarray:
@@ -106,20 +99,17 @@ class NVFP4Tensor:
             values *= np.float32(self.tensor_factor)
         return values.reshape(self.shape)
 
-    def explain(self, index) -> dict:
-        position = element_index(self.shape, index)
-        code = int(self.codes[position])
-        block = position[:-1] + (position[-1] // GROUP_SIZE,)
-        scale_byte = int(self.scale_bytes[block])
+    def explain_head(self, at: Lane) -> dict:
+        return {"format": "nvfp4", "index": at.position, "block": at.block_position, "position_in_block": at.lane}
+
+    def explain_lane(self, at: Lane) -> dict:
+        code = int(self.codes[at.position])
+        scale_byte = int(self.scale_bytes[at.block_position])
         element = e2m1.explain(code)
         scale = e4m3.explain(scale_byte)
-        weight = float(self.dequantize()[position])
+        weight = float(self.dequantize()[at.position])
         formula = f"{format_number(element['value'])} \u00d7 {format_number(scale['value'])} \u00d7 {format_number(self.tensor_factor)} = {format_number(weight)}"
         return {
-            "format": "nvfp4",
-            "index": position,
-            "block": block,
-            "position_in_block": position[-1] % GROUP_SIZE,
             "code": code,
             "element": element,
             "scale_byte": scale_byte,
@@ -147,17 +137,20 @@ class NVFP4Tensor:
                 "a GGUF NVFP4 block has no place for the FP32 tensor scale; quantize without "
                 "global_scale to export, or store the tensor scale separately"
             )
-        if self.shape[-1] % GGUF_BLOCK_WEIGHTS:
-            raise ShapeError(
-                f"GGUF NVFP4 blocks hold 64 weights; the last dimension {self.shape[-1]} is not a multiple of 64"
-            )
+        return super().to_gguf()
+
+    def gguf_parts(self) -> dict[str, np.ndarray]:
         if np.any(self.scale_bytes & 0x80):
             raise LabError("GGUF NVFP4 stores unsigned E4M3 scales; a negative block scale cannot be exported")
         codes = self.codes.reshape(*self.shape[:-1], -1, 4, 2, 8)  # [..., block, group, half, j]
         payload = (codes[..., 0, :] | (codes[..., 1, :] << 4)).reshape(*self.shape[:-1], -1, 32)
-        scales = self.scale_bytes.reshape(*self.shape[:-1], -1, 4)
-        raw = np.concatenate([scales, payload], axis=-1).astype(np.uint8)
-        return raw.reshape(*self.shape[:-1], -1)
+        return {"scales": self.scale_bytes.reshape(*self.shape[:-1], -1, 4), "qs": payload}
+
+    @classmethod
+    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
+        payload = parts["qs"].reshape(*parts["qs"].shape[:-1], 4, 8)
+        codes = np.stack([payload & 0x0F, payload >> 4], axis=-2)  # [..., block, group, half, j]
+        return {"codes": rows(codes.reshape(*payload.shape[:-2], -1)), "scale_bytes": rows(parts["scales"])}
 
 
 def _check_global_scale(global_scale) -> float:
@@ -246,14 +239,8 @@ def from_mlx(packed: ArrayLike, scales: ArrayLike, global_scale: ArrayLike = Non
     return NVFP4Tensor(codes=codes, scale_bytes=scale_bytes.astype(np.uint8), global_scale=global_scale)
 
 
-def from_gguf(raw: ArrayLike) -> NVFP4Tensor:
-    """Read GGUF NVFP4 bytes [..., 36k] into logical codes and scale bytes (no tensor scale)."""
-    blocks = _gguf_blocks(raw)
-    payload = blocks[..., 4:].reshape(*blocks.shape[:-1], 4, 8)
-    codes = np.stack([payload & 0x0F, payload >> 4], axis=-2)  # [..., block, group, half, j]
-    return NVFP4Tensor(
-        codes=codes.reshape(*blocks.shape[:-2], -1), scale_bytes=blocks[..., :4].reshape(*blocks.shape[:-2], -1)
-    )
+#: GGUF NVFP4 bytes [..., 36k] -> logical codes and scale bytes (no tensor scale)
+from_gguf = NVFP4Tensor.from_gguf
 
 
 def dequantize_gguf(raw: ArrayLike, decoder: str = "ocp") -> np.ndarray:
@@ -273,27 +260,14 @@ def dequantize_gguf(raw: ArrayLike, decoder: str = "ocp") -> np.ndarray:
     return (values * scales).reshape(tensor.shape).astype(np.float32)
 
 
-def _gguf_blocks(raw) -> np.ndarray:
-    data = as_byte_array(raw, what="GGUF NVFP4 bytes")
-    if data.ndim == 0 or data.shape[-1] == 0 or data.shape[-1] % GGUF_BLOCK_BYTES:
-        raise ShapeError(
-            f"GGUF NVFP4 data must be whole {GGUF_BLOCK_BYTES}-byte blocks (4 scale bytes + 32 code bytes), "
-            f"got a last dimension of {data.shape[-1] if data.ndim else 'a scalar'}"
-        )
-    return data.reshape(*data.shape[:-1], -1, GGUF_BLOCK_BYTES)
-
-
 FORMAT = register(
-    Format(
+    block_format(
+        BLOCK,  # 4.5 bits per weight, plus 32/N with a tensor scale
         name="nvfp4",
-        title="NVFP4",
-        block_size=GROUP_SIZE,
-        bits_per_weight=(GROUP_SIZE * 4 + e4m3.BITS) / GROUP_SIZE,  # 4.5, plus 32/N with a tensor scale
         quantize=quantize,
         family="mlx",
         summary="16 E2M1 codes share one E4M3 scale, with an optional FP32 tensor scale",
         mlx=MLXMode(mode="nvfp4", bits=4, group_size=GROUP_SIZE),
-        gguf_type="NVFP4",
         from_gguf=from_gguf,
         dequantize_gguf=dequantize_gguf,
         nan_scale_bytes=e4m3.NAN_BYTES,

@@ -23,19 +23,19 @@ from numpy.typing import ArrayLike
 
 from lab.formats._blocks import float_input, grouped
 from lab.formats._ggml import F16_MAX, HalvesTensor, first_absmax, reciprocal_or_zero, refuse_beyond_reach
-from lab.formats.registry import Format, register
+from lab.formats._tensor import BLOCKS, block_format
+from lab.formats.registry import register
 
-BLOCK_WEIGHTS = 32
-BLOCK_BYTES = HalvesTensor.block_bytes  # 18: d, then 16 bytes of nibbles
-BITS_PER_WEIGHT = HalvesTensor.bits_per_weight  # 4.5
+BLOCK = BLOCKS["Q4_0"]
+BLOCK_WEIGHTS = BLOCK.weights  # 32
+BLOCK_BYTES = BLOCK.gguf.bytes  # 18: d, then 16 bytes of nibbles
+BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 4.5
 CODE_MAX = 15
 CODE_OFFSET = 8
 
 
-class Q4_0Tensor(HalvesTensor):
+class Q4_0Tensor(HalvesTensor, block="Q4_0"):
     """uint8 codes 0..15 [..., 32k] and one float16 scale d per 32 codes [..., k]."""
-
-    title = "Q4_0"
 
     @staticmethod
     def levels(codes: np.ndarray) -> np.ndarray:
@@ -64,15 +64,12 @@ from_gguf = Q4_0Tensor.from_gguf
 
 
 FORMAT = register(
-    Format(
+    block_format(
+        BLOCK,
         name="q4_0",
-        title="Q4_0",
-        block_size=BLOCK_WEIGHTS,
-        bits_per_weight=BITS_PER_WEIGHT,
         quantize=quantize,
         family="gguf",
         summary="GGUF's plain 4-bit blocks: 32 codes minus 8, times one float16 scale",
-        gguf_type="Q4_0",
         from_gguf=from_gguf,
     )
 )

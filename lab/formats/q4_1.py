@@ -22,52 +22,34 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lab.errors import DTypeError, NonFiniteError, ShapeError
-from lab.formats._blocks import element_index, float_input, grouped
-from lab.formats._ggml import (
-    F16_MAX,
-    fp16_bytes,
-    fp16_field,
-    pack_halves,
-    reciprocal_or_zero,
-    split_blocks,
-    unpack_halves,
-)
-from lab.formats.registry import Format, register
+from lab.errors import NonFiniteError
+from lab.formats._blocks import float_input, grouped
+from lab.formats._ggml import F16_MAX, pack_halves, reciprocal_or_zero, unpack_halves
+from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, half, rows
+from lab.formats.registry import register
 from lab.numbers import format_number
 
-BLOCK_WEIGHTS = 32
-BLOCK_BYTES = 20
-BITS_PER_WEIGHT = BLOCK_BYTES * 8 / BLOCK_WEIGHTS  # 5.0
+BLOCK = BLOCKS["Q4_1"]
+BLOCK_WEIGHTS = BLOCK.weights  # 32
+BLOCK_BYTES = BLOCK.gguf.bytes  # 20: d, m, then 16 bytes of nibbles
+BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 5.0
 CODE_MAX = 15
 
 
 @dataclass(frozen=True, eq=False)
-class Q4_1Tensor:
+class Q4_1Tensor(GGUFBlockTensor, block="Q4_1"):
     """uint8 codes 0..15 [..., 32k], and per 32 codes a float16 scale d and minimum m [..., k]."""
 
     codes: np.ndarray
     d: np.ndarray
     m: np.ndarray
 
-    bits_per_weight = BITS_PER_WEIGHT
-    block_size = BLOCK_WEIGHTS
-
-    def __post_init__(self):
-        codes, d, m = np.asarray(self.codes), np.asarray(self.d), np.asarray(self.m)
-        if codes.dtype != np.uint8 or d.dtype != np.float16 or m.dtype != np.float16:
-            raise DTypeError(f"Q4_1 holds uint8 codes and float16 d and m, got {codes.dtype}, {d.dtype}, {m.dtype}")
-        blocks = (*codes.shape[:-1], codes.shape[-1] // BLOCK_WEIGHTS) if codes.ndim else None
-        if codes.ndim == 0 or codes.shape[-1] % BLOCK_WEIGHTS or d.shape != blocks or m.shape != blocks:
-            raise ShapeError(
-                f"Q4_1 needs codes [..., 32k] and one d and m per 32 codes, got {codes.shape}, {d.shape}, {m.shape}"
-            )
-        if codes.size and codes.max() > CODE_MAX:
-            raise DTypeError(f"Q4_1 codes are 4-bit, 0..15; got {int(codes.max())}")
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.codes.shape)
+    fields = (
+        Field("codes", "codes", dtype=np.uint8, low=0, high=CODE_MAX),
+        Field("d", "d", (), np.float16),
+        Field("m", "m", (), np.float16),
+    )
+    gguf_layout = (half("d"), half("m"), Part("qs", 16, "nibbles"))
 
     def dequantize(self) -> np.ndarray:
         codes = grouped(self.codes.astype(np.float32), BLOCK_WEIGHTS)
@@ -76,19 +58,13 @@ class Q4_1Tensor:
             weights = self.d.astype(np.float32)[..., None] * codes + self.m.astype(np.float32)[..., None]
         return weights.reshape(self.shape)
 
-    def explain(self, index) -> dict:
-        position = element_index(self.shape, index)
-        block, lane = divmod(position[-1], BLOCK_WEIGHTS)
-        d = float(self.d[(*position[:-1], block)])
-        m = float(self.m[(*position[:-1], block)])
-        code = int(self.codes[position])
+    def explain_lane(self, at: Lane) -> dict:
+        d, m = float(self.d[at.block_position]), float(self.m[at.block_position])
+        code = int(self.codes[at.position])
         weight = float(np.float32(np.float32(d) * np.float32(code)) + np.float32(m))
         return {
-            "position": position,
-            "block": block,
-            "position_in_block": lane,
-            "byte": 4 + lane % 16,
-            "nibble": "low" if lane < 16 else "high",
+            "byte": 4 + at.lane % 16,
+            "nibble": "low" if at.lane < 16 else "high",
             "code": code,
             "d": d,
             "m": m,
@@ -96,10 +72,12 @@ class Q4_1Tensor:
             "formula": f"{format_number(d)} \u00d7 {code} + {format_number(m)} = {format_number(weight)}",
         }
 
-    def to_gguf(self) -> np.ndarray:
-        """The blocks in GGUF's 20-byte layout, uint8 [..., K/32 * 20]."""
-        parts = [fp16_bytes(self.d), fp16_bytes(self.m), pack_halves(grouped(self.codes, BLOCK_WEIGHTS))]
-        return np.concatenate(parts, axis=-1).reshape(*self.shape[:-1], -1)
+    def gguf_parts(self) -> dict[str, np.ndarray]:
+        return {"qs": pack_halves(grouped(self.codes, BLOCK_WEIGHTS))}
+
+    @classmethod
+    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
+        return {"codes": rows(unpack_halves(parts["qs"]))}
 
 
 def quantize(w: ArrayLike) -> Q4_1Tensor:
@@ -122,23 +100,16 @@ def quantize(w: ArrayLike) -> Q4_1Tensor:
     return Q4_1Tensor(codes=codes.reshape(weights.shape), d=d16, m=m16)
 
 
-def from_gguf(raw: ArrayLike) -> Q4_1Tensor:
-    """GGUF Q4_1 bytes [..., 20k] -> the tensor they hold."""
-    blocks = split_blocks(raw, BLOCK_BYTES, "Q4_1", "2 bytes of d + 2 bytes of m + 16 bytes of nibbles")
-    codes = unpack_halves(blocks[..., 4:])
-    return Q4_1Tensor(codes=codes.reshape(*blocks.shape[:-2], -1), d=fp16_field(blocks, 0), m=fp16_field(blocks, 2))
+from_gguf = Q4_1Tensor.from_gguf
 
 
 FORMAT = register(
-    Format(
+    block_format(
+        BLOCK,
         name="q4_1",
-        title="Q4_1",
-        block_size=BLOCK_WEIGHTS,
-        bits_per_weight=BITS_PER_WEIGHT,
         quantize=quantize,
         family="gguf",
         summary="GGUF's 4-bit blocks with an offset: 32 codes times a float16 scale, plus a float16 minimum",
-        gguf_type="Q4_1",
         from_gguf=from_gguf,
     )
 )

@@ -38,23 +38,16 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lab.errors import DTypeError, ShapeError
-from lab.formats._blocks import element_index, float_input
-from lab.formats._ggml import (
-    F16_MAX,
-    GROUP_MAX_EPS,
-    first_absmax,
-    fp16_bytes,
-    fp16_field,
-    refuse_beyond_reach,
-    split_blocks,
-)
-from lab.formats.registry import Format, register
+from lab.formats._blocks import float_input
+from lab.formats._ggml import F16_MAX, GROUP_MAX_EPS, first_absmax, refuse_beyond_reach
+from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, half, rows
+from lab.formats.registry import register
 from lab.numbers import format_number
 
-BLOCK_WEIGHTS = 256
-BLOCK_BYTES = 210
-BITS_PER_WEIGHT = BLOCK_BYTES * 8 / BLOCK_WEIGHTS  # 6.5625
+BLOCK = BLOCKS["Q6_K"]
+BLOCK_WEIGHTS = BLOCK.weights  # 256
+BLOCK_BYTES = BLOCK.gguf.bytes  # 210
+BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 6.5625
 SUBBLOCKS = 16
 SUBBLOCK_WEIGHTS = 16
 CODE_OFFSET = 32
@@ -67,33 +60,25 @@ SCALE_STEPS = 128
 
 
 @dataclass(frozen=True, eq=False)
-class Q6KTensor:
+class Q6KTensor(GGUFBlockTensor, block="Q6_K"):
     """uint8 codes 0..63 [..., 256k], int8 subblock scales [..., k, 16], float16 d [..., k]."""
 
     codes: np.ndarray
     scales: np.ndarray
     d: np.ndarray
 
-    bits_per_weight = BITS_PER_WEIGHT
-    block_size = BLOCK_WEIGHTS
-
-    def __post_init__(self):
-        codes, scales, d = np.asarray(self.codes), np.asarray(self.scales), np.asarray(self.d)
-        if codes.dtype != np.uint8 or scales.dtype != np.int8 or d.dtype != np.float16:
-            raise DTypeError(
-                f"Q6_K holds uint8 codes, int8 scales and float16 d, got {codes.dtype}, {scales.dtype}, {d.dtype}"
-            )
-        blocks = (*codes.shape[:-1], codes.shape[-1] // BLOCK_WEIGHTS) if codes.ndim else None
-        if codes.ndim == 0 or codes.shape[-1] % BLOCK_WEIGHTS or d.shape != blocks or scales.shape != (*d.shape, 16):
-            raise ShapeError(
-                f"Q6_K needs codes [..., 256k], 16 scales and one d per 256, got {codes.shape}, {scales.shape}, {d.shape}"
-            )
-        if codes.size and codes.max() >= 2 * CODE_OFFSET:
-            raise DTypeError(f"Q6_K codes are 6-bit, 0..63; got {int(codes.max())}")
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.codes.shape)
+    fields = (
+        Field("codes", "codes", dtype=np.uint8, low=0, high=2 * CODE_OFFSET - 1),
+        Field("scales", "scales", (SUBBLOCKS,), np.int8),
+        Field("d", "d", (), np.float16),
+    )
+    subblock_weights = SUBBLOCK_WEIGHTS
+    gguf_layout = (
+        Part("ql", QH_OFFSET, "low nibbles"),
+        Part("qh", SCALES_OFFSET - QH_OFFSET, "high bits"),
+        Part("scales", D_OFFSET - SCALES_OFFSET, "int8 scales"),
+        half("d"),
+    )
 
     def gains(self) -> np.ndarray:
         """Each subblock's d * s_j, rounded to float32 as the decoder uses it [..., k, 16]."""
@@ -107,25 +92,18 @@ class Q6KTensor:
             weights = self.gains()[..., None] * levels
         return weights.reshape(self.shape)
 
-    def explain(self, index) -> dict:
-        position = element_index(self.shape, index)
-        block, lane = divmod(position[-1], BLOCK_WEIGHTS)
-        half, rest = divmod(lane, 128)
+    def explain_lane(self, at: Lane) -> dict:
+        half_block, rest = divmod(at.lane, 128)
         quarter, column = divmod(rest, 32)
-        subblock = lane // SUBBLOCK_WEIGHTS
-        where = (*position[:-1], block)
-        d, scale = float(self.d[where]), int(self.scales[(*where, subblock)])
-        gain = float(self.gains()[(*where, subblock)])
-        code = int(self.codes[position])
+        subblock = at.lane // SUBBLOCK_WEIGHTS
+        d, scale = float(self.d[at.block_position]), int(self.scales[(*at.block_position, subblock)])
+        gain = float(self.gains()[(*at.block_position, subblock)])
+        code = int(self.codes[at.position])
         weight = float(np.float32(gain) * np.float32(code - CODE_OFFSET))
         return {
-            "position": position,
-            "block": block,
-            "subblock": subblock,
-            "position_in_block": lane,
-            "ql_byte": 64 * half + 32 * (quarter % 2) + column,
+            "ql_byte": 64 * half_block + 32 * (quarter % 2) + column,
             "ql_nibble": "low" if quarter < 2 else "high",
-            "qh_byte": QH_OFFSET + 32 * half + column,
+            "qh_byte": QH_OFFSET + 32 * half_block + column,
             "qh_bits": (2 * quarter + 1, 2 * quarter),
             "scale_byte": SCALES_OFFSET + subblock,
             "code": code,
@@ -139,16 +117,24 @@ class Q6KTensor:
             "formula": f"{format_number(gain)} \u00d7 ({code} \u2212 32) = {format_number(weight)}",
         }
 
-    def to_gguf(self) -> np.ndarray:
-        """The super-blocks in GGUF's 210-byte layout, uint8 [..., K/256 * 210]."""
+    def gguf_parts(self) -> dict[str, np.ndarray]:
         # q[..., h, k, l] is the code of weight 128h + 32k + l
         q = self.codes.reshape(*self.d.shape, 2, 4, 32)
         low, high = q & np.uint8(15), q >> np.uint8(4)
         ql = (low[..., 0:2, :] | (low[..., 2:4, :] << np.uint8(4))).reshape(*self.d.shape, 128)
         shifts = np.arange(0, 8, 2, dtype=np.uint8)[:, None]
         qh = (high << shifts).sum(axis=-2, dtype=np.uint8).reshape(*self.d.shape, 64)
-        raw = np.concatenate([ql, qh, self.scales.view(np.uint8), fp16_bytes(self.d)], axis=-1)
-        return raw.reshape(*self.shape[:-1], -1)
+        return {"ql": ql, "qh": qh, "scales": self.scales.view(np.uint8)}
+
+    @classmethod
+    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
+        lead = parts["ql"].shape[:-1]
+        ql = parts["ql"].reshape(*lead, 2, 2, 32)
+        low = np.concatenate([ql & np.uint8(15), ql >> np.uint8(4)], axis=-2)  # k = 0, 1, 2, 3
+        qh = parts["qh"].reshape(*lead, 2, 1, 32)
+        high = (qh >> np.arange(0, 8, 2, dtype=np.uint8)[:, None]) & np.uint8(3)
+        codes = rows((low | (high << np.uint8(4))).reshape(*lead, -1))
+        return {"codes": codes, "scales": parts["scales"].copy().view(np.int8)}
 
 
 #: subblocks fitted per pass: the candidate loop's buffers then take 256 KiB each and stay in cache
@@ -247,29 +233,16 @@ def quantize(w: ArrayLike) -> Q6KTensor:
     return Q6KTensor(codes=codes.reshape(weights.shape), scales=scales, d=d16)
 
 
-def from_gguf(raw: ArrayLike) -> Q6KTensor:
-    """GGUF Q6_K bytes [..., 210k] -> the tensor they hold."""
-    blocks = split_blocks(raw, BLOCK_BYTES, "Q6_K", "128 bytes ql + 64 bytes qh + 16 int8 scales + 2 bytes of d")
-    lead = blocks.shape[:-1]
-    ql = blocks[..., :QH_OFFSET].reshape(*lead, 2, 2, 32)
-    low = np.concatenate([ql & np.uint8(15), ql >> np.uint8(4)], axis=-2)  # k = 0, 1, 2, 3
-    qh = blocks[..., QH_OFFSET:SCALES_OFFSET].reshape(*lead, 2, 1, 32)
-    high = (qh >> np.arange(0, 8, 2, dtype=np.uint8)[:, None]) & np.uint8(3)
-    codes = (low | (high << np.uint8(4))).reshape(*blocks.shape[:-2], -1)
-    scales = blocks[..., SCALES_OFFSET:D_OFFSET].copy().view(np.int8)
-    return Q6KTensor(codes=codes, scales=scales, d=fp16_field(blocks, D_OFFSET))
+from_gguf = Q6KTensor.from_gguf
 
 
 FORMAT = register(
-    Format(
+    block_format(
+        BLOCK,
         name="q6_k",
-        title="Q6_K",
-        block_size=BLOCK_WEIGHTS,
-        bits_per_weight=BITS_PER_WEIGHT,
         quantize=quantize,
         family="gguf",
         summary="GGUF super-blocks of 256: 6-bit codes, an int8 scale per 16, one float16 d",
-        gguf_type="Q6_K",
         from_gguf=from_gguf,
     )
 )

@@ -19,33 +19,32 @@ from numpy.typing import ArrayLike
 
 from lab.formats._blocks import float_input, grouped
 from lab.formats._ggml import F16_MAX, OneScaleTensor, reciprocal_or_zero, refuse_beyond_reach
-from lab.formats.registry import Format, register
+from lab.formats._tensor import BLOCKS, Field, Part, block_format, half, rows
+from lab.formats.registry import register
 
-BLOCK_WEIGHTS = 32
-BLOCK_BYTES = 34
-BITS_PER_WEIGHT = BLOCK_BYTES * 8 / BLOCK_WEIGHTS  # 8.5
+BLOCK = BLOCKS["Q8_0"]
+BLOCK_WEIGHTS = BLOCK.weights  # 32
+BLOCK_BYTES = BLOCK.gguf.bytes  # 34: d, then 32 code bytes
+BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 8.5
 CODE_MAX = 127
 
 
-class Q8_0Tensor(OneScaleTensor):
+class Q8_0Tensor(OneScaleTensor, block="Q8_0"):
     """int8 codes [..., 32k] and one float16 scale d per 32 codes [..., k]."""
 
-    title = "Q8_0"
-    block_bytes = BLOCK_BYTES
-    bits_per_weight = BITS_PER_WEIGHT
-    code_dtype = np.int8
-    layout = "32 code bytes"
+    fields = (Field("codes", "codes", dtype=np.int8), Field("d", "d", (), np.float16))
+    gguf_layout = (half("d"), Part("qs", 32, "codes"))
 
     @staticmethod
     def levels(codes: np.ndarray) -> np.ndarray:
         return codes.astype(np.float32)
 
-    def code_bytes(self, codes: np.ndarray) -> np.ndarray:
-        return codes.view(np.uint8)
+    def gguf_parts(self) -> dict[str, np.ndarray]:
+        return {"qs": grouped(self.codes, BLOCK_WEIGHTS).view(np.uint8)}
 
     @classmethod
-    def codes_from_bytes(cls, code_bytes: np.ndarray) -> np.ndarray:
-        return code_bytes.copy().view(np.int8)  # a copy: the tensor must not alias the file it came from
+    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
+        return {"codes": rows(parts["qs"].copy().view(np.int8))}  # a copy: the tensor must not alias the file
 
     def code_fields(self, lane: int, code: int) -> dict:
         return {"code": code}
@@ -80,15 +79,12 @@ from_gguf = Q8_0Tensor.from_gguf
 
 
 FORMAT = register(
-    Format(
+    block_format(
+        BLOCK,
         name="q8_0",
-        title="Q8_0",
-        block_size=BLOCK_WEIGHTS,
-        bits_per_weight=BITS_PER_WEIGHT,
         quantize=quantize,
         family="gguf",
         summary="GGUF's 8-bit blocks: 32 int8 codes times one float16 scale",
-        gguf_type="Q8_0",
         from_gguf=from_gguf,
     )
 )

@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from lab.errors import LabError, ShapeError
-from lab.formats import FORMATS, QuantizedTensor, UnknownFormatError, get, mxfp4, nf4, register, unregister
+from lab.formats import FORMATS, QuantizedTensor, UnknownFormatError, affine, get, mxfp4, nf4, register, unregister
+from lab.formats._ggml import HalvesTensor
+from lab.formats._tensor import BLOCKS, Part, element_block, half
 from lab.formats.registry import GGUFTensor, MLXTensor
 from lab.study import real_weights
 
@@ -187,6 +189,44 @@ def test_bits_per_weight_of_a_half_precision_tensor_is_the_registered_one(fmt):
     # float16 input: MLX's affine scale and bias are 16-bit, as the registry assumes
     tensor = fmt.quantize(asymmetric_weights(fmt).astype(np.float16))
     assert tensor.bits_per_weight == pytest.approx(fmt.bits_per_weight)
+
+
+def test_each_format_is_one_row_of_the_block_table(fmt):
+    # the registry's record and the tensor read the same block; float16 input, so that MLX
+    # affine's scale and bias are the 16 bits its records count
+    w = asymmetric_weights(fmt)
+    tensor = fmt.quantize(w.astype(np.float16))
+    block = tensor.block
+    assert (fmt.title, fmt.block_size, fmt.bits_per_weight) == (block.title, block.weights, block.bits_per_weight)
+    assert (tensor.title, tensor.block_size, tensor.bits_per_weight) == (fmt.title, fmt.block_size, fmt.bits_per_weight)
+    if fmt.mlx is not None and fmt.mlx.mode == "affine":
+        assert fmt.bits_per_weight == affine.bits_per_weight(fmt.mlx.bits, fmt.mlx.group_size)
+    else:
+        assert BLOCKS[fmt.title] is block
+    assert (fmt.gguf_type is None) == (block.gguf is None) == (fmt.from_gguf is None)
+    if fmt.gguf_type is None:
+        return
+    # GGUF's block is gguf-py's, and costs what the record says
+    weights, n_bytes = gguf.constants.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[fmt.gguf_type]]
+    assert (block.gguf.weights, block.gguf.bytes) == (weights, n_bytes)
+    assert 8 * n_bytes / weights == fmt.bits_per_weight
+    raw = fmt.to_gguf(w)
+    assert raw.dtype == np.uint8 and raw.shape == (*w.shape[:-1], w.shape[-1] // weights * n_bytes)
+    assert np.array_equal(fmt.from_gguf(raw).to_gguf(), raw)
+    assert np.array_equal(fmt.from_gguf(raw).dequantize(), fmt.quantize(w, **_gguf_options(fmt)).dequantize())
+
+
+def _gguf_options(fmt) -> dict:
+    return {} if fmt.gguf_preset is None else {"rule": fmt.gguf_preset}
+
+
+def test_a_block_or_a_layout_that_disagrees_with_the_table_is_refused():
+    with pytest.raises(LabError, match="GGUF's 35 bytes per 64 weights are not 72 bits per 16"):
+        element_block("NVFP4", 16, element_bits=4, scale_bits=8, gguf=(64, 35))
+    with pytest.raises(LabError, match="GGUF parts are 17 bytes, but a Q4_0 block is 18"):
+
+        class ShortQ4_0(HalvesTensor, block="Q4_0"):
+            gguf_layout = (half("d"), Part("qs", 15, "nibbles"))
 
 
 @pytest.mark.parametrize("bad_shape", [(2, 7), (5,), (3, 0)])

@@ -42,6 +42,7 @@ explain, presentation (the article's fixture); this module registers the format.
 
 from __future__ import annotations
 
+from lab.formats._tensor import block_format
 from lab.formats.q4k.decode import (
     decode,
     to_mlx_affine,
@@ -52,6 +53,7 @@ from lab.formats.q4k.explain import (
 )
 from lab.formats.q4k.layout import (
     BITS_PER_WEIGHT,
+    BLOCK,
     BLOCK_BYTES,
     BLOCK_WEIGHTS,
     CODE_MAX,
@@ -93,10 +95,11 @@ from lab.formats.q4k.tensor import (
     from_gguf,
     from_parts,
 )
-from lab.formats.registry import Format, register
+from lab.formats.registry import register
 
 __all__ = [
     "BITS_PER_WEIGHT",
+    "BLOCK",
     "BLOCK_BYTES",
     "BLOCK_WEIGHTS",
     "CODE_MAX",
@@ -139,15 +142,12 @@ __all__ = [
 ]
 
 FORMAT = register(
-    Format(
+    block_format(
+        BLOCK,
         name="q4k",
-        title="Q4_K",
-        block_size=BLOCK_WEIGHTS,
-        bits_per_weight=BITS_PER_WEIGHT,
         quantize=quantize,
         family="gguf",
         summary="GGUF super-blocks of 256: 4-bit codes, 6-bit scales and minimums per 32, fp16 d and dmin",
-        gguf_type="Q4_K",
         from_gguf=from_gguf,
     )
 )

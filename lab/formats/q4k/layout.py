@@ -11,10 +11,12 @@ from lab._arrays import (
     as_code_scalar,
 )
 from lab.errors import ShapeError
+from lab.formats._tensor import BLOCKS
 
-BLOCK_BYTES = 144
-BLOCK_WEIGHTS = 256
-BITS_PER_WEIGHT = BLOCK_BYTES * 8 / BLOCK_WEIGHTS  # 4.5
+BLOCK = BLOCKS["Q4_K"]
+BLOCK_BYTES = BLOCK.gguf.bytes  # 144
+BLOCK_WEIGHTS = BLOCK.weights  # 256
+BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 4.5
 SUBBLOCKS = 8
 SUBBLOCK_WEIGHTS = 32
 METADATA_OFFSET = 4

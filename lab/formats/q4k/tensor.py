@@ -14,15 +14,17 @@ from lab._arrays import (
     require_last_multiple,
 )
 from lab.errors import CodeRangeError, DTypeError, NonFiniteError, ShapeError
+from lab.formats._tensor import GGUFBlockTensor, Lane, Part, half
 from lab.formats.q4k.decode import _as_raw, _split_blocks, decode, to_mlx_affine
 from lab.formats.q4k.explain import explain
 from lab.formats.q4k.layout import (
-    BITS_PER_WEIGHT,
     BLOCK_BYTES,
     BLOCK_WEIGHTS,
     CODE_MAX,
     FIELD_MAX,
+    METADATA_BYTES,
     METADATA_OFFSET,
+    PAYLOAD_BYTES,
     PAYLOAD_OFFSET,
     SUBBLOCKS,
     _codes_in_lane_order,
@@ -37,8 +39,12 @@ from lab.formats.q4k.layout import (
 
 
 @dataclass(frozen=True, eq=False)
-class Q4KTensor:
-    """Q4_K bytes [..., 144k] standing for weights [..., 256k]; every view is read off `raw`."""
+class Q4KTensor(GGUFBlockTensor, block="Q4_K"):
+    """Q4_K bytes [..., 144k] standing for weights [..., 256k]; every view is read off `raw`.
+
+    The bytes are the tensor, so its one field is checked as bytes, and its GGUF bytes are `raw`
+    itself; `gguf_layout` (layout.py's byte map) only names the parts.
+    """
 
     raw: np.ndarray
 
@@ -47,9 +53,14 @@ class Q4KTensor:
         array.flags.writeable = False
         object.__setattr__(self, "raw", array)
 
-    bits_per_weight = BITS_PER_WEIGHT
     block_bytes = BLOCK_BYTES
     block_weights = BLOCK_WEIGHTS
+    gguf_layout = (
+        half("d"),
+        half("dmin"),
+        Part("metadata", METADATA_BYTES, "6-bit scales and minimums"),
+        Part("payload", PAYLOAD_BYTES, "nibbles"),
+    )
 
     @property
     def n_blocks(self) -> int:
@@ -93,26 +104,31 @@ class Q4KTensor:
         """The blocks as GGUF stores them: the tensor's own 144-byte blocks, uint8 [..., 144k]."""
         return self.raw.copy()
 
+    @classmethod
+    def from_gguf(cls, raw: ArrayLike) -> Q4KTensor:
+        """GGUF Q4_K bytes [..., 144k] -> the tensor they hold (the bytes are the tensor)."""
+        return cls(raw)
+
     def to_mlx_affine(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return to_mlx_affine(self.raw)
 
-    def explain(self, i: int) -> dict:
-        """explain() for flat weight index i of the decoded tensor (row-major)."""
+    def locate(self, index) -> Lane:
+        """One flat integer index into the decoded tensor (row-major), as the Q4_K explorer counts weights."""
         # One integer only: a tuple, a float (which int() would truncate) or a bool is refused.
-        if not is_integer(i):
-            raise DTypeError(f"weight index must be an integer, got {i!r}")
-        flat_index = int(i)
+        if not is_integer(index):
+            raise DTypeError(f"weight index must be an integer, got {index!r}")
         total = int(np.prod(self.shape))
-        if not 0 <= int(flat_index) < total:
-            raise CodeRangeError(f"weight index must be in 0..{total - 1}, got {int(flat_index)}")
-        block_index, lane = divmod(int(flat_index), BLOCK_WEIGHTS)
-        block = self.raw.reshape(-1, BLOCK_BYTES)[block_index]
-        return {
-            "index": int(flat_index),
-            "position": tuple(int(p) for p in np.unravel_index(int(flat_index), self.shape)),
-            "block": block_index,
-            **explain(block, lane),
-        }
+        if not 0 <= int(index) < total:
+            raise CodeRangeError(f"weight index must be in 0..{total - 1}, got {int(index)}")
+        position = tuple(int(p) for p in np.unravel_index(int(index), self.shape))
+        return Lane(position, *divmod(position[-1], BLOCK_WEIGHTS))
+
+    def explain_head(self, at: Lane) -> dict:
+        flat_index = int(np.ravel_multi_index(at.position, self.shape))
+        return {"index": flat_index, "position": at.position, "block": flat_index // BLOCK_WEIGHTS}
+
+    def explain_lane(self, at: Lane) -> dict:
+        return explain(self.blocks[at.block_position], at.lane)
 
 
 def from_parts(d: ArrayLike, dmin: ArrayLike, scales: ArrayLike, mins: ArrayLike, codes: ArrayLike) -> Q4KTensor:
@@ -170,6 +186,4 @@ def _assemble(d16, dmin16, subblock_scale, subblock_min, block_codes) -> np.ndar
     return blocks.reshape(*lead, n_blocks * BLOCK_BYTES)
 
 
-def from_gguf(raw: ArrayLike) -> Q4KTensor:
-    """GGUF Q4_K bytes [..., 144k] -> the tensor they hold (the bytes are the tensor)."""
-    return Q4KTensor(raw)
+from_gguf = Q4KTensor.from_gguf
