@@ -97,6 +97,11 @@ BLOCKS: dict[str, Block] = {
         gguf_block("Q6_K", 256, 210),
         gguf_block("IQ4_NL", 32, 18),
         gguf_block("IQ4_XS", 256, 136),
+        gguf_block("Q5_0", 32, 22),  # d, 32 fifth bits (qh), 16 bytes of low nibbles
+        gguf_block("Q5_1", 32, 24),  # d, m, qh, 16 bytes of low nibbles
+        gguf_block("Q5_K", 256, 176),  # d, dmin, 12 bytes of 6-bit scales and mins, qh, low nibbles
+        gguf_block("Q3_K", 256, 110),  # hmask, low 2-bit codes, 12 bytes of 6-bit scales, d
+        gguf_block("Q2_K", 256, 84),  # 4-bit scales and mins, 2-bit codes, d, dmin
         element_block("NF4", 64, element_bits=4, scale_bits=32),  # a float32 absmax
     )
 }
