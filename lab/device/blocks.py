@@ -16,8 +16,6 @@ separately.
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
 from lab._arrays import to_float32_input
@@ -61,16 +59,7 @@ def resolve_format(fmt: str | Format, options: dict, tensor=None) -> tuple[Forma
     name = f"affine{bits}_g{group_size}"
     if name in FORMATS:
         return FORMATS[name], rest
-    return Format(
-        name=name,
-        title=f"MLX affine {bits}-bit g{group_size}",
-        block_size=group_size,
-        bits_per_weight=bits + 32 / group_size,  # a 16-bit scale and bias per group, as registered ones count
-        quantize=partial(affine.quantize, **settings),
-        family="mlx",
-        summary=f"{bits}-bit codes with a scale and a bias per {group_size} weights",
-        mlx=MLXMode(mode="affine", **settings),
-    ), rest
+    return affine.format_record(bits, group_size), rest
 
 
 def run_block(fmt: str | Format, w=None, tensor=None, x=None, **options) -> DeviceReport:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from lab.formats import FORMATS
-from lab.formats.affine import SUPPORTED_BITS, SUPPORTED_GROUP_SIZES, check_bits_and_group
+from lab.formats import FORMATS, affine
+from lab.formats.affine import SUPPORTED_BITS, SUPPORTED_GROUP_SIZES
 
 #: bits per weight: two reference points, then every registered block format by its title
 #: (element codes plus scales; NVFP4 adds 32/N with an FP32 tensor scale)
@@ -31,16 +31,10 @@ def nvfp4_bits_per_weight(n_weights: int | None = None) -> float:
     return FORMAT_BITS_PER_WEIGHT["NVFP4"] + 32 / n_weights
 
 
-def affine_bits_per_weight(bits: int, group_size: int, parameter_bits: int = 16) -> float:
-    """MLX affine: the code bits plus a scale and a bias (16-bit each by default) per group."""
-    check_bits_and_group(bits, group_size)
-    return bits + 2 * parameter_bits / group_size
-
-
 def affine_grid(parameter_bits: int = 16) -> dict[tuple[int, int], float]:
     """Bits per weight for every (bits, group_size) MLX's affine mode accepts."""
     return {
-        (bits, group): affine_bits_per_weight(bits, group, parameter_bits)
+        (bits, group): affine.bits_per_weight(bits, group, parameter_bits)
         for bits in SUPPORTED_BITS
         for group in SUPPORTED_GROUP_SIZES
     }

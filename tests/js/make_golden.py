@@ -630,15 +630,11 @@ def bits_per_weight_cases() -> list:
         {
             "format": "affine",
             "opts": {"bits": 4, "group_size": 64, "parameter_bits": 32},
-            "value": sizes.affine_bits_per_weight(4, 64, 32),
+            "value": affine.bits_per_weight(4, 64, 32),
         }
     )
-    cases.append(
-        {"format": "affine", "opts": {"bits": 7, "group_size": 64}, **outcome(sizes.affine_bits_per_weight, 7, 64)}
-    )
-    cases.append(
-        {"format": "affine", "opts": {"bits": 4, "group_size": 16}, **outcome(sizes.affine_bits_per_weight, 4, 16)}
-    )
+    cases.append({"format": "affine", "opts": {"bits": 7, "group_size": 64}, **outcome(affine.bits_per_weight, 7, 64)})
+    cases.append({"format": "affine", "opts": {"bits": 4, "group_size": 16}, **outcome(affine.bits_per_weight, 4, 16)})
     cases.append({"format": "NVFP4", "opts": {"n_weights": 0}, **outcome(sizes.nvfp4_bits_per_weight, 0)})
     return cases
 
@@ -815,7 +811,7 @@ def exercise_cases() -> list:
             add("capacity-gb", {"billions": billions, "format": name}, sizes.payload_gigabytes(billions * 10**9, bits))
     for bits in (2, 3, 4, 8):
         for group in (32, 64, 128):
-            add("capacity-affine", {"bits": bits, "group_size": group}, sizes.affine_bits_per_weight(bits, group))
+            add("capacity-affine", {"bits": bits, "group_size": group}, affine.bits_per_weight(bits, group))
     for specimen in zoo_specimens.SPECIMENS:
         if specimen.deliberately_wrong:
             add("zoo-check", {"specimen": specimen.name}, specimen.caught_by[0], list(specimen.caught_by))

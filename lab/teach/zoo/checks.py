@@ -16,7 +16,6 @@ import numpy as np
 
 from lab.codes import e8m0
 from lab.formats import mlx_layout, mxfp4, q4k
-from lab.formats._blocks import grouped
 from lab.formats.fixtures import asymmetric_blocks, metadata_fixture, mlx_check_weights, varied_input
 
 Q4_K_TYPE = gguf.GGMLQuantizationType.Q4_K
@@ -307,7 +306,7 @@ def check_against_mlx(quantizer, w=None) -> CheckResult:
 
         def where(index):
             row, group = index
-            return f"scale byte of row {row}, group {group} (amax {np.abs(grouped(weights, 32)[row, group]).max():.6g})"
+            return f"scale byte of row {row}, group {group} (amax {np.abs(weights.reshape(weights.shape[0], -1, mxfp4.GROUP_SIZE)[row, group]).max():.6g})"
 
         return _result(
             6, "E8M0 scale bytes against mx.quantize", reference.scale_bytes, tensor.scale_bytes, scale_mismatch, where

@@ -15,10 +15,15 @@ import numpy as np
 from lab._arrays import to_float32_input
 from lab.codes import e2m1, e8m0, nibble
 from lab.formats import mxfp4, q4k
-from lab.formats._blocks import grouped
 from lab.formats.q4k import misreadings
 
 _F32 = np.float32
+
+
+def _blocks_of(values: np.ndarray) -> np.ndarray:
+    """[..., 32k] -> [..., k, 32]: MXFP4's blocks, each sharing one scale."""
+    return values.reshape(*values.shape[:-1], -1, mxfp4.GROUP_SIZE)
+
 
 # --------------------------------------------------------------------------------------------
 # Q4_K metadata unpackers: twelve bytes [..., 12] -> (scales, mins) [..., 8]
@@ -46,14 +51,14 @@ def decode_mxfp4(codes, scale_bytes) -> np.ndarray:
 
 def decode_mxfp4_raw_scale_byte(codes, scale_bytes) -> np.ndarray:
     """DELIBERATELY WRONG: the E8M0 byte used as the scale itself (127 means 127, not 2^0 = 1)."""
-    values = grouped(e2m1.decode(codes).astype(np.float64), mxfp4.GROUP_SIZE)
+    values = _blocks_of(e2m1.decode(codes).astype(np.float64))
     scales = np.asarray(scale_bytes, dtype=np.float64)[..., None]
     return (values * scales).reshape(np.shape(codes)).astype(_F32)
 
 
 def decode_mxfp4_int4_elements(codes, scale_bytes) -> np.ndarray:
     """DELIBERATELY WRONG: element codes read as two's-complement INT4 (0111 = 7, 1000 = -8)."""
-    values = grouped(nibble.as_int4(codes).astype(np.float64), mxfp4.GROUP_SIZE)
+    values = _blocks_of(nibble.as_int4(codes).astype(np.float64))
     exponents = np.asarray(scale_bytes, dtype=np.int64) - e8m0.BIAS
     return np.ldexp(values, exponents[..., None]).reshape(np.shape(codes)).astype(_F32)
 
@@ -71,7 +76,7 @@ def _quantize_mxfp4_with(w, scale_rule: str, element_rounding: str) -> mxfp4.MXT
     """MXFP4 under a chosen scale rule and element rounding, storing zero as +0 as MLX does,
     so that the two rules are the only difference from MLX."""
     weights, _ = to_float32_input(w)
-    blocks = grouped(weights, mxfp4.GROUP_SIZE).astype(np.float64)
+    blocks = _blocks_of(weights).astype(np.float64)
     amax = np.abs(blocks).max(axis=-1)
     exponent = np.clip(e8m0.exponent_for(amax, scale_rule, e2m1.MAX), -e8m0.BIAS, e8m0.BIAS)
     scale_bytes = np.where(amax == 0, e8m0.BIAS, exponent + e8m0.BIAS).astype(np.uint8)
