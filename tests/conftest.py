@@ -29,9 +29,13 @@ SLOW = {
 }
 
 
+#: the helpers (tests/support.py) a test calls when it needs a real model or model file
+REAL_MODEL_HELPERS = {"require_real_model", "require_shipped_gguf"}
+
+
 def _asks_for_the_real_model(item) -> bool:
     function = getattr(item, "function", None)
-    return function is not None and "require_real_model" in function.__code__.co_names
+    return function is not None and not REAL_MODEL_HELPERS.isdisjoint(function.__code__.co_names)
 
 
 def pytest_configure(config):

@@ -6,14 +6,26 @@ import os
 
 import pytest
 
-from lab.study import real_weights
+from lab.study import real_weights, shipped_gguf
+
+
+def _missing(message: str) -> None:
+    """Skip; in CI, where every package is installed, a missing one is a failure, not a skip."""
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 def require_real_model() -> None:
     """Skip where the real-model packages are missing; in CI that is a failure, not a skip."""
-    if real_weights.real_model_available():
-        return
-    message = f"the real-model packages are not installed ({real_weights.INSTALL_HINT})"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(message)
-    pytest.skip(message)
+    if not real_weights.real_model_available():
+        _missing(f"the real-model packages are not installed ({real_weights.INSTALL_HINT})")
+
+
+def require_shipped_gguf():
+    """The path of the real GGUF file (Gemma 3 270M, Q4_K_M); skip where its package is missing,
+    fail in CI."""
+    try:
+        return shipped_gguf.model_file()
+    except shipped_gguf.RealFileUnavailableError as error:
+        _missing(str(error))

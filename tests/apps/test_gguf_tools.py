@@ -22,7 +22,7 @@ LLAMA_NAMES = {
     "blk.0.ffn_down.weight": (8, 768),
     "blk.1.attn_v.weight": (16, 512),
     "blk.1.ffn_down.weight": (8, 768),
-    "blk.1.ffn_up.weight": (24, 384),  # a row Q4_K cannot take, but Q8_0 can
+    "blk.1.ffn_up.weight": (24, 384),  # a row Q4_K cannot take, but Q5_0 can
     "blk.1.odd.weight": (2, 40),  # a row neither can take
     "output_norm.weight": (512,),
 }
@@ -56,7 +56,7 @@ def test_the_q4_k_m_style_plan(llama_like):
         "blk.0.ffn_down.weight": "Q4_K",
         "blk.1.attn_v.weight": "Q6_K",
         "blk.1.ffn_down.weight": "Q6_K",  # the last layer's FFN down
-        "blk.1.ffn_up.weight": "Q8_0",  # row 384: not a multiple of 256
+        "blk.1.ffn_up.weight": "Q5_0",  # row 384: not a multiple of 256, llama.cpp's fallback for Q4_K
         "blk.1.odd.weight": "F16",  # row 40: not even a multiple of 32
         "output_norm.weight": "F32",
     }
@@ -108,13 +108,14 @@ def test_explain_recipe_reads_the_label_against_the_contents(written):
         summary = {row["type"]: row for row in gguf_tools.type_summary(gf)}
     assert recipe["label"] == "Q4_K_M"
     assert recipe["main_type"] == "Q4_K"
-    assert set(recipe["higher_precision"]) == {"Q6_K", "Q8_0", "F16", "F32"}
+    # Q5_0 (5.5 bits) is llama.cpp's fallback for a Q4_K row of 384: more bits than the main type
+    assert set(recipe["higher_precision"]) == {"Q6_K", "Q5_0", "F16", "F32"}
     assert sorted(recipe["higher_precision"]["Q6_K"]) == [
         "blk.0.attn_v.weight",
         "blk.1.attn_v.weight",
         "blk.1.ffn_down.weight",
     ]
-    assert recipe["higher_precision"]["Q8_0"] == ["blk.1.ffn_up.weight"]
+    assert recipe["higher_precision"]["Q5_0"] == ["blk.1.ffn_up.weight"]
     assert summary["F32"]["tensors"] == summary["F32"]["one_dimensional"] == 2
     assert sum(row["share_of_bytes"] for row in summary.values()) == pytest.approx(1.0)
     assert summary["Q4_K"]["bytes"] == (64 * 2 + 32 * 2 + 8 * 3) * 144
@@ -373,10 +374,10 @@ def test_the_real_model_as_a_q4_k_m_style_file(tmp_path):
     plan = gguf_tools.q4_k_m_style_plan(weights)
     assert plan["encoder.layer.4.output.dense.weight"] == "Q4_K"  # 384 x 1536: rows of 1536
     assert plan["encoder.layer.5.output.dense.weight"] == "Q6_K"  # the last FFN down, promoted
-    assert plan["encoder.layer.5.intermediate.dense.weight"] == "Q8_0"  # rows of 384: Q4_K cannot
+    assert plan["encoder.layer.5.intermediate.dense.weight"] == "Q5_0"  # rows of 384: Q4_K cannot
     path = gguf_tools.write_gguf(tmp_path / "minilm.gguf", weights, plan, arch="bert", file_type="Q4_K_M")
     with gguf_tools.open_gguf(path) as gf:
         decoded = gf.decode("encoder.layer.4.output.dense.weight")
         original = weights["encoder.layer.4.output.dense.weight"]
         assert np.linalg.norm(decoded - original) / np.linalg.norm(original) < 0.1
-        assert gguf_tools.explain_recipe(gf)["main_type"] == "Q8_0"  # the label says Q4_K_M; the bytes disagree
+        assert gguf_tools.explain_recipe(gf)["main_type"] == "Q5_0"  # the label says Q4_K_M; the bytes disagree

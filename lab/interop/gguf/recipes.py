@@ -8,8 +8,7 @@ from collections.abc import Callable, Mapping
 import gguf
 import numpy as np
 
-from lab.formats import q4k
-from lab.formats.q8_0 import BLOCK_WEIGHTS as Q8_0_BLOCK_WEIGHTS
+from lab.formats import by_gguf_type, q4k
 from lab.interop.gguf.layout import TensorInfo
 from lab.interop.gguf.read import GGUFFile
 from lab.text import quoted
@@ -95,7 +94,63 @@ def explain_recipe(gf: GGUFFile) -> dict:
     }
 
 
-Q4_K_ROW = q4k.BLOCK_WEIGHTS
+#: llama.cpp's quantizer (llama_tensor_get_type in src/llama-quant.cpp) stores a matrix whose rows
+#: are not a multiple of 256 in another type: the K-quants need whole 256-weight super-blocks. When
+#: the fallback's 32-weight blocks do not fit either, the matrix is stored as F16.
+LLAMA_CPP_FALLBACK = {
+    "Q2_K": "IQ4_NL",
+    "Q3_K": "IQ4_NL",
+    "IQ4_XS": "IQ4_NL",
+    "Q4_K": "Q5_0",
+    "Q5_K": "Q5_1",
+    "Q6_K": "Q8_0",
+}
+#: the K-quants' super-block: a row must hold whole ones
+SUPER_BLOCK_WEIGHTS = q4k.BLOCK_WEIGHTS
+#: what each float type stores, for the types the registry does not hold
+FLOAT_HOLDS = {
+    "F32": "32-bit floats: 4 bytes a weight, as trained",
+    "F16": "16-bit floats: 2 bytes a weight",
+    "BF16": "bfloat16: 2 bytes a weight, float32's range with 8 bits of precision",
+}
+
+
+def _kind(name: str) -> str:
+    """blk.7.attn_q.weight -> attn_q; token_embd.weight -> token_embd: what a tensor is, not which layer."""
+    return LAYER_NUMBER.sub(".", "." + name + ".").strip(".").removeprefix("blk.").removesuffix(".weight")
+
+
+def type_reasons(gf: GGUFFile) -> list[dict]:
+    """Per tensor type, most bytes first: what the type stores, which tensors have it, their row
+    lengths, and why those tensors are in it, read from their shapes the way llama.cpp decides."""
+    label = recipe_label(gf) or ""
+    rows = []
+    for row in type_summary(gf):
+        infos = [info for info in gf.tensors if info.type_name == row["type"]]
+        row_lengths = sorted({info.shape[-1] for info in infos})
+        kinds = sorted({_kind(info.name) for info in infos})
+        fmt = by_gguf_type(row["type"])
+        holds = fmt.summary if fmt is not None else FLOAT_HOLDS.get(row["type"], "a type the lab does not decode")
+        meant = [wanted for wanted, fallback in LLAMA_CPP_FALLBACK.items() if fallback == row["type"]]
+        misfits = [length for length in row_lengths if length % SUPER_BLOCK_WEIGHTS]
+        if all(len(info.shape) == 1 for info in infos):
+            why = "vectors (norms and biases): llama.cpp quantizes matrices only, so these stay as they were"
+        elif meant and misfits:
+            why = (
+                f"rows of {', '.join(map(str, misfits))} weights are not a multiple of {SUPER_BLOCK_WEIGHTS}, so no "
+                f"K-quant can hold them: llama.cpp stores a matrix it meant for {' or '.join(meant)} as "
+                f"{row['type']} instead"
+            )
+        elif label.startswith(row["type"]):
+            why = f"the type the label {label} names; rows of {', '.join(map(str, row_lengths))} hold whole blocks"
+        elif label:
+            why = f"the recipe {label} keeps these matrices in {row['type']}, not in the type its label names"
+        else:
+            why = "the converter's choice for these matrices; the file names no recipe"
+        rows.append({**row, "holds": holds, "row_lengths": row_lengths, "kinds": kinds, "why": why})
+    return rows
+
+
 #: llama.cpp's Q4_K_M keeps attention value projections and some FFN-down matrices in Q6_K
 VALUE_PROJECTION = re.compile(r"(attn_v|attention\.self\.value|self_attn\.v_proj)\.weight$")
 FFN_DOWN = re.compile(r"(ffn_down|mlp\.down_proj|(?<!attention)\.output\.dense)\.weight$")
@@ -125,10 +180,9 @@ def q4_k_m_style_plan(
     """The GGUF type for each tensor in a small Q4_K_M-style mixture.
 
     1-D tensors (norms, biases) stay F32. Matrices are Q4_K, except those `promote` picks, which
-    get Q6_K, as in llama.cpp. A matrix whose row length is not a multiple of 256 can be neither:
-    llama.cpp's quantizer then falls back to a type with smaller blocks (Q5_0 in place of Q4_K,
-    Q8_0 in place of Q6_K); the lab uses Q8_0 for both, or F16 when the row is not a multiple of
-    32 either.
+    get Q6_K, as in llama.cpp. A matrix whose row length is not a multiple of 256 can be neither,
+    and gets llama.cpp's fallback (LLAMA_CPP_FALLBACK: Q5_0 in place of Q4_K, Q8_0 in place of
+    Q6_K), or F16 when the row is not a multiple of the fallback's 32 either.
     """
     promoted = promote(list(tensors))
     plan = {}
@@ -136,8 +190,11 @@ def q4_k_m_style_plan(
         shape = np.shape(array)
         if len(shape) <= 1:
             plan[name] = "F32"
-        elif shape[-1] % Q4_K_ROW:
-            plan[name] = "Q8_0" if shape[-1] % Q8_0_BLOCK_WEIGHTS == 0 else "F16"
         else:
-            plan[name] = PROMOTED_TYPE if name in promoted else "Q4_K"
+            wanted = PROMOTED_TYPE if name in promoted else "Q4_K"
+            if shape[-1] % SUPER_BLOCK_WEIGHTS == 0:
+                plan[name] = wanted
+            else:
+                fallback = LLAMA_CPP_FALLBACK[wanted]
+                plan[name] = fallback if shape[-1] % by_gguf_type(fallback).block_size == 0 else "F16"
     return plan
