@@ -183,3 +183,37 @@ class HalvesTensor(OneScaleTensor):
             "code": code,
             "value": int(self.levels(np.array(code, np.uint8))),
         }
+
+
+# Q5_0 and Q5_1 store a five-bit code in two places: its low four bits by halves in 16 bytes qs
+# (pack_halves), and its fifth bit in one little-endian uint32 qh, bit j for weight j.
+
+
+def five_bit_parts(codes: np.ndarray) -> dict[str, np.ndarray]:
+    """Five-bit codes [..., 32] -> their GGUF parts: qh [..., 4] (the fifth bits) and qs [..., 16] (the low nibbles)."""
+    codes = codes.astype(np.uint8)
+    # little-endian bit order: bit j of qh read as a little-endian uint32 is bit j % 8 of byte j // 8
+    fifth_bits = np.packbits(codes >> np.uint8(4), axis=-1, bitorder="little")
+    return {"qh": fifth_bits, "qs": pack_halves(codes & np.uint8(15))}
+
+
+def five_bit_codes(parts: dict[str, np.ndarray]) -> np.ndarray:
+    """The GGUF parts qh [..., 4] and qs [..., 16] -> the 32 five-bit codes they hold [..., 32]."""
+    fifth_bits = np.unpackbits(parts["qh"], axis=-1, bitorder="little")
+    return unpack_halves(parts["qs"]) | (fifth_bits << np.uint8(4))
+
+
+def five_bit_fields(lane: int, code: int, qh_start: int) -> dict:
+    """explain's entries for the five-bit code in lane 0..31 of a block whose qh starts at byte `qh_start`:
+    where its fifth bit and its low nibble sit, and the code the two make."""
+    return {
+        "qh_bit": lane,
+        "qh_byte": qh_start + lane // 8,
+        "qh_bit_in_byte": lane % 8,
+        "fifth_bit": code >> 4,
+        "byte": qh_start + 4 + lane % 16,
+        "nibble": "low" if lane < 16 else "high",
+        "low_bits": code & 15,
+        "code": code,
+        "code_bits": f"{code >> 4} {code & 15:04b}",
+    }

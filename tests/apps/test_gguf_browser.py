@@ -1,6 +1,6 @@
 """Notebook 6's "your own GGUF": a file gguf-py's writer made, opened the ways the picker opens one.
 
-The file holds Q4_K, MXFP4, Q8_0 and F16 tensors, a Q5_K tensor the lab does not decode and a
+The file holds Q4_K, MXFP4, Q8_0 and F16 tensors, an IQ2_XXS tensor the lab does not decode and a
 150k-entry string array; gguf-py's `quants.dequantize` is the oracle for every block.
 """
 
@@ -17,7 +17,7 @@ from lab.teach import gguf_browser
 from widgets import OwnershipView, Q4KExplorer
 
 VOCABULARY = 150_000
-Q5_K_BLOCK_BYTES = 176
+IQ2_XXS_BLOCK_BYTES = 66  # a GGUF type the lab has no decoder for
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +38,8 @@ def written(tmp_path_factory):
         "q8_0", gguf.quants.quantize(q8_weights, GGMLQuantizationType.Q8_0), raw_dtype=GGMLQuantizationType.Q8_0
     )
     writer.add_tensor("f16", rng.normal(0, 1, (2, 40)).astype(np.float16))
-    q5k = rng.integers(0, 256, (2, Q5_K_BLOCK_BYTES), dtype=np.uint8)
-    writer.add_tensor("q5k", q5k, raw_shape=q5k.shape, raw_dtype=GGMLQuantizationType.Q5_K)
+    iq2 = rng.integers(0, 256, (2, IQ2_XXS_BLOCK_BYTES), dtype=np.uint8)
+    writer.add_tensor("iq2_xxs", iq2, raw_shape=iq2.shape, raw_dtype=GGMLQuantizationType.IQ2_XXS)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -64,12 +64,12 @@ def test_lists_every_tensor_with_its_type_and_shape(browser):
         "mxfp4": ("MXFP4", (2, 64)),
         "q8_0": ("Q8_0", (3, 64)),
         "f16": ("F16", (2, 40)),
-        "q5k": ("Q5_K", (2, 256)),
+        "iq2_xxs": ("IQ2_XXS", (2, 256)),
     }
     assert (rows["q4k"].n_bytes, rows["q4k"].blocks, rows["q4k"].shape_text) == (8 * 144, 8, "4 × 512")
     assert (rows["mxfp4"].n_bytes, rows["q8_0"].n_bytes, rows["f16"].n_bytes) == (4 * 17, 6 * 34, 2 * 40 * 2)
     assert rows["f16"].blocks == 3  # 80 weights in blocks of 32: the last holds 16
-    assert not rows["q5k"].supported and rows["q4k"].supported
+    assert not rows["iq2_xxs"].supported and rows["q4k"].supported
 
 
 def test_summarises_the_vocabulary_without_reading_it_all(browser):
@@ -116,8 +116,8 @@ def test_other_types_decode_to_a_checked_table(browser):
 
 
 def test_a_type_the_lab_does_not_decode_is_refused_by_name(browser):
-    with pytest.raises(UnsupportedTypeError, match="Q5_K"):
-        gguf_browser.pick_block(browser.file, "q5k", 0)
+    with pytest.raises(UnsupportedTypeError, match="IQ2_XXS"):
+        gguf_browser.pick_block(browser.file, "iq2_xxs", 0)
     with pytest.raises(LabError, match="blocks 0 to 7"):
         gguf_browser.pick_block(browser.file, "q4k", 8)
 

@@ -4,6 +4,8 @@ the file."""
 
 from __future__ import annotations
 
+import re
+
 import gguf
 import numpy as np
 import pytest
@@ -192,12 +194,26 @@ def test_unknown_tensor_names_and_unwritable_types_are_refused(written, tmp_path
     with gguf_tools.open_gguf(path) as gf, pytest.raises(LabError, match="no tensor named 'nope'"):
         gf.decode("nope")
     w = np.ones((2, 256), np.float32)
+    # IQ2_XXS is a GGUF type the lab has no quantizer for; the message lists every type it writes
     with pytest.raises(
         UnsupportedTypeError,
-        match="the lab does not write type Q5_K; supported: F32, F16, MXFP4, NVFP4, Q4_K, Q8_0, Q4_0, Q4_1, Q6_K, "
-        "IQ4_NL, IQ4_XS",
+        match=re.escape("the lab does not write type IQ2_XXS; supported: " + ", ".join(gguf_tools.WRITABLE_TYPES)),
     ):
-        gguf_tools.write_gguf(tmp_path / "x.gguf", {"w": w}, {"w": "Q5_K"})
+        gguf_tools.write_gguf(tmp_path / "x.gguf", {"w": w}, {"w": "IQ2_XXS"})
+    assert gguf_tools.WRITABLE_TYPES[:11] == (
+        "F32",
+        "F16",
+        "MXFP4",
+        "NVFP4",
+        "Q4_K",
+        "Q8_0",
+        "Q4_0",
+        "Q4_1",
+        "Q6_K",
+        "IQ4_NL",
+        "IQ4_XS",
+    )
+    assert {"Q5_0", "Q5_1", "Q5_K", "Q3_K", "Q2_K"} <= set(gguf_tools.WRITABLE_TYPES)
     with pytest.raises(LabError, match=r"no type given for tensors \['w'\]"):
         gguf_tools.write_gguf(tmp_path / "y.gguf", {"w": w}, {})
     with pytest.raises(ShapeError, match="Q8_0 needs rows that are a multiple of 32"):
@@ -224,8 +240,8 @@ def test_decode_raw_refuses_bytes_that_are_not_whole_elements_or_blocks():
         gguf_tools.decode_raw(np.zeros((1, 0), np.uint8), "MXFP4")
     with pytest.raises(DTypeError, match="F32 data must be uint8 bytes, got dtype float32"):
         gguf_tools.decode_raw(np.zeros((1, 4), np.float32), "F32")  # floats would be cast, not reinterpreted
-    with pytest.raises(UnsupportedTypeError, match="type Q5_K is not one the lab decodes"):
-        gguf_tools.decode_raw(np.zeros((1, 176), np.uint8), "Q5_K")
+    with pytest.raises(UnsupportedTypeError, match="type IQ2_XXS is not one the lab decodes"):
+        gguf_tools.decode_raw(np.zeros((1, 66), np.uint8), "IQ2_XXS")
     # whole elements decode: 0x3FC00000 is 1.5 and 0xC0000000 is -2.0 in IEEE binary32
     row = np.array([[0x00, 0x00, 0xC0, 0x3F, 0x00, 0x00, 0x00, 0xC0]], np.uint8)
     assert gguf_tools.decode_raw(row, "F32").tolist() == [[1.5, -2.0]]

@@ -23,5 +23,10 @@ export const FORMATS = Object.freeze(
     { name: "iq4_nl", title: "IQ4_NL", blockSize: 32, bitsPerWeight: 4.5, nanScaleBytes: [] },
     { name: "iq4_xs", title: "IQ4_XS", blockSize: 256, bitsPerWeight: 4.25, nanScaleBytes: [] },
     { name: "nf4", title: "NF4", blockSize: 64, bitsPerWeight: 4.5, nanScaleBytes: [] },
+    { name: "q5_0", title: "Q5_0", blockSize: 32, bitsPerWeight: 5.5, nanScaleBytes: [] },
+    { name: "q5_1", title: "Q5_1", blockSize: 32, bitsPerWeight: 6, nanScaleBytes: [] },
+    { name: "q5_k", title: "Q5_K", blockSize: 256, bitsPerWeight: 5.5, nanScaleBytes: [] },
+    { name: "q3_k", title: "Q3_K", blockSize: 256, bitsPerWeight: 3.4375, nanScaleBytes: [] },
+    { name: "q2_k", title: "Q2_K", blockSize: 256, bitsPerWeight: 2.625, nanScaleBytes: [] },
   ].map((entry) => Object.freeze({ ...entry, nanScaleBytes: Object.freeze(entry.nanScaleBytes) })),
 );

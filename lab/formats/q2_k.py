@@ -1,0 +1,293 @@
+"""GGUF Q2_K: 256-weight super-blocks of 2-bit codes, a 4-bit scale and a 4-bit minimum per 16; 2.625 bits a weight.
+
+    weight = d * s_j * code - dmin * m_j,    code in 0..3, s_j and m_j in 0..15 for subblock j = 0..15
+
+One super-block is 84 bytes:
+
+    bytes   0..15   scales  one byte per subblock j: bits 7..4 = m_j, bits 3..0 = s_j
+    bytes  16..79   qs      the 2-bit codes, four a byte
+    bytes  80..81   d       float16, little-endian: the super-block scale of the s_j
+    bytes  82..83   dmin    float16, little-endian: the super-block scale of the m_j
+
+Where a code lives: weight 128c + 32s + l (chunk c = 0, 1; s = 0..3; l = 0..31) has its code at
+bits 2s + 1..2s of qs byte 32c + l, as lab.formats._kquant draws it (Q3_K's low bits too):
+
+    qs byte 16 + 32c + l:   bits 7..6        bits 5..4        bits 3..2        bits 1..0
+                            w 128c+l+96      w 128c+l+64      w 128c+l+32      w 128c+l
+
+Where a subblock's scale and minimum live: both in scales byte j, a nibble each,
+
+    scales byte j:   bits 7..4 = m_j (the minimum)    bits 3..0 = s_j (the scale)
+
+The minimum is subtracted: m_j counts how far below zero the subblock reaches, as in Q4_K. The
+decoder rounds d * s_j and dmin * m_j to float32, then d * s_j * code, then subtracts, as ggml
+and gguf-py do.
+
+The quantizer follows ggml's reference (`quantize_row_q2_K_ref`, which llama-quantize runs
+without an importance matrix), reimplemented from its description. Per 16-weight subblock,
+`make_qkx2_quants(16, 3, x, |x|, ..., rmin -0.5, rdelta 0.1, nstep 15, use_mad)`: a grid from
+min(x, 0) to max(x) cut in 3 steps, then 16 stretched grids iscale = (2.5 + 0.1 t) / (max - floor),
+t = 0..15, each anchored at the best floor so far; for each grid's codes, the least-squares line
+x ~ scale * code + floor with importance |x| (refitted through 0 if its floor comes out above 0),
+kept when it lowers the importance-weighted absolute error. Then d = max scale / 15 and dmin =
+max minimum / 15 (float16), s_j = nearest(15 * scale_j / max scale), m_j = nearest(15 * min_j /
+max minimum), and every code nearest((x + dmin16 * m_j) / (d16 * s_j)) clamped to 0..3, against
+the stored gain and offset. Where a stored gain is 0 a subblock keeps its fitted codes. gguf-py
+has no Q2_K quantizer; its `quants.dequantize` is the decoder's oracle, and ggml's C code the
+quantizer's (tests/oracles/test_formats_q3_k_q2_k.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from lab.errors import NonFiniteError
+from lab.formats._blocks import float_input
+from lab.formats._ggml import F16_MAX, refuse_beyond_reach
+from lab.formats._kquant import QS_BYTES, crumb_place, pack_crumbs, unpack_crumbs
+from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, half, rows
+from lab.formats.registry import register
+from lab.numbers import format_number
+
+BLOCK = BLOCKS["Q2_K"]
+BLOCK_WEIGHTS = BLOCK.weights  # 256
+BLOCK_BYTES = BLOCK.gguf.bytes  # 84
+BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 2.625
+SUBBLOCKS = 16
+SUBBLOCK_WEIGHTS = 16
+QS_OFFSET = SUBBLOCKS  # 16
+D_OFFSET = QS_OFFSET + QS_BYTES  # 80
+DMIN_OFFSET = D_OFFSET + 2  # 82
+CODE_MAX = 3
+#: the largest 4-bit scale or minimum
+FIELD_MAX = 15
+#: make_qkx2_quants' candidate grids: iscale = (RMIN + RDELTA * t + 3) / (max - floor), t = 0..STEPS
+SEARCH_RMIN = -0.5
+SEARCH_RDELTA = 0.1
+SEARCH_STEPS = 15
+_STRETCHES = tuple(
+    np.float32(SEARCH_RMIN) + np.float32(SEARCH_RDELTA) * np.float32(step) + np.float32(CODE_MAX)
+    for step in range(SEARCH_STEPS + 1)
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Q2KTensor(GGUFBlockTensor, block="Q2_K"):
+    """uint8 codes 0..3 [..., 256k], uint8 scales and mins 0..15 [..., k, 16], float16 d and dmin [..., k]."""
+
+    codes: np.ndarray
+    scales: np.ndarray
+    mins: np.ndarray
+    d: np.ndarray
+    dmin: np.ndarray
+
+    fields = (
+        Field("codes", "codes", dtype=np.uint8, low=0, high=CODE_MAX),
+        Field("scales", "scales", (SUBBLOCKS,), np.uint8, low=0, high=FIELD_MAX),
+        Field("mins", "mins", (SUBBLOCKS,), np.uint8, low=0, high=FIELD_MAX),
+        Field("d", "d", (), np.float16),
+        Field("dmin", "dmin", (), np.float16),
+    )
+    subblock_weights = SUBBLOCK_WEIGHTS
+    gguf_layout = (
+        Part("scales", SUBBLOCKS, "4-bit scales and mins"),
+        Part("qs", QS_BYTES, "2-bit codes"),
+        half("d"),
+        half("dmin"),
+    )
+
+    def gains_and_offsets(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each subblock's d * s_j and dmin * m_j, rounded to float32 as the decoder uses them [..., k, 16]."""
+        with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d or dmin decodes as such, as in ggml
+            gain = self.d.astype(np.float32)[..., None] * self.scales.astype(np.float32)
+            offset = self.dmin.astype(np.float32)[..., None] * self.mins.astype(np.float32)
+        return gain, offset
+
+    def dequantize(self) -> np.ndarray:
+        gain, offset = self.gains_and_offsets()
+        codes = self.codes.astype(np.float32).reshape(*self.d.shape, SUBBLOCKS, SUBBLOCK_WEIGHTS)
+        with np.errstate(over="ignore", invalid="ignore"):
+            weights = gain[..., None] * codes - offset[..., None]
+        return weights.reshape(self.shape)
+
+    def explain_lane(self, at: Lane) -> dict:
+        subblock = at.lane // SUBBLOCK_WEIGHTS
+        qs_byte, shift = crumb_place(at.lane)
+        where = (*at.block_position, subblock)
+        d, dmin = float(self.d[at.block_position]), float(self.dmin[at.block_position])
+        scale, minimum = int(self.scales[where]), int(self.mins[where])
+        gain, offset = (float(part[where]) for part in self.gains_and_offsets())
+        code = int(self.codes[at.position])
+        weight = float(np.float32(np.float32(gain) * np.float32(code)) - np.float32(offset))
+        return {
+            "qs_byte": QS_OFFSET + qs_byte,
+            "qs_shift": shift,
+            "code": code,
+            "code_bits": f"{code:02b}",
+            "scale_byte": subblock,
+            "scale_nibble": "low",
+            "min_nibble": "high",
+            "scale": scale,
+            "min": minimum,
+            "d": d,
+            "dmin": dmin,
+            "gain": gain,
+            "offset": offset,
+            "weight": weight,
+            "gain_formula": f"{format_number(d)} \u00d7 {scale} = {format_number(gain)}",
+            "offset_formula": f"{format_number(dmin)} \u00d7 {minimum} = {format_number(offset)}",
+            "formula": f"{format_number(gain)} \u00d7 {code} \u2212 {format_number(offset)} = {format_number(weight)}",
+        }
+
+    def gguf_parts(self) -> dict[str, np.ndarray]:
+        return {
+            "scales": self.scales | (self.mins << np.uint8(4)),
+            "qs": pack_crumbs(self.codes).reshape(*self.d.shape, QS_BYTES),
+        }
+
+    @classmethod
+    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
+        packed = parts["scales"]
+        return {
+            "codes": rows(unpack_crumbs(parts["qs"])),
+            "scales": packed & np.uint8(FIELD_MAX),
+            "mins": packed >> np.uint8(4),
+        }
+
+
+#: subblocks fitted per pass: the search's [16, n] float32 buffers then take 512 KiB each
+_CHUNK_SUBBLOCKS = 8192
+
+
+def fit_subblocks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """make_qkx2_quants(16, 3, x, |x|, L, &min, Laux, -0.5, 0.1, 15, true) for every subblock [..., 16]:
+    (float32 scale, float32 minimum >= 0, codes 0..3 uint8).
+
+    Every subblock is fitted on its own, so fitting a chunk at a time gives the same result.
+    """
+    flat = x.reshape(-1, SUBBLOCK_WEIGHTS)
+    scale = np.empty(flat.shape[0], np.float32)
+    minimum = np.empty(flat.shape[0], np.float32)
+    codes = np.empty(flat.shape, np.uint8)
+    for start in range(0, flat.shape[0], _CHUNK_SUBBLOCKS):
+        chunk = slice(start, start + _CHUNK_SUBBLOCKS)
+        # position-major [16, n]: reducing over axis 0 adds one position after another, as C does
+        scale[chunk], minimum[chunk], chunk_codes = _fit_position_major(np.ascontiguousarray(flat[chunk].T))
+        codes[chunk] = chunk_codes.T
+    return scale.reshape(x.shape[:-1]), minimum.reshape(x.shape[:-1]), codes.reshape(x.shape)
+
+
+def _grid_codes(inverse_step: np.ndarray, floor: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """clip(rint(inverse_step * (x - floor)), 0, 3) for x position-major [16, n], as C's nearest_int."""
+    return np.clip(np.rint(inverse_step * (x - floor)), 0, CODE_MAX)
+
+
+def _weighted_error(importance: np.ndarray, step: np.ndarray, floor: np.ndarray, codes: np.ndarray, x: np.ndarray):
+    """Sum over the 16 positions of importance * |step * code + floor - x|, left to right (use_mad)."""
+    return np.add.reduce(importance * np.abs(step * codes + floor - x), axis=0)
+
+
+def _fit_position_major(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """fit_subblocks for subblocks laid out position-major, x float32 [16, n] -> (scale, min, codes [16, n])."""
+    importance = np.abs(x)
+    sum_w = np.add.reduce(importance, axis=0)
+    sum_x = np.add.reduce(importance * x, axis=0)
+    top = x.max(axis=0)
+    # the grid always includes zero: a subblock of positive weights still starts at 0
+    floor = np.minimum(x.min(axis=0), np.float32(0))
+    inverse_step = np.float32(CODE_MAX) / (top - floor)
+    # flat: top == floor, or a span below about 1e-38, where C's 3 / span is infinite too (and
+    # its nearest_int asserts on the infinite codes); either way the subblock gets no step
+    flat = ~np.isfinite(inverse_step)
+    inverse_step[flat] = 1
+    best_step, best_floor = np.float32(1) / inverse_step, floor
+    best_codes = _grid_codes(inverse_step, floor, x)
+    best_error = _weighted_error(importance, best_step, best_floor, best_codes, x)
+    for stretch in _STRETCHES:
+        # each grid is anchored at the best floor found so far, as the reference's `min` is
+        codes = _grid_codes(stretch / (top - best_floor), best_floor, x)
+        weighted = importance * codes
+        sum_l = np.add.reduce(weighted, axis=0)
+        sum_l2 = np.add.reduce(weighted * codes, axis=0)
+        sum_xl = np.add.reduce(weighted * x, axis=0)
+        # for fixed codes, the weighted least-squares line x ~ step * code + floor in closed form
+        determinant = sum_w * sum_l2 - sum_l * sum_l
+        step = (sum_w * sum_xl - sum_x * sum_l) / determinant
+        line_floor = (sum_l2 * sum_x - sum_l * sum_xl) / determinant
+        # a floor above zero is not allowed (the minimum is subtracted): refit through the origin
+        above = line_floor > 0
+        step = np.where(above, sum_xl / sum_l2, step)
+        line_floor = np.where(above, np.float32(0), line_floor)
+        error = _weighted_error(importance, step, line_floor, codes, x)
+        better = (determinant > 0) & (error < best_error)
+        best_codes = np.where(better, codes, best_codes)
+        best_error = np.where(better, error, best_error)
+        best_step = np.where(better, step, best_step)
+        best_floor = np.where(better, line_floor, best_floor)
+    # a flat subblock has no step: codes 0, its value (if below 0) carried by the minimum
+    best_codes[:, flat] = 0
+    minimum = -np.where(flat, floor, best_floor)
+    return np.where(flat, np.float32(0), best_step), minimum, best_codes.astype(np.uint8)
+
+
+def _four_bit_fields(values: np.ndarray, largest: np.ndarray) -> np.ndarray:
+    """nearest(15 / largest * values) per super-block [..., k, 16] as uint8, and 0 where largest is 0.
+
+    The fit's steps and minimums are not negative for real weights (its codes rise with x, so its
+    least-squares step does too, and its floor is at most 0). C stores the int straight into the
+    byte, where a negative one would wrap; the lab clamps at 0, as Q4_K does.
+    """
+    largest = np.where(largest > 0, largest, np.float32(1))[..., None]  # where it is 0, values clamp to 0
+    with np.errstate(over="ignore"):
+        inverse = np.float32(FIELD_MAX) / largest
+    # below about 4e-38, 15 / largest overflows (C then rounds inf and NaN, which asserts); such a
+    # super-block's float16 d or dmin is 0 whatever the fields say, so take the ratio the other way round
+    overflowed = np.isinf(inverse)
+    fields = np.where(overflowed, 0, inverse) * values
+    if overflowed.any():
+        fields = np.where(overflowed, values / largest * np.float32(FIELD_MAX), fields)
+    return np.clip(np.rint(fields), 0, FIELD_MAX).astype(np.uint8)
+
+
+def quantize(w: ArrayLike) -> Q2KTensor:
+    """Quantize float weights [..., 256k] with the search of ggml's reference Q2_K quantizer."""
+    weights, _ = float_input(w, BLOCK_WEIGHTS)
+    # a weight is at most d * 15 * 3 above zero: float16 d, 4-bit scales, 2-bit codes
+    refuse_beyond_reach(weights, F16_MAX * FIELD_MAX * CODE_MAX, "Q2_K")
+    x = weights.reshape(*weights.shape[:-1], -1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # a degenerate grid is never chosen
+        fitted_scale, fitted_min, fitted_codes = fit_subblocks(x)
+    max_scale = np.maximum(fitted_scale.max(axis=-1), np.float32(0))
+    max_min = np.maximum(fitted_min.max(axis=-1), np.float32(0))
+    with np.errstate(over="ignore"):  # reported just below
+        d16 = (max_scale / np.float32(FIELD_MAX)).astype(np.float16)
+        dmin16 = (max_min / np.float32(FIELD_MAX)).astype(np.float16)
+    if not (np.isfinite(d16).all() and np.isfinite(dmin16).all()):
+        raise NonFiniteError("w spans too wide a range: Q2_K's float16 d or dmin would overflow (max 65504)")
+    scales = _four_bit_fields(fitted_scale, max_scale)
+    mins = _four_bit_fields(fitted_min, max_min)
+    gain = d16.astype(np.float32)[..., None] * scales.astype(np.float32)
+    offset = dmin16.astype(np.float32)[..., None] * mins.astype(np.float32)
+    has_gain = gain != 0
+    with np.errstate(divide="ignore", invalid="ignore"):  # zero gains keep the fit's codes
+        aimed = np.clip(np.rint((x + offset[..., None]) / gain[..., None]), 0, CODE_MAX)
+    codes = np.where(has_gain[..., None], aimed, fitted_codes).astype(np.uint8)
+    return Q2KTensor(codes=codes.reshape(weights.shape), scales=scales, mins=mins, d=d16, dmin=dmin16)
+
+
+from_gguf = Q2KTensor.from_gguf
+
+
+FORMAT = register(
+    block_format(
+        BLOCK,
+        name="q2_k",
+        quantize=quantize,
+        family="gguf",
+        summary="GGUF super-blocks of 256: 2-bit codes, a 4-bit scale and a 4-bit minimum per 16",
+        from_gguf=from_gguf,
+    )
+)

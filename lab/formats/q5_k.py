@@ -1,0 +1,353 @@
+"""GGUF Q5_K: Q4_K's super-block with a fifth bit for every code; 256 weights in 176 bytes, 5.5 bits per weight.
+
+    weight = d * s_j * q  -  dmin * m_j,    q in 0..31, s_j and m_j in 0..63 for subblock j = 0..7
+             \\_ gain _/      \\_ offset _/
+
+One super-block is 176 bytes:
+
+    bytes    0..1    d       float16, little-endian: the super-block scale for the gains
+    bytes    2..3    dmin    float16, little-endian: the super-block scale for the offsets
+    bytes    4..15   B[0..11]  s_0..s_7 and m_0..m_7, six bits each, packed exactly as Q4_K packs them
+    bytes   16..47   qh[0..31]   bit 4 (the fifth bit) of every code, eight codes a byte
+    bytes   48..175  qs[0..127]  bits 0..3 of every code, two codes a byte, placed as Q4_K's nibbles
+
+Where a code's bits live. Weight 64c + 32h + l (chunk c = 0..3, half h = 0 or 1, position
+l = 0..31) is in subblock j = 2c + h, and its code q = 16 * (fifth bit) + (low nibble):
+
+    qs[32c + l]  = block byte 48 + 32c + l:  low nibble if h = 0, high nibble if h = 1  (bits 3..0 of q)
+    qh[l]        = block byte 16 + l:        bit j = 2c + h                          (bit 4 of q)
+
+so one qh byte holds the fifth bits of the eight weights 32 apart at its position, one a subblock:
+
+    qh[l] =  b7   b6   b5   b4   b3   b2   b1   b0      bit j: the fifth bit of weight 32j + l
+             |                                  |
+             weight 224 + l  (subblock 7)       weight l  (subblock 0)
+
+ggml's dequantize_row_q5_K reads it with two masks, u1 = 1 for a chunk's low-nibble half and u2 = 2
+for its high-nibble half, both shifted left by 2 from one 64-weight chunk to the next: chunk c reads
+bits 2c and 2c + 1.
+
+The twelve bytes B of six-bit fields, written bit 7 first (see lab.formats.q4k for the full story):
+
+    B[0..3]   = hh ssssss    s_0..s_3 in bits 0..5; bits 6..7 are bits 4..5 of s_4..s_7
+    B[4..7]   = hh mmmmmm    m_0..m_3 in bits 0..5; bits 6..7 are bits 4..5 of m_4..m_7
+    B[8..11]  = mmmm ssss    bits 0..3 of s_4..s_7 (low nibble) and of m_4..m_7 (high nibble)
+
+The decoder rounds the gain d * s_j and the offset dmin * m_j to float32, then gain * q, then
+subtracts: ggml's and gguf-py's arithmetic, bit for bit.
+
+The quantizer is ggml's reference (`quantize_row_q5_K_ref`, what llama-quantize writes without an
+importance matrix), reimplemented from ggml's C. Per 32-weight subblock, make_qkx2_quants(32, 31,
+x, av + |x|, ..., rmin -0.5, rdelta 0.1, nstep 15): errors are weighted by av + |x|, av being the
+subblock's root mean square; the search starts from the min/max grid q = nearest(31 (x - floor) /
+(max - floor)) (floor = min(min, 0)), then tries 16 stretched grids (30.5 + 0.1 i) / (max - floor),
+i = 0..15, each anchored at the best floor found so far. For each grid's codes the weighted
+least-squares line x ~ step * q + floor is fitted in closed form (refitted through the origin
+where the floor comes out positive), and it replaces the best when its weighted squared error is
+lower. Then the largest step and depth (-floor) of the super-block set d = step / 63 and
+dmin = depth / 63 in float16, every subblock's step and depth become six-bit fields (as Q4_K's:
+the same code, lab.formats.q4k), and the codes are worked out again against the stored gains and
+offsets; a subblock whose stored gain is 0 keeps the search's codes. gguf-py decodes Q5_K but has
+no Q5_K quantizer: its `quants.dequantize` and ggml's C are the oracles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from lab.errors import NonFiniteError
+from lab.formats._blocks import float_input
+from lab.formats._ggml import F16_MAX, refuse_beyond_reach
+from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, half, rows
+from lab.formats.q4k import FIELD_MAX, METADATA_BYTES, explain_metadata, pack_scale_min, unpack_scale_min
+from lab.formats.q4k.quantize import _six_bit_fields
+from lab.formats.registry import register
+from lab.numbers import format_float32
+
+BLOCK = BLOCKS["Q5_K"]
+BLOCK_WEIGHTS = BLOCK.weights  # 256
+BLOCK_BYTES = BLOCK.gguf.bytes  # 176
+BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 5.5
+SUBBLOCKS = 8
+SUBBLOCK_WEIGHTS = 32
+CODE_MAX = 31
+SCALES_OFFSET = 4
+QH_OFFSET = SCALES_OFFSET + METADATA_BYTES  # 16
+QS_OFFSET = QH_OFFSET + BLOCK_WEIGHTS // 8  # 48
+#: make_qkx2_quants' stretched grids: iscale = (SEARCH_START + SEARCH_STEP * i + 31) / (max - min), i = 0..15
+SEARCH_START = -0.5
+SEARCH_STEP = 0.1
+SEARCH_STEPS = 16
+
+_F32 = np.float32
+#: the grids' numerators, in float32 as C works them out: (rmin + rdelta * i) + nmax
+_STRETCHES = tuple(_F32(SEARCH_START) + _F32(SEARCH_STEP) * _F32(i) + _F32(CODE_MAX) for i in range(SEARCH_STEPS))
+#: 1.5 * 2^23: added to a float32 below 2^22 in magnitude, it leaves the nearest integer in the mantissa
+_ROUNDING_MAGIC = _F32(12582912)
+#: subblocks searched per pass: the search's (32, n) float32 buffers then take 512 KiB each
+_CHUNK_SUBBLOCKS = 4096
+
+
+@dataclass(frozen=True, eq=False)
+class Q5KTensor(GGUFBlockTensor, block="Q5_K"):
+    """uint8 codes 0..31 [..., 256k], six-bit scales and minimums [..., k, 8], float16 d and dmin [..., k]."""
+
+    codes: np.ndarray
+    scales: np.ndarray
+    mins: np.ndarray
+    d: np.ndarray
+    dmin: np.ndarray
+
+    fields = (
+        Field("codes", "codes", dtype=np.uint8, low=0, high=CODE_MAX),
+        Field("scales", "scales", (SUBBLOCKS,), np.uint8, low=0, high=FIELD_MAX),
+        Field("mins", "mins", (SUBBLOCKS,), np.uint8, low=0, high=FIELD_MAX),
+        Field("d", "d", (), np.float16),
+        Field("dmin", "dmin", (), np.float16),
+    )
+    subblock_weights = SUBBLOCK_WEIGHTS
+    gguf_layout = (
+        half("d"),
+        half("dmin"),
+        Part("scales", METADATA_BYTES, "6-bit scales and minimums"),
+        Part("qh", QS_OFFSET - QH_OFFSET, "fifth bits"),
+        Part("qs", BLOCK_BYTES - QS_OFFSET, "low nibbles"),
+    )
+
+    def gains_and_offsets(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each subblock's d * s_j and dmin * m_j, rounded to float32 as the decoder uses them [..., k, 8]."""
+        with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d decodes as such, as in ggml
+            gain = self.d.astype(np.float32)[..., None] * self.scales.astype(np.float32)
+            offset = self.dmin.astype(np.float32)[..., None] * self.mins.astype(np.float32)
+        return gain, offset
+
+    def dequantize(self) -> np.ndarray:
+        gain, offset = self.gains_and_offsets()
+        codes = self.codes.astype(np.float32).reshape(*self.d.shape, SUBBLOCKS, SUBBLOCK_WEIGHTS)
+        with np.errstate(over="ignore", invalid="ignore"):
+            weights = gain[..., None] * codes - offset[..., None]
+        return weights.reshape(self.shape)
+
+    def explain_lane(self, at: Lane) -> dict:
+        chunk, rest = divmod(at.lane, 64)
+        half_of_chunk, position = divmod(rest, 32)
+        subblock = at.lane // SUBBLOCK_WEIGHTS
+        where = (*at.block_position, subblock)
+        d, dmin = float(self.d[at.block_position]), float(self.dmin[at.block_position])
+        scale, minimum = int(self.scales[where]), int(self.mins[where])
+        code = int(self.codes[at.position])
+        fifth, low = code >> 4, code & 15
+        with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d explains as it decodes
+            gain, offset = _F32(d) * _F32(scale), _F32(dmin) * _F32(minimum)
+            weight = float(gain * _F32(code) - offset)
+        qh_byte, qs_byte = QH_OFFSET + position, QS_OFFSET + 32 * chunk + position
+        nibble = "high" if half_of_chunk else "low"
+        gain_text, offset_text = format_float32(gain), format_float32(offset)
+        metadata = pack_scale_min(self.scales[at.block_position], self.mins[at.block_position])
+        return {
+            "qs_byte": qs_byte,
+            "qs_nibble": nibble,
+            "low_bits": low,
+            "qh_byte": qh_byte,
+            "qh_bit": subblock,
+            "fifth_bit": fifth,
+            "code": code,
+            "code_bits": f"{fifth:01b} {low:04b}",
+            "code_formula": (
+                f"16 \u00d7 {fifth} (qh[{position}] = byte {qh_byte}, bit {subblock}) + {low} "
+                f"({nibble} nibble of qs[{32 * chunk + position}] = byte {qs_byte}) = {code}"
+            ),
+            "scale": scale,
+            "min": minimum,
+            "d": d,
+            "dmin": dmin,
+            "gain": float(gain),
+            "offset": float(offset),
+            "weight": weight,
+            "gain_formula": f"{format_float32(d)} \u00d7 {scale} = {gain_text}",
+            "offset_formula": f"{format_float32(dmin)} \u00d7 {minimum} = {offset_text}",
+            "formula": f"{gain_text} \u00d7 {code} \u2212 {offset_text} = {format_float32(weight)}",
+            "metadata": explain_metadata(metadata, subblock),
+        }
+
+    def gguf_parts(self) -> dict[str, np.ndarray]:
+        lead = self.d.shape
+        # low[..., c, h, l] and fifth[..., j, l]: the code of weight 64c + 32h + l = 32j + l
+        low = (self.codes & np.uint8(15)).reshape(*lead, 4, 2, 32)
+        fifth = (self.codes >> np.uint8(4)).reshape(*lead, SUBBLOCKS, 32)
+        qs = (low[..., 0, :] | (low[..., 1, :] << np.uint8(4))).reshape(*lead, 128)
+        qh = (fifth << np.arange(SUBBLOCKS, dtype=np.uint8)[:, None]).sum(axis=-2, dtype=np.uint8)
+        return {"scales": pack_scale_min(self.scales, self.mins), "qh": qh, "qs": qs}
+
+    @classmethod
+    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
+        lead = parts["qs"].shape[:-1]
+        qs = parts["qs"].reshape(*lead, 4, 1, 32)
+        low = (qs >> np.array([[0], [4]], dtype=np.uint8)) & np.uint8(15)  # [..., c, h, l]
+        qh = parts["qh"].reshape(*lead, 1, 32)
+        fifth = (qh >> np.arange(SUBBLOCKS, dtype=np.uint8)[:, None]) & np.uint8(1)  # [..., j, l]
+        codes = low.reshape(*lead, BLOCK_WEIGHTS) | (fifth.reshape(*lead, BLOCK_WEIGHTS) << np.uint8(4))
+        scales, mins = unpack_scale_min(parts["scales"])
+        return {"codes": rows(codes), "scales": scales, "mins": mins}
+
+
+def _nearest_codes(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """ggml's nearest_int of float32 values, clamped to 0..31 as C's MAX(0, MIN(31, l)), as float32 codes.
+
+    nearest_int adds 1.5 * 2^23, where float32's spacing is 1, and reads the integer back from
+    the mantissa bits: round half to even for |v| < 2^22, as np.rint, but 0 for NaN and infinity,
+    which a degenerate grid (a subblock of one value) makes; the same reading, so the same codes.
+    `values` is overwritten.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        values += _ROUNDING_MAGIC
+    levels = values.view(np.int32)
+    levels &= 0x7FFFFF
+    levels -= 0x400000
+    np.clip(levels, 0, CODE_MAX, out=levels)
+    if out is None:
+        return levels.astype(np.float32)
+    np.copyto(out, levels, casting="unsafe")
+    return out
+
+
+def _fit_position_major(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """make_qkx2_quants(32, 31, x, av + |x|, ..., -0.5, 0.1, 15, false) for subblocks x float32 [32, n]:
+    (step [n], depth [n], codes [32, n]), the weights fitted as x ~ step * q - depth.
+
+    Position-major, so that numpy's reductions over axis 0 add one position after another, the
+    left-to-right float32 order of C's loops: a near-tie between two grids then goes the same way.
+    (lab.formats.q4k.quantize runs the same search, tuned for Q4_K's 15 codes and 21 grids.)
+    The winner's codes are not kept from grid to grid: its inverse step and anchor are, and its
+    codes are made again at the end by the same arithmetic, so they are the same codes.
+    """
+    importance = np.sqrt(np.add.reduce(x * x, axis=0) / _F32(SUBBLOCK_WEIGHTS)) + np.abs(x)
+    sum_w = np.add.reduce(importance, axis=0)
+    sum_x = np.add.reduce(importance * x, axis=0)
+    # the grid always reaches zero: a subblock of positive weights still starts at 0
+    floor = np.minimum(x.min(axis=0), _F32(0))
+    top = x.max(axis=0)
+
+    # every full-size intermediate goes into one of these, written in place
+    scratch, codes, weighted = (np.empty_like(x) for _ in range(3))
+
+    def grid(inverse_step, anchor):
+        """The grid's codes, into `codes`."""
+        np.subtract(x, anchor, out=scratch)
+        np.multiply(scratch, inverse_step, out=scratch)
+        _nearest_codes(scratch, out=codes)
+
+    def weighted_error(step, line_floor):
+        """Sum over the 32 positions of importance * (step * code + floor - x)^2, left to right."""
+        residual = np.multiply(codes, step, out=scratch)
+        residual += line_floor
+        residual -= x
+        residual *= residual
+        residual *= importance
+        return np.add.reduce(residual, axis=0)
+
+    # a constant subblock makes the first grid's step infinite; its answer is set at the end
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        best_inverse = _F32(CODE_MAX) / (top - floor)
+        best_anchor, best_floor = floor, floor
+        best_step = _F32(1) / best_inverse
+        grid(best_inverse, best_anchor)
+        best_error = weighted_error(best_step, best_floor)
+        for stretch in _STRETCHES:
+            inverse_step, anchor = stretch / (top - best_floor), best_floor
+            grid(inverse_step, anchor)
+            np.multiply(importance, codes, out=weighted)
+            sum_l = np.add.reduce(weighted, axis=0)
+            sum_l2 = np.add.reduce(np.multiply(weighted, codes, out=scratch), axis=0)
+            sum_xl = np.add.reduce(np.multiply(weighted, x, out=scratch), axis=0)
+            # for fixed codes, the weighted least-squares line in closed form, each product rounded as in C
+            determinant = sum_w * sum_l2 - sum_l * sum_l
+            step = (sum_w * sum_xl - sum_x * sum_l) / determinant
+            line_floor = (sum_l2 * sum_x - sum_l * sum_xl) / determinant
+            # the offset is subtracted as dmin * m with m >= 0: a floor above zero is refitted through the origin
+            through_origin = line_floor > 0
+            step = np.where(through_origin, sum_xl / sum_l2, step)
+            line_floor = np.where(through_origin, _F32(0), line_floor)
+            error = weighted_error(step, line_floor)
+            better = (determinant > 0) & (error < best_error)
+            best_error = np.where(better, error, best_error)
+            best_step = np.where(better, step, best_step)
+            best_floor = np.where(better, line_floor, best_floor)
+            best_inverse = np.where(better, inverse_step, best_inverse)
+            best_anchor = np.where(better, anchor, best_anchor)
+        grid(best_inverse, best_anchor)
+    flat = top == floor  # C's max == min: codes 0, step 0, and the value (if negative) is all floor
+    codes[:, flat] = 0
+    return np.where(flat, _F32(0), best_step), -np.where(flat, floor, best_floor), codes
+
+
+def fit_subblocks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The reference's search for every subblock x float32 [n, 32]: (step [n], depth [n], codes [n, 32]).
+
+    Every subblock is fitted on its own, so fitting a chunk at a time gives the same result.
+    """
+    step = np.empty(x.shape[0], np.float32)
+    depth = np.empty(x.shape[0], np.float32)
+    codes = np.empty(x.shape, np.float32)
+    for start in range(0, x.shape[0], _CHUNK_SUBBLOCKS):
+        chunk = slice(start, start + _CHUNK_SUBBLOCKS)
+        step[chunk], depth[chunk], chunk_codes = _fit_position_major(np.ascontiguousarray(x[chunk].T))
+        codes[chunk] = chunk_codes.T
+    return step, depth, codes
+
+
+def quantize(w: ArrayLike) -> Q5KTensor:
+    """Quantize float weights [..., 256k] as ggml's reference Q5_K quantizer does, byte for byte.
+
+    All arithmetic is float32 in the C reference's order, so the bytes match a build of the
+    reference that does not fuse multiplies into adds (FMA contraction can move a near-tie).
+    """
+    weights, _ = float_input(w, BLOCK_WEIGHTS)
+    # a weight is at most d * 63 * 31 with a float16 d; checking first also keeps the search's
+    # squares, which overflow float32 long before that, from ever running on such weights
+    refuse_beyond_reach(weights, F16_MAX * FIELD_MAX * CODE_MAX, "Q5_K")
+    step, depth, search_codes = fit_subblocks(weights.reshape(-1, SUBBLOCK_WEIGHTS))
+    step, depth = step.reshape(-1, SUBBLOCKS), depth.reshape(-1, SUBBLOCKS)
+    # the six-bit fields count in 63rds of the super-block's largest step and depth (C's max starts at 0)
+    largest_step = np.maximum(step.max(axis=1), _F32(0))
+    largest_depth = np.maximum(depth.max(axis=1), _F32(0))
+    with np.errstate(over="ignore"):  # an overflow to inf is reported just below
+        d16 = (largest_step / _F32(FIELD_MAX)).astype(np.float16)
+        dmin16 = (largest_depth / _F32(FIELD_MAX)).astype(np.float16)
+    if not (np.isfinite(d16).all() and np.isfinite(dmin16).all()):
+        raise NonFiniteError("w spans too wide a range: Q5_K's float16 d or dmin would overflow (max 65504)")
+    scales, mins = _six_bit_fields(step, largest_step), _six_bit_fields(depth, largest_depth)
+
+    # the codes again, against the stored (rounded) gains and offsets, so decode sees what was aimed at
+    gain = d16.astype(np.float32)[:, None] * scales.astype(np.float32)
+    offset = dmin16.astype(np.float32)[:, None] * mins.astype(np.float32)
+    x = weights.reshape(-1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero gain keeps the search's codes instead
+        aimed = _nearest_codes((x + offset[..., None]) / gain[..., None])
+    codes = np.where(gain[..., None] != 0, aimed, search_codes.reshape(x.shape)).astype(np.uint8)
+    lead = (*weights.shape[:-1], weights.shape[-1] // BLOCK_WEIGHTS)
+    return Q5KTensor(
+        codes=codes.reshape(weights.shape),
+        scales=scales.reshape(*lead, SUBBLOCKS),
+        mins=mins.reshape(*lead, SUBBLOCKS),
+        d=d16.reshape(lead),
+        dmin=dmin16.reshape(lead),
+    )
+
+
+from_gguf = Q5KTensor.from_gguf
+
+
+FORMAT = register(
+    block_format(
+        BLOCK,
+        name="q5_k",
+        quantize=quantize,
+        family="gguf",
+        summary="GGUF super-blocks of 256: 5-bit codes, 6-bit scales and minimums per 32, fp16 d and dmin",
+        from_gguf=from_gguf,
+    )
+)
