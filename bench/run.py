@@ -11,7 +11,10 @@ in timed tests. The real-model rows time all-MiniLM-L6-v2 (lab.real_weights, the
 through every format once, format by format and in total, first with an empty result cache and
 then again with it warm; they have no peer, and are skipped with a note when the extra is not
 installed. Q4_K quantize is also timed against the lab's own quantizer from before issue 13's
-speed work (read from the repository's history), in CPU seconds in the same run. The run also records
+speed work (read from the repository's history), in CPU seconds in the same run. Q8_0 decode is
+timed on the real GGUF file's token_embd (lab.study.shipped_gguf, Gemma 3 270M) against gguf-py's,
+in turns in the same run, with the peak memory of the lab's decode against the output's size; it is
+skipped with a note when the file's package or gguf-py is not installed. The run also records
 what the article's last check asks for: the workload, tensor types, hardware, build and thread
 settings and the load average, so a number can be traced to the machine that made it.
 """
@@ -26,7 +29,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 import types
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -331,6 +336,98 @@ def real_model_rows() -> tuple[list[Row], str]:
     return rows, workload
 
 
+#: issue: Q8_0 decode of the real file's token_embd at least as fast as gguf-py's, in the same run,
+#: and its peak of traced memory at most this many times the float32 output
+Q8_0_DECODE_TARGET_RATIO = 1.0
+Q8_0_DECODE_PEAK_GOAL = 1.25
+#: the real GGUF file's Q8_0 tensor: 262144 x 640 weights, a 671 MB float32 output
+REAL_Q8_0_TENSOR = "token_embd.weight"
+
+
+def best_of_each(functions: dict[str, Callable], repeat: int) -> dict[str, float]:
+    """The best time of each function, run in turns, one of each per repeat: a busy spell on a
+    shared machine then slows every contender, not only the one it happens to fall on."""
+    best = dict.fromkeys(functions, float("inf"))
+    for _ in range(repeat):
+        for name, function in functions.items():
+            start = time.perf_counter()
+            function()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+def peak_traced_bytes(function) -> int:
+    """The most bytes allocated at once while `function` runs, as tracemalloc sees them (numpy
+    reports its arrays' memory to it; a memory map is not an allocation)."""
+    tracemalloc.start()
+    try:
+        function()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def real_q8_0_decode_rows(repeat: int) -> tuple[list[Row], str]:
+    """The lab's two Q8_0 decode paths on the real file's token_embd against gguf-py's decode, timed
+    in turns, with the peak memory of each against the float32 output: GGUFFile.decode reads the
+    memory-mapped bytes in place; from_gguf(raw).dequantize() first builds the tensor, whose copy
+    of the codes (a quarter of the output) keeps it from aliasing the file."""
+    try:
+        import gguf
+    except ImportError:
+        return [], "real GGUF rows skipped: gguf-py is not installed (the test extra has it)"
+    from lab.interop.gguf import open_gguf
+    from lab.study import shipped_gguf
+
+    try:
+        path = shipped_gguf.model_file()
+    except shipped_gguf.RealFileUnavailableError as error:
+        return [], f"real GGUF rows skipped: {error}"
+    fmt = FORMATS["q8_0"]
+    with open_gguf(path) as gf:
+        info = gf.tensor(REAL_Q8_0_TENSOR)
+        raw = gf.raw(REAL_Q8_0_TENSOR)
+        output_bytes = info.n_elements * 4
+        # the default budget, a quarter of physical memory, would refuse this tensor on a machine under 2.7 GB
+        calls = {
+            "file": lambda: gf.decode(REAL_Q8_0_TENSOR, budget=output_bytes),
+            "tensor": lambda: fmt.from_gguf(raw).dequantize(),
+            "peer": lambda: gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q8_0),
+        }
+        seconds = best_of_each(calls, repeat)
+        peaks = {name: peak_traced_bytes(calls[name]) / output_bytes for name in calls}
+        tensor = fmt.from_gguf(raw)
+        dequantize_peak = peak_traced_bytes(tensor.dequantize) / output_bytes
+    verdict = "meets" if peaks["file"] <= Q8_0_DECODE_PEAK_GOAL else "misses"
+    output = f"the {output_bytes / 1e6:.3g} MB output"
+    peer = "gguf-py quants.dequantize"
+    rows = [
+        Row(
+            f"Q8_0 decode, real {REAL_Q8_0_TENSOR}: GGUFFile.decode",
+            seconds["file"],
+            peer,
+            seconds["peer"],
+            Q8_0_DECODE_TARGET_RATIO,
+            note=f"peak {peaks['file']:.2f}x {output}, goal <= {Q8_0_DECODE_PEAK_GOAL:g}x: {verdict}; "
+            f"gguf-py's peak {peaks['peer']:.2f}x",
+        ),
+        Row(
+            f"Q8_0 decode, real {REAL_Q8_0_TENSOR}: from_gguf(raw).dequantize()",
+            seconds["tensor"],
+            peer,
+            seconds["peer"],
+            Q8_0_DECODE_TARGET_RATIO,
+            note=f"peak {peaks['tensor']:.2f}x {output}, the tensor's own copy of the codes included; "
+            f"dequantize() alone {dequantize_peak:.2f}x",
+        ),
+    ]
+    workload = (
+        f"{path.name}: {REAL_Q8_0_TENSOR}, Q8_0, shape {info.shape} ({info.n_elements:,} weights), decoded to "
+        f"float32 by the lab and by gguf-py in turns, best of {repeat}; peaks traced by tracemalloc"
+    )
+    return rows, workload
+
+
 #: sentences the model rows embed: the retrieval task's passages, which are real prose
 MODEL_SENTENCES = 64
 
@@ -432,6 +529,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--cols must be a multiple of 256 so every format can take the rows")
     results, info = run(args.rows, args.cols, args.repeat)
     if not args.no_real:
+        real_gguf_rows, info["real_gguf"] = real_q8_0_decode_rows(args.repeat)
+        results += real_gguf_rows
         real_rows, info["real_model"] = real_model_rows()
         results += real_rows
         if real_rows:
@@ -439,8 +538,9 @@ def main(argv: list[str] | None = None) -> int:
             results += per_format_study_rows()
     text = table(results)
     print(text)
-    if info.get("real_model"):
-        print(f"\n{info['real_model']}")
+    for key in ("real_gguf", "real_model"):
+        if info.get(key):
+            print(f"\n{info[key]}")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "latest.md").write_text(text + "\n")
     payload = {"environment": info, "results": [asdict(r) | {"ratio": r.ratio, "verdict": r.verdict} for r in results]}

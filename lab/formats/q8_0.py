@@ -10,6 +10,11 @@ One block is 34 bytes:
 The quantizer is ggml's reference (`quantize_row_q8_0_ref`), as gguf-py mirrors it: d = amax/127
 in float32, codes round(w / d) half away from zero using the float32 reciprocal 1/d, and d is then
 stored as float16. A block of zeros stores d = 0. gguf-py's `quants.quantize` is the oracle.
+
+Decoding computes what gguf-py's `quants.dequantize` does, float32(d) * float32(code), a few
+thousand blocks at a time straight into the float32 output, so no full-size intermediate is ever
+made. `dequantize_gguf` reads d and the codes as strided views of the GGUF bytes themselves (a
+memory-mapped file's included), so decoding a file's tensor allocates the output and little more.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from numpy.typing import ArrayLike
 
 from lab.formats._blocks import float_input, grouped
 from lab.formats._ggml import F16_MAX, OneScaleTensor, reciprocal_or_zero, refuse_beyond_reach
-from lab.formats._tensor import BLOCKS, Field, Part, block_format, half, rows
+from lab.formats._tensor import BLOCKS, Field, Part, block_format, half, rows, split_blocks
 from lab.formats.registry import register
 
 BLOCK = BLOCKS["Q8_0"]
@@ -27,6 +32,25 @@ BLOCK_WEIGHTS = BLOCK.weights  # 32
 BLOCK_BYTES = BLOCK.gguf.bytes  # 34: d, then 32 code bytes
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 8.5
 CODE_MAX = 127
+#: blocks one multiply decodes: 2048 blocks are 256 KB of float32, small enough that the cast codes
+#: and scales stay in a core's cache until the product is stored, large enough that numpy's
+#: per-call cost stays small beside the work
+DECODE_CHUNK_BLOCKS = 2048
+
+
+def _decode_blocks(codes: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """int8 codes [n, 32] times their float16 scales d [n] -> float32 weights [n, 32].
+
+    The product is gguf-py's, float32(d) * float32(code), so the bits are the same. Each chunk's
+    scales are widened on their own (a few KB) and the int8 codes are cast inside the multiply,
+    which writes into the one preallocated output.
+    """
+    weights = np.empty(codes.shape, np.float32)
+    with np.errstate(invalid="ignore"):  # an infinite d times code 0 is NaN, as in ggml
+        for start in range(0, len(d), DECODE_CHUNK_BLOCKS):
+            chunk = slice(start, start + DECODE_CHUNK_BLOCKS)
+            np.multiply(codes[chunk], d[chunk, None].astype(np.float32), out=weights[chunk])
+    return weights
 
 
 class Q8_0Tensor(OneScaleTensor, block="Q8_0"):
@@ -38,6 +62,9 @@ class Q8_0Tensor(OneScaleTensor, block="Q8_0"):
     @staticmethod
     def levels(codes: np.ndarray) -> np.ndarray:
         return codes.astype(np.float32)
+
+    def dequantize(self) -> np.ndarray:
+        return _decode_blocks(self.codes.reshape(-1, BLOCK_WEIGHTS), self.d.reshape(-1)).reshape(self.shape)
 
     def gguf_parts(self) -> dict[str, np.ndarray]:
         return {"qs": grouped(self.codes, BLOCK_WEIGHTS).view(np.uint8)}
@@ -78,6 +105,18 @@ def quantize(w: ArrayLike) -> Q8_0Tensor:
 from_gguf = Q8_0Tensor.from_gguf
 
 
+def dequantize_gguf(raw: ArrayLike, decoder: str = "ocp") -> np.ndarray:
+    """GGUF Q8_0 bytes [..., k * 34] -> float32 weights [..., k * 32], the same as
+    from_gguf(raw).dequantize() without the tensor's copy of the codes: d and the codes are read
+    as strided views of the bytes. Q8_0 has no scale codes that ggml and the OCP specs read
+    differently, so both decoders give this one reading."""
+    blocks = split_blocks(raw, BLOCK_BYTES, "Q8_0", "2 bytes of d + 32 bytes of codes")
+    flat = blocks.reshape(-1, BLOCK_BYTES)
+    d = flat[:, :2].view("<f2")[:, 0]
+    codes = flat[:, 2:].view(np.int8)
+    return _decode_blocks(codes, d).reshape(*blocks.shape[:-2], -1)
+
+
 FORMAT = register(
     block_format(
         BLOCK,
@@ -86,5 +125,6 @@ FORMAT = register(
         family="gguf",
         summary="GGUF's 8-bit blocks: 32 int8 codes times one float16 scale",
         from_gguf=from_gguf,
+        dequantize_gguf=dequantize_gguf,
     )
 )

@@ -93,8 +93,9 @@ class Format:
     gguf_type        GGUF's tensor type name, or None where GGUF has none
     from_gguf        GGUF bytes [..., blocks * bytes per block] -> the format's tensor
     dequantize_gguf  (raw, decoder) -> float32, for a format whose GGUF bytes two decoders read
-                     differently (see GGUF_DECODERS); None where from_gguf(raw).dequantize() is
-                     the one reading
+                     differently (see GGUF_DECODERS), or whose bytes decode straight from a memory
+                     map without the tensor's own copy (Q8_0); None where
+                     from_gguf(raw).dequantize() is the one reading
     gguf_preset      the rounding preset a GGUF writer quantizes with (MXFP4: "ggml"), or None
     nan_scale_bytes  scale bytes whose value is NaN (E8M0 0xFF; E4M3 0x7F and 0xFF)
     family           "mlx", "gguf" or "bitsandbytes": whose converter sets the format's policy

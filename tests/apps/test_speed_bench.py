@@ -71,3 +71,32 @@ def test_every_standalone_explainer_has_a_timed_action():
     from widgets.build import standalone
 
     assert set(browser.EXPLAINER_ACTIONS) == set(standalone.PAGES)
+
+
+def test_the_q8_0_rows_say_why_they_are_skipped_without_the_real_file(monkeypatch):
+    from lab.study import shipped_gguf
+
+    def unavailable():
+        raise shipped_gguf.RealFileUnavailableError(f"the real GGUF file is not installed; {shipped_gguf.INSTALL_HINT}")
+
+    monkeypatch.setattr(shipped_gguf, "model_file", unavailable)
+    rows, reason = bench.real_q8_0_decode_rows(repeat=1)
+    assert rows == [] and "skipped" in reason and shipped_gguf.PACKAGE in reason
+
+
+def test_the_q8_0_rows_time_gguf_py_in_the_same_run_and_report_the_peak(monkeypatch, tmp_path):
+    # a small stand-in for the real file: its token_embd in Q8_0, written by the lab
+    from lab.interop import gguf as gguf_tools
+    from lab.study import shipped_gguf
+
+    w = np.random.default_rng(8).normal(0, 0.02, (64, 640)).astype(np.float32)
+    path = gguf_tools.write_gguf(tmp_path / "small.gguf", {bench.REAL_Q8_0_TENSOR: w}, {bench.REAL_Q8_0_TENSOR: "Q8_0"})
+    monkeypatch.setattr(shipped_gguf, "model_file", lambda: path)
+    rows, workload = bench.real_q8_0_decode_rows(repeat=1)
+    assert [row.task.split(": ")[-1] for row in rows] == ["GGUFFile.decode", "from_gguf(raw).dequantize()"]
+    for row in rows:
+        assert row.peer_seconds > 0 and row.lab_seconds > 0 and "gguf-py" in row.peer
+        assert row.target_ratio == bench.Q8_0_DECODE_TARGET_RATIO == 1.0
+        assert "peak" in row.note and "x the 0.164 MB output" in row.note
+    assert f"goal <= {bench.Q8_0_DECODE_PEAK_GOAL:g}x" in rows[0].note
+    assert bench.REAL_Q8_0_TENSOR in workload and "(64, 640)" in workload
