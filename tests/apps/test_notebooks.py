@@ -12,22 +12,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support import require_real_model
+from support import require_real_model, require_shipped_gguf
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
-def run_notebook_with_outputs(name: str) -> tuple[list, dict]:
-    """What each cell shows, and what the cells define."""
+def run_notebook_with_outputs(name: str, defs: dict | None = None) -> tuple[list, dict]:
+    """What each cell shows, and what the cells define; `defs` stands in for the cells that define those names."""
     spec = importlib.util.spec_from_file_location(f"notebook_{name}", NOTEBOOKS / name)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    outputs, defs = module.app.run()
-    return list(outputs), defs
+    outputs, defined = module.app.run(defs=defs)
+    return list(outputs), defined
 
 
-def run_notebook(name: str) -> dict:
-    return run_notebook_with_outputs(name)[1]
+def run_notebook(name: str, defs: dict | None = None) -> dict:
+    return run_notebook_with_outputs(name, defs)[1]
 
 
 def test_every_course_notebook_exists_and_is_listed():
@@ -103,7 +103,7 @@ def test_06_files_and_recipes():
     assert defs["plan"]["blk.0.attn_q.weight"] == "Q4_K" and defs["plan"]["blk.1.ffn_odd.weight"] != "Q4_K"
     assert defs["recipe"]["label"] == "Q4_K_M"
     assert defs["decoder_check"].passed and defs["decoder_check"].cases == 256 * 256
-    assert defs["rejection"].startswith("UnsupportedTypeError") and "Q2_K" in defs["rejection"]
+    assert defs["rejection"].startswith("UnsupportedTypeError") and "IQ2_XXS" in defs["rejection"]
 
 
 def test_08_the_checks():
@@ -126,8 +126,21 @@ def test_09_real_weights():
     assert summaries["Q4_K"]["coverage"] < 0.5  # most rows of this model are 384 long, not a multiple of 256
 
 
-def test_06_your_own_gguf_defaults_to_the_toy_file():
+def test_06_opens_the_real_file_where_it_is_installed():
+    require_shipped_gguf()  # a skip on a laptop without the package, a failure in CI
     defs = run_notebook("06_files_and_recipes.py")
+    assert defs["browse_error"] is None and defs["browsing"] == "real" and not defs["browsing_toy"]
+    assert len(defs["own_tensors"]) == 236 and defs["real_recipe"]["label"] == "Q4_K_M"
+    assert {row["type"] for row in defs["real_reasons"]} == {"F32", "Q5_0", "Q4_K", "Q8_0", "Q6_K"}
+    pick = defs["pick"]
+    assert defs["pick_error"] is None
+    assert (pick.tensor, pick.type_name, pick.block) == ("blk.0.attn_output.weight", "Q4_K", 0)
+    assert pick.explorer == "q4k" and pick.check.matches and pick.check.max_abs_diff == 0.0
+
+
+def test_06_without_the_real_file_opens_the_toy_file():
+    missing = {"real_path": None, "real_missing": "RealFileUnavailableError: not installed here"}
+    defs = run_notebook("06_files_and_recipes.py", missing)
     assert defs["browse_error"] is None and defs["browsed"].source == "the lab's toy file" and defs["browsing_toy"]
     assert {row.name for row in defs["own_tensors"]} == set(defs["tensors"])
     pick = defs["pick"]

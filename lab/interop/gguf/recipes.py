@@ -122,7 +122,8 @@ def _kind(name: str) -> str:
 
 def type_reasons(gf: GGUFFile) -> list[dict]:
     """Per tensor type, most bytes first: what the type stores, which tensors have it, their row
-    lengths, and why those tensors are in it, read from their shapes the way llama.cpp decides."""
+    lengths, why those tensors are in it (read from their shapes the way llama.cpp decides), and
+    whether it is the type the recipe label names ("named": Q4_K in a Q4_K_M file)."""
     label = recipe_label(gf) or ""
     rows = []
     for row in type_summary(gf):
@@ -141,13 +142,14 @@ def type_reasons(gf: GGUFFile) -> list[dict]:
                 f"K-quant can hold them: llama.cpp stores a matrix it meant for {' or '.join(meant)} as "
                 f"{row['type']} instead"
             )
-        elif label.startswith(row["type"]):
+        elif label and label.startswith(row["type"]):
             why = f"the type the label {label} names; rows of {', '.join(map(str, row_lengths))} hold whole blocks"
         elif label:
             why = f"the recipe {label} keeps these matrices in {row['type']}, not in the type its label names"
         else:
             why = "the converter's choice for these matrices; the file names no recipe"
-        rows.append({**row, "holds": holds, "row_lengths": row_lengths, "kinds": kinds, "why": why})
+        named = bool(label) and label.startswith(row["type"])
+        rows.append({**row, "holds": holds, "row_lengths": row_lengths, "kinds": kinds, "why": why, "named": named})
     return rows
 
 
