@@ -103,20 +103,18 @@ def error_rows(weights: dict[str, np.ndarray], cache: bool = False) -> list[dict
     return rows
 
 
-def pareto_front(rows: list[dict]) -> list[dict]:
+def pareto_front(rows: list[dict], error: str = "relative_error") -> list[dict]:
     """The rows with `on_front` added: no other format of the same source is at most as costly
-    and at most as wrong, and strictly better in one of the two. Skipped rows are never on it."""
+    and at most as wrong (by `error`), and strictly better in one of the two. Rows without a
+    measure are never on it."""
     marked = []
     for row in rows:
-        rivals = [
-            other
-            for other in rows
-            if other["source"] == row["source"] and other["relative_error"] is not None and other is not row
-        ]
-        dominated = row["relative_error"] is None or any(
+        rivals = [other for other in rows if other["source"] == row["source"] and other[error] is not None]
+        rivals = [other for other in rivals if other is not row]
+        dominated = row[error] is None or any(
             other["bits_per_weight"] <= row["bits_per_weight"]
-            and other["relative_error"] <= row["relative_error"]
-            and (other["bits_per_weight"], other["relative_error"]) != (row["bits_per_weight"], row["relative_error"])
+            and other[error] <= row[error]
+            and (other["bits_per_weight"], other[error]) != (row["bits_per_weight"], row[error])
             for other in rivals
         )
         marked.append({**row, "on_front": not dominated})

@@ -48,6 +48,11 @@ NOTEBOOKS: tuple[tuple[str, str, str], ...] = (
         "Formats side by side",
         "Every format on the same weights: error against bits, one outlier, one byte traced, what MLX runs.",
     ),
+    (
+        "12_a_chat_models_answers.py",
+        "What four bits do to a chat model's answers",
+        "Gemma 3 270M under every format: KL divergence, same top token, perplexity, greedy answers.",
+    ),
 )
 
 

@@ -191,3 +191,17 @@ def test_11_formats_side_by_side():
         at_4_5 = [row for row in defs["error_rows"] if row["source"] == source and row["bits_per_weight"] == 4.5]
         assert len(at_4_5) == 6 and {row["title"] for row in at_4_5 if row["on_front"]} == on_front, source
     assert [row["format"] for row in defs["support"]] == list(FORMATS)
+
+
+def test_12_a_chat_models_answers():
+    require_shipped_gguf()  # a skip on a laptop without the package, a failure in CI
+    # two formats stand in for the registry: the full study is the bench's (bench/run.py)
+    defs = run_notebook("12_a_chat_models_answers.py", {"chat_missing": None, "study_formats": ["q8_0", "q4_0"]})
+    study = defs["study"]
+    rows = {row["format"]: row for row in study.rows()}
+    assert set(rows) == {"reference", "q8_0", "q4_0"}
+    assert rows["reference"]["kl_divergence"] == 0.0 and rows["reference"]["same_top"] == 1.0
+    # eight bits move the next-token distributions far less than four
+    assert rows["q8_0"]["kl_divergence"] < rows["q4_0"]["kl_divergence"]
+    assert rows["q8_0"]["same_top"] > rows["q4_0"]["same_top"]
+    assert {row["format"] for row in study.format_rows()} == {"q8_0", "q4_0"}

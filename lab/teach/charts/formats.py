@@ -59,18 +59,26 @@ def bits_per_weight_chart(extra: dict[str, float] | None = None) -> alt.Chart:
     )
 
 
-def pareto_chart(rows: list[dict], source: str) -> alt.Chart:
-    """Relative error against bits per weight for every format on one source; the Pareto front
-    joined, and formats named where a name fits (the front's first)."""
+def pareto_chart(
+    rows: list[dict],
+    source: str,
+    *,
+    error: str = "relative_error",
+    error_words: str = "relative error",
+    note: str = "Relative error ‖ŵ − w‖ / ‖w‖.",
+) -> alt.Chart:
+    """An error measure (`error`, relative error by default) against bits per weight for every
+    format on one source; the Pareto front joined, and formats named where a name fits (the
+    front's first). `rows` carry `on_front` (lab.study.compare.pareto_front)."""
     height = 360
-    measured = [row for row in rows if row["source"] == source and row["relative_error"] is not None]
+    measured = [row for row in rows if row["source"] == source and row[error] is not None]
     x_domain = [
         math.floor(min(row["bits_per_weight"] for row in measured)),
         math.ceil(max(row["bits_per_weight"] for row in measured)),
     ]
-    y_domain = domain_around([row["relative_error"] for row in measured], log=True)
+    y_domain = domain_around([row[error] for row in measured], log=True)
     xs = [pixel_position(row["bits_per_weight"], x_domain, NARROWEST_PLOT) for row in measured]
-    ys = [height - pixel_position(row["relative_error"], y_domain, height, log=True) for row in measured]
+    ys = [height - pixel_position(row[error], y_domain, height, log=True) for row in measured]
     order = sorted(range(len(measured)), key=lambda i: (not measured[i]["on_front"], measured[i]["bits_per_weight"]))
     sides = label_sides(xs, ys, [[row["title"]] for row in measured], order, height)
     frame = alt.Data(
@@ -87,11 +95,11 @@ def pareto_chart(rows: list[dict], source: str) -> alt.Chart:
     base = alt.Chart(frame).encode(
         x=alt.X("bits_per_weight:Q", scale=alt.Scale(domain=x_domain, nice=False), title="bits per weight"),
         y=alt.Y(
-            "relative_error:Q",
+            f"{error}:Q",
             scale=alt.Scale(type="log", domain=y_domain, nice=False),
-            title="relative error (log axis)",
+            title=f"{error_words} (log axis)",
         ),
-        tooltip=["title:N", "bits_per_weight:Q", alt.Tooltip("relative_error:Q", format=".4f"), "front:N"],
+        tooltip=["title:N", "bits_per_weight:Q", alt.Tooltip(f"{error}:Q", format=".4f"), "front:N"],
     )
     points = base.mark_point(size=110, filled=True).encode(
         color=alt.Color(
@@ -104,17 +112,17 @@ def pareto_chart(rows: list[dict], source: str) -> alt.Chart:
     front = base.transform_filter("datum.on_front").mark_line(color=PALETTE[3]).encode(order="bits_per_weight:Q")
     on_front = sorted((row for row in measured if row["on_front"]), key=lambda row: row["bits_per_weight"])
     description = (
-        f"Relative error, on a log axis, against bits per weight for {len(measured)} formats on {source}. "
+        f"{error_words.capitalize()}, on a log axis, against bits per weight for {len(measured)} formats on {source}. "
         f"{len(on_front)} are on the Pareto front, no other format both as cheap and as accurate: "
         + "; ".join(
-            f"{row['title']} at {row['bits_per_weight']:g} bits, error {format_number(row['relative_error'], 3)}"
+            f"{row['title']} at {row['bits_per_weight']:g} bits, error {format_number(row[error], 3)}"
             for row in on_front
         )
         + "."
     )
     return styled(
         alt.layer(front, points, *point_labels(base)).properties(
-            height=height, title=chart_title("Error against cost", source, "Relative error ‖ŵ − w‖ / ‖w‖.")
+            height=height, title=chart_title("Error against cost", source, note)
         ),
         description,
     )

@@ -1,0 +1,198 @@
+"""The chat model: the tokenizer, the logits of a sequence, and greedy generation with a KV cache,
+with the file's weights or with every block Linear re-quantized by a format of lab.formats."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lab.errors import InputError, NonFiniteError, ShapeError
+from lab.formats import registry
+from lab.study.chat import forward
+from lab.study.chat.gguf_model import LINEARS, Architecture, Weights
+from lab.study.chat.tokenizer import Tokenizer
+from lab.study.model import QuantizeError
+
+RoundTrip = Callable[[np.ndarray], np.ndarray]
+Quantize = None | str | RoundTrip
+#: re-quantized weights kept per format name: each set is another 400 MB of float32, so two at most,
+#: the least recently used going first
+QUANTIZED_FORMATS_KEPT = 2
+STOP_END = "end of generation"
+STOP_LENGTH = "max_tokens"
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """A Linear the format could not hold, kept with the file's weights, and why."""
+
+    layer: str  # "blk.3.attn_q"
+    reason: str
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What generate() produced: the ids it read and wrote, the text, and how it ran."""
+
+    prompt_ids: tuple[int, ...]
+    ids: tuple[int, ...]  # the generated tokens, an end-of-generation token included when one came
+    text: str  # the generated tokens' text (control tokens show as nothing)
+    stop: str  # STOP_END or STOP_LENGTH
+    quantize: str | None  # the format's name, "round trip" for a callable, None for the file's weights
+    fallbacks: tuple[Fallback, ...]
+    prompt_seconds: float  # reading the prompt and choosing the first token
+    seconds_per_token: float  # each later token, on average (0.0 when only one was generated)
+
+
+def _checked_round_trip(round_trip: RoundTrip, layer: str, w: np.ndarray) -> np.ndarray:
+    try:
+        # a copy, so a round trip that writes into its input cannot alter the reference weights
+        result = np.asarray(round_trip(w.copy()))
+    except Exception as error:
+        raise QuantizeError(f"the round trip failed on {layer}: {type(error).__name__}: {error}") from error
+    if result.shape != w.shape:
+        raise ShapeError(f"the round trip of {layer} changed its shape from {w.shape} to {result.shape}")
+    if not (np.issubdtype(result.dtype, np.floating) or np.issubdtype(result.dtype, np.integer)):
+        raise QuantizeError(f"the round trip of {layer} gave {result.dtype} values, not numbers")
+    bad = np.count_nonzero(~np.isfinite(result))
+    if bad:
+        raise NonFiniteError(f"the round trip of {layer} gave {bad} NaN or infinite weights of {result.size}")
+    return np.ascontiguousarray(result, dtype=np.float32)
+
+
+def quantized_blocks(
+    weights: Weights, quantize: str | RoundTrip
+) -> tuple[tuple[dict[str, np.ndarray], ...], tuple[Fallback, ...]]:
+    """The blocks with every Linear replaced by its round trip; norms and the embedding stay as read.
+
+    A named format that cannot hold a Linear's rows (Format.skip_reason) keeps the file's weights for
+    it, and the fallback says which and why.
+    """
+    if isinstance(quantize, str):
+        fmt = registry.get(quantize)
+        skip_reason, round_trip = fmt.skip_reason, fmt.round_trip
+    elif callable(quantize):
+        skip_reason, round_trip = (lambda row_length: None), quantize
+    else:
+        raise QuantizeError(
+            f"quantize must be None, a format name or a round trip w -> ŵ, not {type(quantize).__name__}"
+        )
+    blocks, fallbacks = [], []
+    for layer, block in enumerate(weights.blocks):
+        replaced = dict(block)
+        for name in LINEARS:
+            label, w = f"blk.{layer}.{name}", block[name]
+            reason = skip_reason(w.shape[-1])
+            if reason is None:
+                replaced[name] = _checked_round_trip(round_trip, label, w)
+            else:
+                fallbacks.append(Fallback(label, reason))
+        blocks.append(replaced)
+    return tuple(blocks), tuple(fallbacks)
+
+
+def _checked_ids(ids, n_vocab: int) -> np.ndarray:
+    if isinstance(ids, str):
+        raise InputError("token ids are a list of ints; tokenize() text first")
+    values = list(ids)
+    if not values:
+        raise InputError("the model needs at least one token id")
+    bad = [value for value in values if isinstance(value, bool) or not isinstance(value, int | np.integer)]
+    if bad:
+        raise InputError(f"token ids must be ints, got {bad[0]!r}")
+    array = np.asarray(values, dtype=np.int64)
+    outside = array[(array < 0) | (array >= n_vocab)]
+    if outside.size:
+        raise InputError(f"token ids must lie in 0..{n_vocab - 1}, got {int(outside[0])}")
+    return array
+
+
+class ChatModel:
+    """Gemma 3 from a GGUF file: tokenize, detokenize, logits and greedy generation (see lab.study.chat)."""
+
+    def __init__(self, path: Path, arch: Architecture, weights: Weights, tokenizer: Tokenizer):
+        self.path = path
+        self.arch = arch
+        self.weights = weights
+        self.tokenizer = tokenizer
+        self._quantized: OrderedDict[str, tuple[tuple[dict[str, np.ndarray], ...], tuple[Fallback, ...]]] = (
+            OrderedDict()
+        )
+
+    def tokenize(self, text: str, *, add_bos: bool = True, special: bool = True) -> list[int]:
+        """Token ids of `text`, <bos> first; `special` reads control tokens such as <start_of_turn> as tokens."""
+        return self.tokenizer.encode(text, add_special=add_bos, parse_special=special)
+
+    def detokenize(self, ids: Sequence[int], *, special: bool = False) -> str:
+        """The text of `ids`; control tokens show only with `special`."""
+        return self.tokenizer.decode(ids, special=special)
+
+    def blocks(self, quantize: Quantize = None) -> tuple[tuple[dict[str, np.ndarray], ...], tuple[Fallback, ...]]:
+        """The blocks the forward pass runs, and the fallbacks: a named format's are made once and kept."""
+        if quantize is None:
+            return self.weights.blocks, ()
+        if not isinstance(quantize, str):
+            return quantized_blocks(self.weights, quantize)
+        if quantize in self._quantized:
+            self._quantized.move_to_end(quantize)
+        else:
+            made = quantized_blocks(self.weights, quantize)
+            while len(self._quantized) >= QUANTIZED_FORMATS_KEPT:
+                self._quantized.popitem(last=False)
+            self._quantized[quantize] = made
+        return self._quantized[quantize]
+
+    def _check_length(self, length: int) -> None:
+        if length > self.arch.context_length:
+            raise InputError(f"{length} positions do not fit the model's context of {self.arch.context_length}")
+
+    def logits(self, ids: Sequence[int], *, quantize: Quantize = None, last: int | None = None) -> np.ndarray:
+        """float32 [len(ids), vocab]: the logits after each position, every position processed at once;
+        with `last`, only those of the last `last` positions (the output matmul is the costly part)."""
+        array = _checked_ids(ids, self.arch.n_vocab)
+        self._check_length(array.size)
+        if last is not None and (isinstance(last, bool) or not isinstance(last, int) or not 1 <= last <= array.size):
+            raise InputError(f"last must be a whole number from 1 to {array.size}, got {last!r}")
+        blocks, _ = self.blocks(quantize)
+        x = forward.hidden_states(array, self.weights.token_embd, blocks, self.arch, forward.KVCache(self.arch))
+        kept = x if last is None else x[-last:]
+        return forward.output_logits(kept, self.weights.token_embd, self.weights.output_norm, self.arch)
+
+    def generate(self, prompt: str | Sequence[int], max_tokens: int = 32, *, quantize: Quantize = None) -> Generation:
+        """Greedy continuation of `prompt` (text, tokenized with <bos> and special tokens, or ids): up to
+        `max_tokens` tokens, stopping after an end-of-generation token. The prompt runs in one pass; each
+        new token then runs alone against the KV cache."""
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise InputError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
+        prompt_ids = _checked_ids(self.tokenize(prompt) if isinstance(prompt, str) else prompt, self.arch.n_vocab)
+        self._check_length(prompt_ids.size + max_tokens)
+        blocks, fallbacks = self.blocks(quantize)
+        embedding, norm, arch = self.weights.token_embd, self.weights.output_norm, self.arch
+        cache = forward.KVCache(arch)
+        cache.reserve(prompt_ids.size + max_tokens)
+        eog = self.tokenizer.eog_ids
+        started = time.perf_counter()
+        x = forward.hidden_states(prompt_ids, embedding, blocks, arch, cache)[-1:]
+        ids = [int(np.argmax(forward.output_logits(x, embedding, norm, arch)[0]))]
+        prompt_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        while ids[-1] not in eog and len(ids) < max_tokens:
+            x = forward.hidden_states(ids[-1:], embedding, blocks, arch, cache)
+            ids.append(int(np.argmax(forward.output_logits(x, embedding, norm, arch)[0])))
+        elapsed = time.perf_counter() - started
+        later = len(ids) - 1
+        return Generation(
+            prompt_ids=tuple(int(index) for index in prompt_ids),
+            ids=tuple(ids),
+            text=self.detokenize(ids),
+            stop=STOP_END if ids[-1] in eog else STOP_LENGTH,
+            quantize=quantize if quantize is None or isinstance(quantize, str) else "round trip",
+            fallbacks=fallbacks,
+            prompt_seconds=prompt_seconds,
+            seconds_per_token=elapsed / later if later else 0.0,
+        )

@@ -1,0 +1,320 @@
+"""Every format on the same chat model: what llama.cpp's perplexity tool reports, and greedy answers.
+
+The model is Gemma 3 270M (lab.study.chat). The reference is the file's own weights decoded to
+float32: the Q4_K_M file as llama.cpp wrote it, not the original float model, which the file no
+longer holds. A format re-quantizes every block Linear from those weights; where its blocks do not
+divide a row the Linear keeps the file's weights, and the result names each fallback.
+
+Per format, over PASSAGE (text every learner can read, included here):
+    KL divergence      mean over positions of KL(p_ref || p_fmt) of the next-token distributions, nats
+    same top token     share of positions whose most likely next token is the reference's
+    Δ NLL              the change in mean negative log-likelihood of the passage's own next tokens;
+                       perplexity is exp(NLL)
+and per prompt the greedy continuation, with the first token where it leaves the reference's.
+These are the columns of llama.cpp's perplexity tool (--kl-divergence), so the table reads like
+its README's.
+
+    study = run_study(["q4_0", "q8_0"], cache=True, progress=lambda done, total, label: ...)
+    study.rows()          # one dict per format, the reference first
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from lab.errors import InputError
+from lab.formats import FORMATS
+from lab.formats.registry import get
+from lab.study import cache as result_cache
+from lab.study import shipped_gguf
+from lab.study.compare import pareto_front
+
+#: an included passage: plain prose about the subject of the course, so no download is needed
+PASSAGE = (
+    "A weight in a language model is a number that the model learned during training. A model with "
+    "a billion weights needs four gigabytes to store them as 32-bit floats, so people store them in "
+    "fewer bits. A 4-bit format keeps sixteen values for each weight and a scale for each block of "
+    "weights. The scale stretches the sixteen values to fit the block, and the error that remains "
+    "changes the answers the model gives. Some formats keep a minimum as well as a scale, and some "
+    "keep a second, finer scale for every small group inside the block."
+)
+#: prompts whose greedy answers a learner can judge at a glance
+PROMPTS = (
+    "The capital of France is",
+    "Water boils at a temperature of",
+    "<start_of_turn>user\nName three colours of the rainbow.<end_of_turn>\n<start_of_turn>model\n",
+)
+GREEDY_TOKENS = 20
+#: the longest prompt a learner may type, in tokens: its prefill runs in a few seconds on two cores
+PROMPT_TOKEN_LIMIT = 256
+CACHE_NAMESPACE = "chat_study"
+STUDY_SOURCES = ("codes", "formats", "_arrays.py", "errors.py", "interop", "study/chat", "study/chat_study.py")
+REFERENCE = "reference"
+MODEL_TITLE = "Gemma 3 270M"
+
+
+def check_prompt(model, text: str) -> list[int]:
+    """A learner's prompt as token ids, or InputError saying what to change."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("type a prompt: it is empty")
+    ids = model.tokenize(text)
+    if len(ids) > PROMPT_TOKEN_LIMIT:
+        raise InputError(f"the prompt is {len(ids)} tokens; the study reads at most {PROMPT_TOKEN_LIMIT}")
+    return ids
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    """float64 log-probabilities of float32 logits [positions, vocab], row by row."""
+    shifted = logits.astype(np.float64) - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+@dataclass(frozen=True)
+class Continuation:
+    prompt: str
+    ids: tuple[int, ...]
+    text: str
+    first_divergence: int | None  # the index of the first token unlike the reference's, None when all match
+    agreeing: str  # the text of the tokens before the first divergence (all of it when there is none)
+    departing: str  # the text from the first divergent token on
+
+
+@dataclass(frozen=True)
+class FormatResult:
+    """One format on the passage and the prompts."""
+
+    name: str  # the registry name, or REFERENCE
+    title: str
+    bits_per_weight: float | None  # the format's storage of the re-quantized Linears; None for the reference
+    kl_divergence: float  # mean nats per position against the reference
+    same_top: float  # share of positions with the reference's top token
+    nll: float  # mean negative log-likelihood of the passage's next tokens, nats
+    nll_delta: float  # nll minus the reference's
+    continuations: tuple[Continuation, ...]
+    fallbacks: tuple[str, ...]  # Linears kept with the file's weights, with why
+
+    @property
+    def perplexity(self) -> float:
+        return math.exp(self.nll)
+
+
+@dataclass(frozen=True)
+class ChatStudy:
+    reference: FormatResult
+    formats: tuple[FormatResult, ...]
+    passage_tokens: int | None  # None when every result came from the cache
+
+    def rows(self) -> list[dict]:
+        return [
+            {
+                "format": result.name,
+                "title": result.title,
+                "bits_per_weight": result.bits_per_weight,
+                "kl_divergence": result.kl_divergence,
+                "same_top": result.same_top,
+                "nll_delta": result.nll_delta,
+                "perplexity": result.perplexity,
+                "fallbacks": len(result.fallbacks),
+            }
+            for result in (self.reference, *self.formats)
+        ]
+
+    def format_rows(self) -> list[dict]:
+        """The formats' rows (not the reference's), each with `source` and `on_front`: the Pareto front
+        of KL divergence against bits per weight, as lab.study.compare marks it for weight error."""
+        rows = [{**row, "source": MODEL_TITLE} for row in self.rows()[1:]]
+        return pareto_front(rows, error="kl_divergence")
+
+    def divergences(self) -> list[dict]:
+        """Where each format's greedy answer to each prompt first leaves the reference's: one row per
+        (format, prompt), `position` None when all its tokens match."""
+        return [
+            {"format": result.name, "title": result.title, "prompt": c.prompt, "position": c.first_divergence}
+            for result in self.formats
+            for c in result.continuations
+        ]
+
+
+def _measure(model, ids: np.ndarray, quantize, reference_log_p: np.ndarray | None):
+    """(log-probabilities [positions, vocab], KL, same-top share, NLL) of `ids` under `quantize`."""
+    log_p = _log_softmax(model.logits(ids, quantize=quantize)[:-1])
+    nll = float(-log_p[np.arange(ids.size - 1), ids[1:]].mean())
+    if reference_log_p is None:
+        return log_p, 0.0, 1.0, nll
+    kl = float((np.exp(reference_log_p) * (reference_log_p - log_p)).sum(axis=-1).mean())
+    same = float((reference_log_p.argmax(axis=-1) == log_p.argmax(axis=-1)).mean())
+    return log_p, kl, same, nll
+
+
+def _continuations(model, prompts: Sequence[str], quantize, reference: Sequence[Continuation] | None, tokens: int):
+    results = []
+    for index, prompt in enumerate(prompts):
+        generated = model.generate(prompt, tokens, quantize=quantize)
+        divergence = None
+        if reference is not None:
+            theirs = reference[index].ids
+            divergence = next(
+                (i for i, (a, b) in enumerate(zip(generated.ids, theirs, strict=False)) if a != b),
+                None if len(generated.ids) == len(theirs) else min(len(generated.ids), len(theirs)),
+            )
+        split = len(generated.ids) if divergence is None else divergence
+        agreeing, departing = model.detokenize(generated.ids[:split]), model.detokenize(generated.ids[split:])
+        results.append(Continuation(prompt, generated.ids, generated.text, divergence, agreeing, departing))
+    return tuple(results), generated.fallbacks
+
+
+def _key(path, name: str, passage: str, prompts: Sequence[str], tokens: int) -> str:
+    return result_cache.digest(
+        result_cache.lab_version(),
+        np.__version__,
+        result_cache.lab_source_digest(STUDY_SOURCES),
+        result_cache.files_digest([path]),
+        name,
+        passage,
+        "\0".join(prompts),
+        str(tokens),
+    )
+
+
+def _to_entry(result: FormatResult) -> dict:
+    return {
+        "name": result.name,
+        "title": result.title,
+        "bits_per_weight": result.bits_per_weight,
+        "kl_divergence": result.kl_divergence,
+        "same_top": result.same_top,
+        "nll": result.nll,
+        "nll_delta": result.nll_delta,
+        "continuations": [
+            [c.prompt, list(c.ids), c.text, c.first_divergence, c.agreeing, c.departing] for c in result.continuations
+        ],
+        "fallbacks": list(result.fallbacks),
+    }
+
+
+def _from_entry(entry) -> FormatResult | None:
+    """A cached result, or None when the entry is not one (a forged or older entry is recomputed)."""
+    try:
+        return FormatResult(
+            name=str(entry["name"]),
+            title=str(entry["title"]),
+            bits_per_weight=None if entry["bits_per_weight"] is None else float(entry["bits_per_weight"]),
+            kl_divergence=float(entry["kl_divergence"]),
+            same_top=float(entry["same_top"]),
+            nll=float(entry["nll"]),
+            nll_delta=float(entry["nll_delta"]),
+            continuations=tuple(
+                Continuation(str(p), tuple(int(i) for i in ids), str(t), None if d is None else int(d), str(a), str(b))
+                for p, ids, t, d, a, b in entry["continuations"]
+            ),
+            fallbacks=tuple(str(f) for f in entry["fallbacks"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def run_study(
+    formats: Iterable[str] | None = None,
+    *,
+    model=None,
+    passage: str = PASSAGE,
+    prompts: Sequence[str] = PROMPTS,
+    tokens: int = GREEDY_TOKENS,
+    cache: bool = False,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> ChatStudy:
+    """The reference and every named format (all of the registry by default) on `passage` and `prompts`.
+
+    `model` is a lab.study.chat model, loaded from the shipped file only when something is not in
+    the cache: a warm study reads its results back without decoding a weight.
+    """
+    names = list(FORMATS) if formats is None else [get(name).name for name in formats]
+    store = result_cache.ResultCache(CACHE_NAMESPACE) if cache else None
+    path = model.path if model is not None else shipped_gguf.model_file()
+    loaded = {"model": model}
+    measured_reference: dict = {}
+
+    def the_model():
+        if loaded["model"] is None:
+            from lab.study import chat  # decoding 1 GB of weights: only when a result must be computed
+
+            loaded["model"] = chat.load(path)
+        return loaded["model"]
+
+    def passage_ids() -> np.ndarray:
+        ids = np.asarray(the_model().tokenize(passage), dtype=np.int64)
+        if ids.size < 2:
+            raise InputError("the passage needs at least one token after <bos>")
+        return ids
+
+    def reference_measure():
+        if not measured_reference:
+            ids = passage_ids()
+            log_p, _, _, nll = _measure(the_model(), ids, None, None)
+            measured_reference.update(ids=ids, log_p=log_p, nll=nll)
+        return measured_reference
+
+    def cached(name: str, compute: Callable[[], FormatResult]) -> FormatResult:
+        key = _key(path, name, passage, prompts, tokens) if store else None
+        found = _from_entry(store.load(key)) if store else None
+        if found is None:
+            found = compute()
+            if store:
+                store.store(key, _to_entry(found))
+        return found
+
+    def reference() -> FormatResult:
+        nll = reference_measure()["nll"]
+        continuations, _ = _continuations(the_model(), prompts, None, None, tokens)
+        return FormatResult(REFERENCE, "the file's weights", None, 0.0, 1.0, nll, 0.0, continuations, ())
+
+    total = len(names) + 1
+    if progress:
+        progress(0, total, "the file's own weights")
+    ref = cached(REFERENCE, reference)
+    results = []
+    for done, name in enumerate(names, start=1):
+        fmt = FORMATS[name]
+        if progress:
+            progress(done, total, fmt.title)
+
+        def measured(fmt=fmt) -> FormatResult:
+            measure = reference_measure()
+            _, kl, same, nll = _measure(the_model(), measure["ids"], fmt.name, measure["log_p"])
+            continuations, fallbacks = _continuations(the_model(), prompts, fmt.name, ref.continuations, tokens)
+            return FormatResult(
+                fmt.name,
+                fmt.title,
+                fmt.bits_per_weight,
+                kl,
+                same,
+                nll,
+                nll - ref.nll,
+                continuations,
+                tuple(f"{fallback.layer}: {fallback.reason}" for fallback in fallbacks),
+            )
+
+        results.append(cached(name, measured))
+    if progress:
+        progress(total, total, "done")
+    passage_tokens = int(measured_reference["ids"].size) if measured_reference else None
+    return ChatStudy(ref, tuple(results), passage_tokens)
+
+
+def answers(
+    prompt: str, formats: Iterable[str], *, model, tokens: int = GREEDY_TOKENS
+) -> list[tuple[str, Continuation]]:
+    """The greedy answers to a learner's prompt: the reference's, then each format's with where it departs.
+    The prompt is checked first (check_prompt), so an empty or too long one is refused before any work."""
+    check_prompt(model, prompt)
+    reference, _ = _continuations(model, [prompt], None, None, tokens)
+    rows = [("the file's weights", reference[0])]
+    for name in formats:
+        fmt = get(name)
+        continuation, _ = _continuations(model, [prompt], fmt.name, reference, tokens)
+        rows.append((fmt.title, continuation[0]))
+    return rows
