@@ -496,6 +496,71 @@ def per_format_study_rows() -> list[Row]:
     return rows
 
 
+#: notebook 12's budgets on two cores (issue #24): a token, one format's study cold, every format
+#: cold, every format warm, in seconds; and the peak resident memory, in bytes
+CHAT_TOKEN_BUDGET_S = 0.15
+CHAT_ONE_FORMAT_COLD_S = 20.0
+CHAT_EVERY_FORMAT_COLD_S = 300.0
+CHAT_WARM_S = 2.0
+CHAT_PEAK_RSS_BYTES = 3 * 10**9
+
+
+def _budget_row(task: str, seconds: float, budget: float, note: str) -> Row:
+    """A row against a budget: the 'peer' is the budget, so a ratio of 1x or more meets it."""
+    return Row(task, seconds, f"budget {budget:g} s", budget, 1.0, note=note)
+
+
+def chat_rows() -> tuple[list[Row], str]:
+    """Gemma 3 270M in the lab's numpy (lab.study.chat) and notebook 12's study (lab.study.chat_study):
+    a generated token, one format's study cold and warm, every format's cold and warm, peak RSS."""
+    import resource
+
+    from lab.study import chat, chat_study, shipped_gguf
+
+    if not shipped_gguf.available():
+        return [], f"chat rows skipped: {shipped_gguf.INSTALL_HINT}"
+    started = time.perf_counter()
+    model = chat.load()
+    load_seconds = time.perf_counter() - started
+    generation = model.generate(chat_study.PROMPTS[0], 32)
+    rows = [
+        _budget_row(
+            "chat: one generated token",
+            generation.seconds_per_token,
+            CHAT_TOKEN_BUDGET_S,
+            f"greedy with a KV cache, {len(generation.ids)} tokens; loading the model took {load_seconds:.1f} s",
+        )
+    ]
+    previous = os.environ.get(chat_study.FORMATS_ENV)
+    try:
+        for label, formats, cold_budget in (
+            ("one format (q4_0)", ["q4_0"], CHAT_ONE_FORMAT_COLD_S),
+            (f"every format ({len(FORMATS)})", list(FORMATS), CHAT_EVERY_FORMAT_COLD_S),
+        ):
+            with tempfile.TemporaryDirectory(prefix="lab-bench-cache-") as folder:
+                os.environ["LAB_CACHE_DIR"] = folder
+                for state, budget in (("cold", cold_budget), ("warm", CHAT_WARM_S)):
+                    started = time.perf_counter()
+                    # warm: no model passed, so the study must read every result back without one
+                    chat_study.run_study(formats, model=model if state == "cold" else None, cache=True)
+                    rows.append(
+                        _budget_row(
+                            f"chat study: {label}, {state}",
+                            time.perf_counter() - started,
+                            budget,
+                            "reference + formats: passage KL, same top, NLL; greedy answers to 3 prompts",
+                        )
+                    )
+    finally:
+        os.environ.pop("LAB_CACHE_DIR", None)
+        if previous is not None:
+            os.environ[chat_study.FORMATS_ENV] = previous
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+    note = f"peak RSS of the bench process after the chat rows: {peak / 1e9:.2f} GB (budget {CHAT_PEAK_RSS_BYTES / 1e9:g} GB)"
+    verdict = "meets" if peak <= CHAT_PEAK_RSS_BYTES else "misses"
+    return rows, f"{note}: {verdict}"
+
+
 def table(results: list[Row]) -> str:
     lines = [
         "| task | lab s | peer | peer s | lab speed / peer | target | verdict | note |",
@@ -531,6 +596,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_real:
         real_gguf_rows, info["real_gguf"] = real_q8_0_decode_rows(args.repeat)
         results += real_gguf_rows
+        chat, info["chat"] = chat_rows()
+        results += chat
         real_rows, info["real_model"] = real_model_rows()
         results += real_rows
         if real_rows:
@@ -538,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
             results += per_format_study_rows()
     text = table(results)
     print(text)
-    for key in ("real_gguf", "real_model"):
+    for key in ("real_gguf", "chat", "real_model"):
         if info.get(key):
             print(f"\n{info[key]}")
     args.out.mkdir(parents=True, exist_ok=True)

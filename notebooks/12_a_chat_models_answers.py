@@ -57,24 +57,24 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(shipped_gguf):
+def _(chat_study, shipped_gguf):
     chat_missing = None
     try:
         shipped_gguf.model_file()
     except shipped_gguf.RealFileUnavailableError as _error:
         chat_missing = f"{type(_error).__name__}: {_error}"
-    # every format in the registry; the tests stand in a few for a quick run
-    study_formats = None
+    # every format in the registry, unless $LAB_CHAT_FORMATS names a few (the test suite's quick run)
+    study_formats = chat_study.study_formats()
     return chat_missing, study_formats
 
 
 @app.cell(hide_code=True)
-def _(FORMATS, chat_missing, chat_study, mo, shown, study_formats):
+def _(chat_missing, chat_study, mo, shown, study_formats):
     mo.stop(
         chat_missing is not None,
         mo.callout(mo.md(f"**The chat model is not installed here.** {shown(chat_missing)}"), kind="warn"),
     )
-    _names = list(FORMATS) if study_formats is None else list(study_formats)
+    _names = list(study_formats)
     # The bar goes when the work is done. cache=True: each format's results are kept on disk, so
     # opening this page again reads them back without decoding a weight.
     with mo.status.progress_bar(

@@ -42,6 +42,9 @@ def pytest_configure(config):
     """Cached study results go to a folder of this run's own, never the user's ~/.cache."""
     if "LAB_CACHE_DIR" not in os.environ:
         os.environ["LAB_CACHE_DIR"] = tempfile.mkdtemp(prefix="four-bit-lab-cache-")
+    # notebook 12 studies three formats here (the site build and the live tests run it); the bench
+    # runs every format
+    os.environ.setdefault("LAB_CHAT_FORMATS", "q8_0,q4_0,q4k")
 
 
 # first, so that the markers are there when pytest's own hook deselects by -m

@@ -21,6 +21,7 @@ its README's.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -54,7 +55,18 @@ PROMPT_TOKEN_LIMIT = 256
 CACHE_NAMESPACE = "chat_study"
 STUDY_SOURCES = ("codes", "formats", "_arrays.py", "errors.py", "interop", "study/chat", "study/chat_study.py")
 REFERENCE = "reference"
+#: a comma-separated list of registry names limits the study notebook 12 runs (the test suite's
+#: site build sets it, so CI runs a few formats; the bench runs them all)
+FORMATS_ENV = "LAB_CHAT_FORMATS"
 MODEL_TITLE = "Gemma 3 270M"
+
+
+def study_formats() -> list[str]:
+    """The formats notebook 12 studies: every registered one, or those $LAB_CHAT_FORMATS names."""
+    chosen = os.environ.get(FORMATS_ENV, "").strip()
+    if not chosen:
+        return list(FORMATS)
+    return [get(name.strip()).name for name in chosen.split(",") if name.strip()]
 
 
 def check_prompt(model, text: str) -> list[int]:
