@@ -307,7 +307,12 @@ def run_study(
                 nll,
                 nll - ref.nll,
                 continuations,
-                tuple(f"{fallback.layer}: {fallback.reason}" for fallback in fallbacks),
+                tuple(
+                    f"{fallback.layer}: "
+                    + (f"stored as {FORMATS[fallback.stored_as].title}; " if fallback.stored_as else "kept; ")
+                    + fallback.reason
+                    for fallback in fallbacks
+                ),
             )
 
         results.append(cached(name, measured))

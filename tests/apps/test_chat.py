@@ -241,6 +241,21 @@ def test_a_named_format_falls_back_where_its_blocks_do_not_divide_a_row_and_is_k
     assert generation.quantize == "q8_0" and generation.fallbacks == fallbacks
 
 
+def test_a_k_quant_stores_rows_it_cannot_hold_in_llama_cpps_fallback_type(tiny):
+    from lab.formats import FORMATS
+
+    blocks, fallbacks = tiny.blocks("q4k")  # no row of the tiny model is a multiple of 256
+    stored = {fallback.layer: fallback.stored_as for fallback in fallbacks}
+    narrow = {"attn_q", "attn_k", "attn_v", "ffn_gate", "ffn_up"}  # rows of 48: not even Q5_0's 32 divide them
+    for layer, block in enumerate(blocks):
+        for name in narrow:
+            assert stored[f"blk.{layer}.{name}"] is None and block[name] is tiny.weights.blocks[layer][name]
+        for name in ("attn_output", "ffn_down"):  # rows of 32 and 64: Q5_0, as llama.cpp stores them
+            assert stored[f"blk.{layer}.{name}"] == "q5_0"
+            expected = FORMATS["q5_0"].round_trip(tiny.weights.blocks[layer][name])
+            assert np.array_equal(block[name], expected)
+
+
 def test_at_most_two_formats_are_kept(tiny):
     first = tiny.blocks("q8_0")[0]
     tiny.blocks("q4_0")

@@ -20,8 +20,9 @@ lab's own decoders (1.1 GB) and the file is closed. On two cores that takes 4 to
 
 `quantize` replaces the 126 block Linears (attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up,
 ffn_down of 18 blocks) by the round trip of the file's decoded weights; the token embedding, which is
-also the output layer, and the norms stay as read. A format whose blocks do not divide a row keeps
-that Linear's file weights, and Generation.fallbacks names each one.
+also the output layer, and the norms stay as read. Where a format's blocks do not divide a row, a
+GGUF K-quant stores that Linear in llama.cpp's fallback type (Q5_0 for Q4_K, as the shipped file
+does) and any other format keeps the file's weights; Generation.fallbacks names each one.
 
 llama.cpp is the oracle (tests/data/make_chat_reference.py): the token ids of a battery of texts, and
 on a float32 copy of the file the logits and greedy continuations of pinned prompts.

@@ -13,6 +13,7 @@ import numpy as np
 
 from lab.errors import InputError, NonFiniteError, ShapeError
 from lab.formats import registry
+from lab.interop.gguf import LLAMA_CPP_FALLBACK
 from lab.study.chat import forward
 from lab.study.chat.gguf_model import LINEARS, Architecture, Weights
 from lab.study.chat.tokenizer import Tokenizer
@@ -29,10 +30,12 @@ STOP_LENGTH = "max_tokens"
 
 @dataclass(frozen=True)
 class Fallback:
-    """A Linear the format could not hold, kept with the file's weights, and why."""
+    """A Linear the format could not hold, and what it got instead: for a GGUF format, llama.cpp's
+    fallback type where that type's blocks divide the row (Q5_0 for Q4_K), else the file's weights."""
 
     layer: str  # "blk.3.attn_q"
     reason: str
+    stored_as: str | None = None  # the registry name of the fallback format, None when the file's weights stay
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,18 @@ def quantized_blocks(
 ) -> tuple[tuple[dict[str, np.ndarray], ...], tuple[Fallback, ...]]:
     """The blocks with every Linear replaced by its round trip; norms and the embedding stay as read.
 
-    A named format that cannot hold a Linear's rows (Format.skip_reason) keeps the file's weights for
-    it, and the fallback says which and why.
+    A named format that cannot hold a Linear's rows (Format.skip_reason) stores it as llama.cpp would:
+    a GGUF K-quant in its fallback type (lab.interop.gguf.LLAMA_CPP_FALLBACK: Q5_0 for Q4_K) where
+    that type's blocks divide the row; any other keeps the file's weights, as MLX's converter leaves
+    such a layer in float. Each fallback says which Linear, why, and what it got.
     """
+    fallback = None
     if isinstance(quantize, str):
         fmt = registry.get(quantize)
         skip_reason, round_trip = fmt.skip_reason, fmt.round_trip
+        # a GGUF converter stores a row a K-quant cannot hold in llama.cpp's fallback type
+        fallback_type = LLAMA_CPP_FALLBACK.get(fmt.gguf_type) if fmt.family == "gguf" else None
+        fallback = registry.by_gguf_type(fallback_type) if fallback_type else None
     elif callable(quantize):
         skip_reason, round_trip = (lambda row_length: None), quantize
     else:
@@ -90,6 +99,9 @@ def quantized_blocks(
             reason = skip_reason(w.shape[-1])
             if reason is None:
                 replaced[name] = _checked_round_trip(round_trip, label, w)
+            elif fallback is not None and fallback.skip_reason(w.shape[-1]) is None:
+                replaced[name] = _checked_round_trip(fallback.round_trip, label, w)
+                fallbacks.append(Fallback(label, reason, fallback.name))
             else:
                 fallbacks.append(Fallback(label, reason))
         blocks.append(replaced)
