@@ -29,7 +29,8 @@ without an importance matrix), reimplemented from its description. Per 16-weight
 min(x, 0) to max(x) cut in 3 steps, then 16 stretched grids iscale = (2.5 + 0.1 t) / (max - floor),
 t = 0..15, each anchored at the best floor so far; for each grid's codes, the least-squares line
 x ~ scale * code + floor with importance |x| (refitted through 0 if its floor comes out above 0),
-kept when it lowers the importance-weighted absolute error. Then d = max scale / 15 and dmin =
+kept when it lowers the importance-weighted absolute error (lab.formats._qkx2, the search Q4_K
+and Q5_K share). Then d = max scale / 15 and dmin =
 max minimum / 15 (float16), s_j = nearest(15 * scale_j / max scale), m_j = nearest(15 * min_j /
 max minimum), and every code nearest((x + dmin16 * m_j) / (d16 * s_j)) clamped to 0..3, against
 the stored gain and offset. Where a stored gain is 0 a subblock keeps its fitted codes. gguf-py
@@ -48,6 +49,7 @@ from lab.errors import NonFiniteError
 from lab.formats._blocks import float_input
 from lab.formats._ggml import F16_MAX, refuse_beyond_reach
 from lab.formats._kquant import QS_BYTES, crumb_place, pack_crumbs, unpack_crumbs
+from lab.formats._qkx2 import Qkx2Call, magnitude, search_subblocks
 from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, half, rows
 from lab.formats.registry import register
 from lab.numbers import format_number
@@ -64,13 +66,15 @@ DMIN_OFFSET = D_OFFSET + 2  # 82
 CODE_MAX = 3
 #: the largest 4-bit scale or minimum
 FIELD_MAX = 15
-#: make_qkx2_quants' candidate grids: iscale = (RMIN + RDELTA * t + 3) / (max - floor), t = 0..STEPS
-SEARCH_RMIN = -0.5
-SEARCH_RDELTA = 0.1
-SEARCH_STEPS = 15
-_STRETCHES = tuple(
-    np.float32(SEARCH_RMIN) + np.float32(SEARCH_RDELTA) * np.float32(step) + np.float32(CODE_MAX)
-    for step in range(SEARCH_STEPS + 1)
+#: quantize_row_q2_K_ref's make_qkx2_quants(16, 3, x, |x|, L, &min, Laux, -0.5, 0.1, 15, true)
+SEARCH = Qkx2Call(
+    weights=SUBBLOCK_WEIGHTS,
+    code_max=CODE_MAX,
+    importance=magnitude,
+    rmin=-0.5,
+    rdelta=0.1,
+    nstep=15,
+    use_mad=True,
 )
 
 
@@ -158,81 +162,6 @@ class Q2KTensor(GGUFBlockTensor, block="Q2_K"):
         }
 
 
-#: subblocks fitted per pass: the search's [16, n] float32 buffers then take 512 KiB each
-_CHUNK_SUBBLOCKS = 8192
-
-
-def fit_subblocks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """make_qkx2_quants(16, 3, x, |x|, L, &min, Laux, -0.5, 0.1, 15, true) for every subblock [..., 16]:
-    (float32 scale, float32 minimum >= 0, codes 0..3 uint8).
-
-    Every subblock is fitted on its own, so fitting a chunk at a time gives the same result.
-    """
-    flat = x.reshape(-1, SUBBLOCK_WEIGHTS)
-    scale = np.empty(flat.shape[0], np.float32)
-    minimum = np.empty(flat.shape[0], np.float32)
-    codes = np.empty(flat.shape, np.uint8)
-    for start in range(0, flat.shape[0], _CHUNK_SUBBLOCKS):
-        chunk = slice(start, start + _CHUNK_SUBBLOCKS)
-        # position-major [16, n]: reducing over axis 0 adds one position after another, as C does
-        scale[chunk], minimum[chunk], chunk_codes = _fit_position_major(np.ascontiguousarray(flat[chunk].T))
-        codes[chunk] = chunk_codes.T
-    return scale.reshape(x.shape[:-1]), minimum.reshape(x.shape[:-1]), codes.reshape(x.shape)
-
-
-def _grid_codes(inverse_step: np.ndarray, floor: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """clip(rint(inverse_step * (x - floor)), 0, 3) for x position-major [16, n], as C's nearest_int."""
-    return np.clip(np.rint(inverse_step * (x - floor)), 0, CODE_MAX)
-
-
-def _weighted_error(importance: np.ndarray, step: np.ndarray, floor: np.ndarray, codes: np.ndarray, x: np.ndarray):
-    """Sum over the 16 positions of importance * |step * code + floor - x|, left to right (use_mad)."""
-    return np.add.reduce(importance * np.abs(step * codes + floor - x), axis=0)
-
-
-def _fit_position_major(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """fit_subblocks for subblocks laid out position-major, x float32 [16, n] -> (scale, min, codes [16, n])."""
-    importance = np.abs(x)
-    sum_w = np.add.reduce(importance, axis=0)
-    sum_x = np.add.reduce(importance * x, axis=0)
-    top = x.max(axis=0)
-    # the grid always includes zero: a subblock of positive weights still starts at 0
-    floor = np.minimum(x.min(axis=0), np.float32(0))
-    inverse_step = np.float32(CODE_MAX) / (top - floor)
-    # flat: top == floor, or a span below about 1e-38, where C's 3 / span is infinite too (and
-    # its nearest_int asserts on the infinite codes); either way the subblock gets no step
-    flat = ~np.isfinite(inverse_step)
-    inverse_step[flat] = 1
-    best_step, best_floor = np.float32(1) / inverse_step, floor
-    best_codes = _grid_codes(inverse_step, floor, x)
-    best_error = _weighted_error(importance, best_step, best_floor, best_codes, x)
-    for stretch in _STRETCHES:
-        # each grid is anchored at the best floor found so far, as the reference's `min` is
-        codes = _grid_codes(stretch / (top - best_floor), best_floor, x)
-        weighted = importance * codes
-        sum_l = np.add.reduce(weighted, axis=0)
-        sum_l2 = np.add.reduce(weighted * codes, axis=0)
-        sum_xl = np.add.reduce(weighted * x, axis=0)
-        # for fixed codes, the weighted least-squares line x ~ step * code + floor in closed form
-        determinant = sum_w * sum_l2 - sum_l * sum_l
-        step = (sum_w * sum_xl - sum_x * sum_l) / determinant
-        line_floor = (sum_l2 * sum_x - sum_l * sum_xl) / determinant
-        # a floor above zero is not allowed (the minimum is subtracted): refit through the origin
-        above = line_floor > 0
-        step = np.where(above, sum_xl / sum_l2, step)
-        line_floor = np.where(above, np.float32(0), line_floor)
-        error = _weighted_error(importance, step, line_floor, codes, x)
-        better = (determinant > 0) & (error < best_error)
-        best_codes = np.where(better, codes, best_codes)
-        best_error = np.where(better, error, best_error)
-        best_step = np.where(better, step, best_step)
-        best_floor = np.where(better, line_floor, best_floor)
-    # a flat subblock has no step: codes 0, its value (if below 0) carried by the minimum
-    best_codes[:, flat] = 0
-    minimum = -np.where(flat, floor, best_floor)
-    return np.where(flat, np.float32(0), best_step), minimum, best_codes.astype(np.uint8)
-
-
 def _four_bit_fields(values: np.ndarray, largest: np.ndarray) -> np.ndarray:
     """nearest(15 / largest * values) per super-block [..., k, 16] as uint8, and 0 where largest is 0.
 
@@ -258,8 +187,9 @@ def quantize(w: ArrayLike) -> Q2KTensor:
     # a weight is at most d * 15 * 3 above zero: float16 d, 4-bit scales, 2-bit codes
     refuse_beyond_reach(weights, F16_MAX * FIELD_MAX * CODE_MAX, "Q2_K")
     x = weights.reshape(*weights.shape[:-1], -1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # a degenerate grid is never chosen
-        fitted_scale, fitted_min, fitted_codes = fit_subblocks(x)
+    step, floor, search_codes = search_subblocks(SEARCH, x.reshape(-1, SUBBLOCK_WEIGHTS))
+    fitted_scale, fitted_min = step.reshape(x.shape[:-1]), -floor.reshape(x.shape[:-1])
+    fitted_codes = search_codes.reshape(x.shape)
     max_scale = np.maximum(fitted_scale.max(axis=-1), np.float32(0))
     max_min = np.maximum(fitted_min.max(axis=-1), np.float32(0))
     with np.errstate(over="ignore"):  # reported just below

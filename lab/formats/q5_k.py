@@ -41,7 +41,8 @@ importance matrix), reimplemented from ggml's C. Per 32-weight subblock, make_qk
 x, av + |x|, ..., rmin -0.5, rdelta 0.1, nstep 15): errors are weighted by av + |x|, av being the
 subblock's root mean square; the search starts from the min/max grid q = nearest(31 (x - floor) /
 (max - floor)) (floor = min(min, 0)), then tries 16 stretched grids (30.5 + 0.1 i) / (max - floor),
-i = 0..15, each anchored at the best floor found so far. For each grid's codes the weighted
+i = 0..15, each anchored at the best floor found so far (lab.formats._qkx2, the search Q4_K and
+Q2_K share). For each grid's codes the weighted
 least-squares line x ~ step * q + floor is fitted in closed form (refitted through the origin
 where the floor comes out positive), and it replaces the best when its weighted squared error is
 lower. Then the largest step and depth (-floor) of the super-block set d = step / 63 and
@@ -61,6 +62,7 @@ from numpy.typing import ArrayLike
 from lab.errors import NonFiniteError
 from lab.formats._blocks import float_input
 from lab.formats._ggml import F16_MAX, refuse_beyond_reach
+from lab.formats._qkx2 import Qkx2Call, nearest_codes, rms_plus_magnitude, search_subblocks
 from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, half, rows
 from lab.formats.q4k import FIELD_MAX, METADATA_BYTES, explain_metadata, pack_scale_min, unpack_scale_min
 from lab.formats.q4k.quantize import _six_bit_fields
@@ -77,18 +79,18 @@ CODE_MAX = 31
 SCALES_OFFSET = 4
 QH_OFFSET = SCALES_OFFSET + METADATA_BYTES  # 16
 QS_OFFSET = QH_OFFSET + BLOCK_WEIGHTS // 8  # 48
-#: make_qkx2_quants' stretched grids: iscale = (SEARCH_START + SEARCH_STEP * i + 31) / (max - min), i = 0..15
-SEARCH_START = -0.5
-SEARCH_STEP = 0.1
-SEARCH_STEPS = 16
+#: quantize_row_q5_K_ref's make_qkx2_quants(32, 31, x, av + |x|, L, &min, Laux, -0.5, 0.1, 15, false)
+SEARCH = Qkx2Call(
+    weights=SUBBLOCK_WEIGHTS,
+    code_max=CODE_MAX,
+    importance=rms_plus_magnitude,
+    rmin=-0.5,
+    rdelta=0.1,
+    nstep=15,
+    use_mad=False,
+)
 
 _F32 = np.float32
-#: the grids' numerators, in float32 as C works them out: (rmin + rdelta * i) + nmax
-_STRETCHES = tuple(_F32(SEARCH_START) + _F32(SEARCH_STEP) * _F32(i) + _F32(CODE_MAX) for i in range(SEARCH_STEPS))
-#: 1.5 * 2^23: added to a float32 below 2^22 in magnitude, it leaves the nearest integer in the mantissa
-_ROUNDING_MAGIC = _F32(12582912)
-#: subblocks searched per pass: the search's (32, n) float32 buffers then take 512 KiB each
-_CHUNK_SUBBLOCKS = 4096
 
 
 @dataclass(frozen=True, eq=False)
@@ -194,111 +196,6 @@ class Q5KTensor(GGUFBlockTensor, block="Q5_K"):
         return {"codes": rows(codes), "scales": scales, "mins": mins}
 
 
-def _nearest_codes(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """ggml's nearest_int of float32 values, clamped to 0..31 as C's MAX(0, MIN(31, l)), as float32 codes.
-
-    nearest_int adds 1.5 * 2^23, where float32's spacing is 1, and reads the integer back from
-    the mantissa bits: round half to even for |v| < 2^22, as np.rint, but 0 for NaN and infinity,
-    which a degenerate grid (a subblock of one value) makes; the same reading, so the same codes.
-    `values` is overwritten.
-    """
-    with np.errstate(over="ignore", invalid="ignore"):
-        values += _ROUNDING_MAGIC
-    levels = values.view(np.int32)
-    levels &= 0x7FFFFF
-    levels -= 0x400000
-    np.clip(levels, 0, CODE_MAX, out=levels)
-    if out is None:
-        return levels.astype(np.float32)
-    np.copyto(out, levels, casting="unsafe")
-    return out
-
-
-def _fit_position_major(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """make_qkx2_quants(32, 31, x, av + |x|, ..., -0.5, 0.1, 15, false) for subblocks x float32 [32, n]:
-    (step [n], depth [n], codes [32, n]), the weights fitted as x ~ step * q - depth.
-
-    Position-major, so that numpy's reductions over axis 0 add one position after another, the
-    left-to-right float32 order of C's loops: a near-tie between two grids then goes the same way.
-    (lab.formats.q4k.quantize runs the same search, tuned for Q4_K's 15 codes and 21 grids.)
-    The winner's codes are not kept from grid to grid: its inverse step and anchor are, and its
-    codes are made again at the end by the same arithmetic, so they are the same codes.
-    """
-    importance = np.sqrt(np.add.reduce(x * x, axis=0) / _F32(SUBBLOCK_WEIGHTS)) + np.abs(x)
-    sum_w = np.add.reduce(importance, axis=0)
-    sum_x = np.add.reduce(importance * x, axis=0)
-    # the grid always reaches zero: a subblock of positive weights still starts at 0
-    floor = np.minimum(x.min(axis=0), _F32(0))
-    top = x.max(axis=0)
-
-    # every full-size intermediate goes into one of these, written in place
-    scratch, codes, weighted = (np.empty_like(x) for _ in range(3))
-
-    def grid(inverse_step, anchor):
-        """The grid's codes, into `codes`."""
-        np.subtract(x, anchor, out=scratch)
-        np.multiply(scratch, inverse_step, out=scratch)
-        _nearest_codes(scratch, out=codes)
-
-    def weighted_error(step, line_floor):
-        """Sum over the 32 positions of importance * (step * code + floor - x)^2, left to right."""
-        residual = np.multiply(codes, step, out=scratch)
-        residual += line_floor
-        residual -= x
-        residual *= residual
-        residual *= importance
-        return np.add.reduce(residual, axis=0)
-
-    # a constant subblock makes the first grid's step infinite; its answer is set at the end
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        best_inverse = _F32(CODE_MAX) / (top - floor)
-        best_anchor, best_floor = floor, floor
-        best_step = _F32(1) / best_inverse
-        grid(best_inverse, best_anchor)
-        best_error = weighted_error(best_step, best_floor)
-        for stretch in _STRETCHES:
-            inverse_step, anchor = stretch / (top - best_floor), best_floor
-            grid(inverse_step, anchor)
-            np.multiply(importance, codes, out=weighted)
-            sum_l = np.add.reduce(weighted, axis=0)
-            sum_l2 = np.add.reduce(np.multiply(weighted, codes, out=scratch), axis=0)
-            sum_xl = np.add.reduce(np.multiply(weighted, x, out=scratch), axis=0)
-            # for fixed codes, the weighted least-squares line in closed form, each product rounded as in C
-            determinant = sum_w * sum_l2 - sum_l * sum_l
-            step = (sum_w * sum_xl - sum_x * sum_l) / determinant
-            line_floor = (sum_l2 * sum_x - sum_l * sum_xl) / determinant
-            # the offset is subtracted as dmin * m with m >= 0: a floor above zero is refitted through the origin
-            through_origin = line_floor > 0
-            step = np.where(through_origin, sum_xl / sum_l2, step)
-            line_floor = np.where(through_origin, _F32(0), line_floor)
-            error = weighted_error(step, line_floor)
-            better = (determinant > 0) & (error < best_error)
-            best_error = np.where(better, error, best_error)
-            best_step = np.where(better, step, best_step)
-            best_floor = np.where(better, line_floor, best_floor)
-            best_inverse = np.where(better, inverse_step, best_inverse)
-            best_anchor = np.where(better, anchor, best_anchor)
-        grid(best_inverse, best_anchor)
-    flat = top == floor  # C's max == min: codes 0, step 0, and the value (if negative) is all floor
-    codes[:, flat] = 0
-    return np.where(flat, _F32(0), best_step), -np.where(flat, floor, best_floor), codes
-
-
-def fit_subblocks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The reference's search for every subblock x float32 [n, 32]: (step [n], depth [n], codes [n, 32]).
-
-    Every subblock is fitted on its own, so fitting a chunk at a time gives the same result.
-    """
-    step = np.empty(x.shape[0], np.float32)
-    depth = np.empty(x.shape[0], np.float32)
-    codes = np.empty(x.shape, np.float32)
-    for start in range(0, x.shape[0], _CHUNK_SUBBLOCKS):
-        chunk = slice(start, start + _CHUNK_SUBBLOCKS)
-        step[chunk], depth[chunk], chunk_codes = _fit_position_major(np.ascontiguousarray(x[chunk].T))
-        codes[chunk] = chunk_codes.T
-    return step, depth, codes
-
-
 def quantize(w: ArrayLike) -> Q5KTensor:
     """Quantize float weights [..., 256k] as ggml's reference Q5_K quantizer does, byte for byte.
 
@@ -309,8 +206,8 @@ def quantize(w: ArrayLike) -> Q5KTensor:
     # a weight is at most d * 63 * 31 with a float16 d; checking first also keeps the search's
     # squares, which overflow float32 long before that, from ever running on such weights
     refuse_beyond_reach(weights, F16_MAX * FIELD_MAX * CODE_MAX, "Q5_K")
-    step, depth, search_codes = fit_subblocks(weights.reshape(-1, SUBBLOCK_WEIGHTS))
-    step, depth = step.reshape(-1, SUBBLOCKS), depth.reshape(-1, SUBBLOCKS)
+    step, floor, search_codes = search_subblocks(SEARCH, weights.reshape(-1, SUBBLOCK_WEIGHTS))
+    step, depth = step.reshape(-1, SUBBLOCKS), -floor.reshape(-1, SUBBLOCKS)
     # the six-bit fields count in 63rds of the super-block's largest step and depth (C's max starts at 0)
     largest_step = np.maximum(step.max(axis=1), _F32(0))
     largest_depth = np.maximum(depth.max(axis=1), _F32(0))
@@ -326,7 +223,7 @@ def quantize(w: ArrayLike) -> Q5KTensor:
     offset = dmin16.astype(np.float32)[:, None] * mins.astype(np.float32)
     x = weights.reshape(-1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
     with np.errstate(divide="ignore", invalid="ignore"):  # a zero gain keeps the search's codes instead
-        aimed = _nearest_codes((x + offset[..., None]) / gain[..., None])
+        aimed = nearest_codes((x + offset[..., None]) / gain[..., None], CODE_MAX)
     codes = np.where(gain[..., None] != 0, aimed, search_codes.reshape(x.shape)).astype(np.uint8)
     lead = (*weights.shape[:-1], weights.shape[-1] // BLOCK_WEIGHTS)
     return Q5KTensor(

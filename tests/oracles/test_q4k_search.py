@@ -1,8 +1,8 @@
 """Q4_K's quantizer against ggml's C reference, on the inputs where the search's shortcuts matter.
 
-The search (lab/formats/q4k/quantize.py) keeps its buffers between chunks, clamps codes at 0
-only in the subblocks that need it, and runs the search a second time, keeping the winning
-codes, only for subblocks whose six-bit scale rounds to 0. The inputs below reach each of those
+The search (lab/formats/_qkx2.py, as lab/formats/q4k/quantize.py runs it) keeps its buffers
+between chunks, clamps codes at 0 only in the subblocks that need it, and runs the search a
+second time, keeping the winning codes, only for subblocks whose six-bit scale rounds to 0. The inputs below reach each of those
 paths (spies check that they were taken, so a test cannot pass by missing the code it is meant
 to check), and the bytes are compared with what ggml's own quantize_row_q4_K_ref wrote for the
 same inputs: the build, commit and flags of test_formats_cref.py, fed each input's super-blocks
@@ -23,6 +23,7 @@ import pytest
 from test_quantizer_bytes import varied_weights
 
 from lab.formats import q4k
+from lab.formats._qkx2 import Qkx2Search
 from lab.formats.q4k.layout import BLOCK_WEIGHTS, SUBBLOCK_WEIGHTS, SUBBLOCKS
 
 search = importlib.import_module("lab.formats.q4k.quantize")
@@ -149,7 +150,7 @@ def gaussian_blocks(seed: int, n_blocks: int) -> np.ndarray:
 def taken(monkeypatch):
     """Which of the search's shortcuts and edge paths the quantize calls in a test took."""
     seen = {"clamped a few": 0, "clamped none": 0, "clamped all": 0, "degenerate": 0, "codes kept": 0}
-    grid_codes, fit = search._Search._grid_codes, search._Search.fit
+    grid_codes, fit = Qkx2Search._grid_codes, Qkx2Search.fit
 
     def spy_grid_codes(self, inverse_step, floor, below_top=False):
         if not (np.isfinite(inverse_step) & (inverse_step > 0)).all():
@@ -166,8 +167,8 @@ def taken(monkeypatch):
         seen["codes kept"] += keep_codes
         return fit(self, rows, keep_codes)
 
-    monkeypatch.setattr(search._Search, "_grid_codes", spy_grid_codes)
-    monkeypatch.setattr(search._Search, "fit", spy_fit)
+    monkeypatch.setattr(Qkx2Search, "_grid_codes", spy_grid_codes)
+    monkeypatch.setattr(Qkx2Search, "fit", spy_fit)
     return seen
 
 
