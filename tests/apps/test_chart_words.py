@@ -80,6 +80,17 @@ CHARTS = {
     ),
     "q4k_lane_chart": lambda: charts.q4k_lane_chart(np.linspace(-1, 3, 256), highlight=(3, 200)),
     "bits_per_weight_chart": lambda: charts.bits_per_weight_chart(),
+    # two formats' greedy answers to two prompts: one departs at token 4, the others never
+    "divergence_chart": lambda: charts.divergence_chart(
+        [
+            {"title": "Q8_0", "prompt": "The capital of France is", "position": None},
+            {"title": "Q8_0", "prompt": "Water boils at", "position": None},
+            {"title": "Q4_0", "prompt": "The capital of France is", "position": 4},
+            {"title": "Q4_0", "prompt": "Water boils at", "position": 11},
+        ],
+        20,
+        ["The capital of France is", "Water boils at"],
+    ),
     # the real Gemma file's type summary, in the shape lab.interop.gguf.type_summary returns it
     "type_bytes_chart": lambda: charts.type_bytes_chart(
         [
