@@ -413,6 +413,8 @@ def _(
     pick_error,
     shown,
 ):
+    from widgets import BlockExplorer
+
     mo.stop(
         pick_error is not None,
         mo.callout(mo.md(f"**The lab cannot show this block.** {shown(pick_error)}"), kind="warn"),
@@ -431,10 +433,16 @@ def _(
             "The block's codes and scale bytes in the ownership view of notebooks 3 and 4 "
             "(an NVFP4 block of 64 shows its first 32 weights; the other row keeps its default scales)."
         )
+    elif pick.explorer == "block":
+        _view = mo.ui.anywidget(BlockExplorer(**pick.widget_traits))
+        _note = (
+            f"The block's {pick.raw.size} bytes in the block explorer: pick a weight, and it shows "
+            "every bit the weight is read from and the arithmetic that makes it."
+        )
     else:
         _header, _rows = gguf_browser.block_table(pick)
         _view = mo.md(course.table(_header, _rows))
-        _note = "No explorer draws this type: here is the block as numbers."
+        _note = "A float tensor has no block to explore: here are its weights as numbers."
     mo.vstack([mo.Html(course.readout(_summary)), mo.md(_note), _view])
     return
 

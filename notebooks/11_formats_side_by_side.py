@@ -110,14 +110,17 @@ def _(compare, format_number, mo, payload_pick):
     mo.vstack(
         [
             mo.md(
-                "## One byte, seven layouts\n\nThe byte 0xA5 (low nibble 5, high nibble 10) "
+                f"## One byte, {len({row['title'] for row in trace})} layouts\n\nThe byte 0xA5 (low nibble 5, high nibble 10) "
                 "written at the same position in the payload of one block of each GGUF layout; the "
                 "slider picks the position, counted in bytes from the payload's start. Where its "
                 "nibbles land is read from the lab's decoder, by setting one nibble at a time; the "
                 "tests check every lane against gguf-py's. Q4_0, Q4_1, IQ4_NL and MXFP4 pair weight "
                 "j with j + 16, and IQ4_XS does within each subblock of 32; Q4_K pairs j with j + 32, "
                 "in neighbouring subblocks with different "
-                "scales; Q6_K's byte holds only the low four bits of two 6-bit codes, 64 apart."
+                "scales; Q6_K's byte holds only the low four bits of two 6-bit codes, 64 apart, and "
+                "Q5_0, Q5_1 and Q5_K's only the low four bits of two 5-bit codes, whose fifth bits sit "
+                "in the qh bytes. Q3_K and Q2_K are not here: their payload bytes hold four 2-bit codes "
+                "each, not two nibbles (notebook 6's block explorer shows them)."
             ),
             payload_pick,
             mo.md(
@@ -143,7 +146,7 @@ def _(mlx_support, mo):
         "set against gguf-py's decode of the same bytes (largest absolute difference).\n\n"
         "| format | MLX mode | GGUF type | mx.load gives | arrays | max abs diff | error |\n"
         "|---|---|---|---|---|---|---|\n" + _rows + "\n\n"
-        "\"no arrays\" means the tensor vanished from what `mx.load` returned, without an error. "
+        '"no arrays" means the tensor vanished from what `mx.load` returned, without an error. '
         "A quantized triple is MLX's affine layout: its float16 scales and biases round the "
         "GGUF block's scale, which is where the small differences come from. Notebook 5's "
         "on-device pane explains the Q4_K difference."

@@ -21,13 +21,14 @@ import traitlets as t
 
 from lab import numbers as text
 from lab.codes import e8m0, nibble
-from lab.errors import LabError
-from lab.formats import iq4_nl, mxfp4, nvfp4, q4_0, q4k
+from lab.errors import LabError, ShapeError, UnsupportedTypeError
+from lab.formats import by_gguf_type, iq4_nl, mxfp4, nvfp4, q4_0, q4k, with_gguf
 from lab.teach import scale
+from lab.text import visible
 
 from ._bundle import bundle, stylesheet
 
-__all__ = ["NibbleDecoder", "ScaleLab", "OwnershipView", "Q4KExplorer", "Exercises", "CodeExplorer"]
+__all__ = ["NibbleDecoder", "ScaleLab", "OwnershipView", "Q4KExplorer", "Exercises", "CodeExplorer", "BlockExplorer"]
 
 
 def _plain(values) -> list:
@@ -283,3 +284,48 @@ class CodeExplorer(_LabWidget):
     format = t.Unicode("E4M3").tag(sync=True)
     code = t.Int(0x2A).tag(sync=True)
     value_text = t.Unicode("0.3").tag(sync=True)
+
+
+#: the GGUF types with a widget of their own: Q4_K's explorer, and the ownership view's MXFP4 and NVFP4
+_OWN_WIDGETS = ("Q4_K", "MXFP4", "NVFP4")
+#: the default block: 32 Q5_0 codes 11j mod 32, all different, half of them with the fifth bit
+#: set, under d = 1/16 (the weight of code 0 is -1, the block's largest magnitude)
+_BLOCK_EXPLORER_WEIGHTS = ((np.arange(32) * 11 % 32 - 16) / 16).astype(np.float32)
+
+
+class BlockExplorer(_DerivingWidget):
+    """One block of a GGUF block format as a map of its bytes, one weight traced to its bits.
+
+    Input traits: `type_name` (a GGUF type in `types`: every registry format GGUF has but Q4_K,
+    MXFP4 and NVFP4, which have widgets of their own), `block` (that type's bytes, one block;
+    default a Q5_0 block) and `weight` (the traced weight, 0..n-1). Derived for Python: the
+    block's `weights`. The browser draws everything with the format's JS codec module.
+    """
+
+    _esm = bundle("block_explorer.js")
+    _inputs = ("type_name", "block", "weight", "presenter")
+    types = tuple(fmt.gguf_type for fmt in with_gguf() if fmt.gguf_type not in _OWN_WIDGETS)
+
+    type_name = t.Unicode("Q5_0").tag(sync=True)
+    block = t.List(t.Int(), default_value=by_gguf_type("Q5_0").to_gguf(_BLOCK_EXPLORER_WEIGHTS).tolist()).tag(sync=True)
+    weight = t.Int(1).tag(sync=True)
+    weights = t.List(t.Float(allow_none=True)).tag(derived=True)
+
+    def _derive(self) -> None:
+        try:
+            if self.type_name not in self.types:
+                raise UnsupportedTypeError(
+                    f"the block explorer opens {', '.join(self.types)}; got {visible(self.type_name, 40)}"
+                )
+            fmt = by_gguf_type(self.type_name)
+            n_bytes = int(fmt.block_size * fmt.bits_per_weight) // 8  # a GGUF block stores whole bytes
+            if len(self.block) != n_bytes:
+                raise ShapeError(f"a {fmt.title} block is {n_bytes} bytes, got {len(self.block)}")
+            weights = fmt.decode_gguf(np.array(self.block))
+            if not 0 <= self.weight < fmt.block_size:
+                raise LabError(f"this block has weights 0..{fmt.block_size - 1}, got {self.weight}")
+        except LabError as error:
+            self._refuse(error)
+            return
+        self.set_trait("message", "")
+        self.set_trait("weights", _plain(weights))

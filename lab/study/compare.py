@@ -157,8 +157,21 @@ def outlier_rows(seed: int = 0) -> list[dict]:
 
 #: GGUF layouts whose payload is 4-bit nibbles, and the byte of the block where their payload
 #: starts (each module's docstring draws the block): the byte trace's subjects. Q6_K's payload
-#: here is ql, the low four bits of its 6-bit codes.
-TRACED_TYPES = {"q4_0": 2, "q4_1": 4, "iq4_nl": 2, "iq4_xs": 8, "q4k": 16, "q6_k": 0, "mxfp4": 1}
+#: here is ql, the low four bits of its 6-bit codes, and Q5_0's, Q5_1's and Q5_K's is qs, the low
+#: four bits of their 5-bit codes; the fifth bit sits apart in qh, which the owner names. Q3_K and
+#: Q2_K are left out: their bytes hold four 2-bit codes each, not two nibbles.
+TRACED_TYPES = {
+    "q4_0": 2,
+    "q4_1": 4,
+    "iq4_nl": 2,
+    "iq4_xs": 8,
+    "q4k": 16,
+    "q6_k": 0,
+    "mxfp4": 1,
+    "q5_0": 6,
+    "q5_1": 8,
+    "q5_k": 48,
+}
 #: the payload bytes every traced layout has (Q4_0's 16 are the fewest)
 TRACE_PAYLOAD_BYTES = 16
 
@@ -180,6 +193,19 @@ def _owner(name: str, parts: dict) -> str:
         return (
             f"subblock {parts['subblock']}: int8 scale {format_number(parts['scale'])} at block byte "
             f"{parts['scale_byte']}; code bits 5..4 from qh byte {parts['qh_byte']}"
+        )
+    if name in ("q5_0", "q5_1"):
+        fifth = f"fifth bit {parts['fifth_bit']} from qh byte {parts['qh_byte']}, bit {parts['qh_bit_in_byte']}"
+        if name == "q5_0":
+            return f"the block's d = {format_number(parts['d'], 6)} (bytes 0..1); {fifth}"
+        return (
+            f"the block's d = {format_number(parts['d'], 6)} and m = {format_number(parts['m'], 6)} "
+            f"(bytes 0..3); {fifth}"
+        )
+    if name == "q5_k":
+        return (
+            f"subblock {parts['subblock']}: scale {parts['scale']}, min {parts['min']} (12-byte metadata); "
+            f"fifth bit {parts['fifth_bit']} from qh byte {parts['qh_byte']}, bit {parts['qh_bit']}"
         )
     return f"the block's E8M0 scale byte 0 = {parts['scale']['hex']} = {format_number(parts['scale']['value'], 6)}"
 

@@ -8,8 +8,9 @@ removed when the browser is closed or garbage-collected, or when its process exi
 by a process that was killed is removed by the next upload, or when `labctl.py open` stops.
 
 One block of one tensor is the unit a learner inspects: its raw bytes, the lab's decode of them,
-gguf-py's decode of the same bytes (the oracle) and, for Q4_K, MXFP4 and NVFP4, the traits that
-put those bytes into the course's widgets.
+gguf-py's decode of the same bytes (the oracle) and the traits that put those bytes into the
+course's widgets: Q4_K's explorer, the ownership view for MXFP4 and NVFP4, and the block explorer
+for every other block format; a float tensor's block is a table.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 
 from lab.errors import FileReadError, LabError, UnsupportedTypeError
 from lab.files import shown_path
-from lab.formats import mxfp4, nvfp4
+from lab.formats import mxfp4, nvfp4, with_gguf
 from lab.interop.gguf import DECODABLE_TYPES, FLOAT_TYPES, TENSOR_TYPES, TYPE_IDS, GGUFFile, decode_raw, open_gguf
 from lab.interop.gguf.recipes import explain_recipe
 from lab.text import quoted, visible
@@ -41,8 +42,13 @@ UPLOAD_NAME_CHARS = 120
 FLOAT_BLOCK_WEIGHTS = 32
 #: the ownership view holds 32 element codes: one MXFP4 block, or half of a 64-weight GGUF NVFP4 block
 OWNERSHIP_WEIGHTS = 32
-#: which widget shows a block of each type; every other decodable type gets a plain table
-EXPLORERS = {"Q4_K": "q4k", "MXFP4": "ownership", "NVFP4": "ownership"}
+#: the GGUF types that have a figure of their own: notebook 5's Q4_K explorer, and the ownership
+#: view of notebooks 3 and 4, which puts an MXFP4 block beside two NVFP4 ones
+_OWN_FIGURES = {"Q4_K": "q4k", "MXFP4": "ownership", "NVFP4": "ownership"}
+#: which widget shows a block of each type: those figures, and the block explorer for every other
+#: block format of the registry that GGUF has (its JS codec draws the block's bytes); the float
+#: types (F32, F16, BF16) get a plain table
+EXPLORERS = {fmt.gguf_type: _OWN_FIGURES.get(fmt.gguf_type, "block") for fmt in with_gguf()}
 
 
 #: an upload's temporary copy lives in a folder named UPLOAD_PREFIX, the owning process id, "-", and
@@ -288,8 +294,8 @@ class BlockPick:
     weights: np.ndarray  # the lab's decode, float32
     reference: np.ndarray  # gguf-py's decode of the same bytes, float32
     check: GgufPyCheck
-    explorer: str  # "q4k", "ownership" or "table"
-    widget_traits: dict = field(default_factory=dict)  # traits for Q4KExplorer or OwnershipView
+    explorer: str  # "q4k", "ownership", "block" or "table"
+    widget_traits: dict = field(default_factory=dict)  # traits for Q4KExplorer, OwnershipView or BlockExplorer
 
 
 def pick_block(gf: GGUFFile, name: str, block: int, decoder: str = "ocp", half: int = 0) -> BlockPick:
@@ -343,8 +349,15 @@ def check_against_gguf_py(weights: np.ndarray, reference: np.ndarray) -> GgufPyC
     )
 
 
+def block_explorer_types() -> list[str]:
+    """The GGUF types the block explorer opens, in the registry's order."""
+    return [type_name for type_name, explorer in EXPLORERS.items() if explorer == "block"]
+
+
 def _widget_traits(type_name: str, raw: np.ndarray, half: int) -> dict:
     """The input traits that show these bytes in the course's widget for the type."""
+    if EXPLORERS.get(type_name) == "block":
+        return {"type_name": type_name, "block": raw.tolist()}
     if type_name == "Q4_K":
         return {"block": raw.tolist()}
     if type_name == "MXFP4":

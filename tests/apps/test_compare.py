@@ -83,3 +83,32 @@ def test_byte_trace_q4_0_and_q4k_agree_with_their_layouts():
     assert (rows[("q4_0", "low")]["weight"], rows[("q4_0", "high")]["weight"]) == (3, 19)
     assert (rows[("q4k", "low")]["weight"], rows[("q4k", "high")]["weight"]) == (3, 35)
     assert (rows[("q4_0", "low")]["code"], rows[("q4_0", "high")]["code"]) == (5, 10)
+
+
+@pytest.mark.parametrize("payload_index", [0, 5, 15])
+def test_byte_trace_q5_codes_take_their_fifth_bit_from_qh(payload_index):
+    """A Q5 code is the traced nibble plus 16 times its fifth bit, which sits in qh: for Q5_0 and
+    Q5_1 bit j of the little-endian uint32 after the scales, for Q5_K bit j (the subblock) of qh
+    byte l. Worked here from the block's bytes, not from the format's explain."""
+    rows = compare.byte_trace(0xA5, payload_index)
+    for name, qh_start in (("q5_0", 2), ("q5_1", 4), ("q5_k", 16)):
+        block = compare.trace_block(name)
+        traced = {row["nibble"]: row for row in rows if row["format"] == name}
+        assert set(traced) == {"low", "high"}, name
+        for nibble, row in traced.items():
+            lane = row["weight"]
+            if name == "q5_k":
+                assert lane == payload_index + (32 if nibble == "high" else 0)
+                qh_byte, bit = qh_start + payload_index, lane // 32
+            else:
+                assert lane == payload_index + (16 if nibble == "high" else 0)
+                qh_byte, bit = qh_start + lane // 8, lane % 8
+            fifth = (int(block[qh_byte]) >> bit) & 1
+            assert row["code"] == 16 * fifth + row["nibble_value"], (name, nibble)
+            assert f"fifth bit {fifth} from qh byte {qh_byte}, bit {bit}" in row["owner"], row["owner"]
+
+
+def test_byte_trace_leaves_out_the_layouts_with_four_codes_a_byte():
+    """Q3_K's and Q2_K's bytes hold four 2-bit codes, not two nibbles; the block explorer traces them."""
+    assert not {"q3_k", "q2_k"} & set(compare.TRACED_TYPES)
+    assert {"q5_0", "q5_1", "q5_k"} <= set(compare.TRACED_TYPES)

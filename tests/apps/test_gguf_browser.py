@@ -1,7 +1,9 @@
 """Notebook 6's "your own GGUF": a file gguf-py's writer made, opened the ways the picker opens one.
 
 The file holds Q4_K, MXFP4, Q8_0 and F16 tensors, an IQ2_XXS tensor the lab does not decode and a
-150k-entry string array; gguf-py's `quants.dequantize` is the oracle for every block.
+150k-entry string array; a second holds a tensor of every type the block explorer opens, and the
+real file (where its package is installed) is opened tensor by tensor. gguf-py's
+`quants.dequantize` is the oracle for every block.
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ import gguf
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType
+from support import require_shipped_gguf
 
 from lab.errors import LabError, UnsupportedTypeError
 from lab.formats import FORMATS
 from lab.teach import gguf_browser
-from widgets import OwnershipView, Q4KExplorer
+from widgets import BlockExplorer, OwnershipView, Q4KExplorer
 
 VOCABULARY = 150_000
 IQ2_XXS_BLOCK_BYTES = 66  # a GGUF type the lab has no decoder for
@@ -104,15 +107,25 @@ def test_an_mxfp4_block_opens_in_the_ownership_view(browser):
     assert np.array_equal(np.array(view.mx_weights, np.float32), reference)
 
 
-def test_other_types_decode_to_a_checked_table(browser):
-    for name, block, weights in (("q8_0", 4, 32), ("f16", 2, 16)):
-        pick = gguf_browser.pick_block(browser.file, name, block)
-        assert pick.explorer == "table" and pick.widget_traits == {}
-        assert pick.weights.size == weights and pick.check.matches
-        header, rows = gguf_browser.block_table(pick)
-        assert header == ["weight", "lab", "gguf-py"] and len(rows) == weights
+def test_a_float_tensor_decodes_to_a_checked_table(browser):
+    pick = gguf_browser.pick_block(browser.file, "f16", 2)
+    assert pick.explorer == "table" and pick.widget_traits == {}
+    assert pick.weights.size == 16 and pick.check.matches
+    header, rows = gguf_browser.block_table(pick)
+    assert header == ["weight", "lab", "gguf-py"] and len(rows) == 16
     expected = browser.file.decode("f16").reshape(-1)[64:]
     assert np.array_equal(pick.weights, expected) and rows[0][0] == "64"
+
+
+def test_a_q8_0_block_opens_in_the_block_explorer(browser):
+    pick = gguf_browser.pick_block(browser.file, "q8_0", 4)
+    on_disk = np.fromfile(browser.file.path, np.uint8)
+    start = browser.file.tensor("q8_0").offset + 4 * 34
+    assert np.array_equal(pick.raw, on_disk[start : start + 34])
+    assert pick.explorer == "block" and pick.widget_traits == {"type_name": "Q8_0", "block": pick.raw.tolist()}
+    explorer = BlockExplorer(**pick.widget_traits)
+    assert explorer.message == "" and np.array_equal(np.array(explorer.weights, np.float32), pick.reference)
+    assert pick.check.matches
 
 
 def test_a_type_the_lab_does_not_decode_is_refused_by_name(browser):
@@ -156,3 +169,61 @@ def test_a_malformed_upload_leaves_nothing_behind(tmp_path, monkeypatch):
     with pytest.raises(LabError):
         gguf_browser.open_upload(b"GGUF not really", name="broken.gguf")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def every_block_type(tmp_path_factory):
+    """A file holding one tensor of every GGUF type the block explorer opens (two blocks each,
+    quantized by the lab as a GGUF writer would), named after its type."""
+    rng = np.random.default_rng(16)
+    path = tmp_path_factory.mktemp("block-types") / "every-type.gguf"
+    writer = gguf.GGUFWriter(str(path), arch="four-bit-lab")
+    for type_name in gguf_browser.block_explorer_types():
+        fmt = next(fmt for fmt in FORMATS.values() if fmt.gguf_type == type_name)
+        weights = rng.normal(0, 1, (1, 2 * fmt.block_size)).astype(np.float32)
+        writer.add_tensor(type_name.lower(), fmt.to_gguf(weights), raw_dtype=GGMLQuantizationType[type_name])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    opened = gguf_browser.open_path(path)
+    yield opened
+    opened.close()
+
+
+def test_every_block_format_but_those_with_their_own_figure_opens_in_the_block_explorer():
+    own = {"Q4_K": "q4k", "MXFP4": "ownership", "NVFP4": "ownership"}
+    gguf_types = [fmt.gguf_type for fmt in FORMATS.values() if fmt.gguf_type is not None]
+    assert gguf_browser.EXPLORERS == {name: own.get(name, "block") for name in gguf_types}
+    assert gguf_browser.block_explorer_types() == [name for name in gguf_types if name not in own]
+    assert list(BlockExplorer.types) == gguf_browser.block_explorer_types()
+    assert {"Q5_0", "Q5_1", "Q5_K", "Q3_K", "Q2_K", "Q8_0", "Q6_K"} <= set(BlockExplorer.types)
+
+
+@pytest.mark.parametrize(
+    "type_name", ["Q5_0", "Q5_1", "Q5_K", "Q3_K", "Q2_K", "Q6_K", "Q4_0", "Q4_1", "IQ4_NL", "IQ4_XS"]
+)
+def test_a_block_of_each_type_opens_in_the_block_explorer_with_gguf_pys_values(every_block_type, type_name):
+    pick = gguf_browser.pick_block(every_block_type.file, type_name.lower(), 1)
+    assert pick.type_name == type_name and pick.explorer == "block"
+    assert pick.widget_traits == {"type_name": type_name, "block": pick.raw.tolist()}
+    explorer = BlockExplorer(**pick.widget_traits)
+    assert explorer.message == "" and explorer.weight == 1
+    assert np.array_equal(np.array(explorer.weights, np.float32), pick.reference)
+    assert pick.check.matches and pick.check.max_abs_diff == 0.0
+
+
+def test_every_tensor_of_the_real_file_opens_in_an_explorer():
+    """Gemma 3 270M in Q4_K_M holds F32, Q5_0, Q4_K, Q8_0 and Q6_K tensors: every quantized one
+    opens in a figure (its first block, checked against gguf-py), the F32 ones in the table."""
+    with gguf_browser.open_path(require_shipped_gguf()) as real:
+        seen = {}
+        for row in gguf_browser.tensor_rows(real.file):
+            pick = gguf_browser.pick_block(real.file, row.name, 0)
+            seen[pick.type_name] = pick.explorer
+            assert pick.check.matches, row.name
+            if pick.explorer == "block":
+                explorer = BlockExplorer(**pick.widget_traits)
+                assert explorer.message == "", row.name
+                assert np.array_equal(np.array(explorer.weights, np.float32), pick.reference), row.name
+    assert seen == {"F32": "table", "Q5_0": "block", "Q4_K": "q4k", "Q8_0": "block", "Q6_K": "block"}

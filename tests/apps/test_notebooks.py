@@ -185,7 +185,10 @@ def test_11_formats_side_by_side():
     assert {"N(0, 1)", "Student t, 3 d.o.f."} <= sources
     assert len(defs["error_rows"]) == len(sources) * len(FORMATS)
     assert {row["format"] for row in defs["outliers"]} == set(FORMATS)
-    assert {row["title"] for row in defs["trace"]} == {"Q4_0", "Q4_1", "IQ4_NL", "IQ4_XS", "Q4_K", "Q6_K", "MXFP4"}
+    assert {row["title"] for row in defs["trace"]} == {
+        *("Q4_0", "Q4_1", "IQ4_NL", "IQ4_XS", "Q4_K", "Q6_K", "MXFP4"),
+        *("Q5_0", "Q5_1", "Q5_K"),
+    }
     # Try this 1 and 2: six formats at 4.5 bits, one of them on the front, and which one moves
     for source, on_front in [("N(0, 1)", {"Q4_K"}), ("Student t, 3 d.o.f.", {"NVFP4"})]:
         at_4_5 = [row for row in defs["error_rows"] if row["source"] == source and row["bits_per_weight"] == 4.5]

@@ -19,9 +19,9 @@ import pytest
 
 from lab.codes import e2m1, e8m0
 from lab.errors import CodeRangeError
-from lab.formats import mxfp4, nvfp4, q4k
+from lab.formats import FORMATS, mxfp4, nvfp4, q4k
 from lab.teach import scale, sizes
-from widgets import CodeExplorer, Exercises, NibbleDecoder, OwnershipView, Q4KExplorer, ScaleLab
+from widgets import BlockExplorer, CodeExplorer, Exercises, NibbleDecoder, OwnershipView, Q4KExplorer, ScaleLab
 from widgets._bundle import HERE
 
 WIDGET_FILES = {
@@ -31,6 +31,7 @@ WIDGET_FILES = {
     Q4KExplorer: "q4k_explorer.js",
     Exercises: "exercises.js",
     CodeExplorer: "code_explorer.js",
+    BlockExplorer: "block_explorer.js",
 }
 
 
@@ -213,7 +214,16 @@ def test_scale_lab_reads_the_same_grammar_as_the_browser():
 
 @pytest.mark.parametrize(
     "module_file",
-    ["ui.js", "nibble.js", "scale_lab.js", "ownership.js", "q4k_explorer.js", "exercises.js", "code_explorer.js"],
+    [
+        "ui.js",
+        "nibble.js",
+        "scale_lab.js",
+        "ownership.js",
+        "q4k_explorer.js",
+        "exercises.js",
+        "code_explorer.js",
+        "block_explorer.js",
+    ],
 )
 def test_widgets_spell_no_codes_of_their_own(module_file):
     """Hex bytes and binary fields come from the codec (codec/codes/bits.js), as number text does,
@@ -241,3 +251,59 @@ def test_notebook_2s_chart_spans_the_scales_the_scale_lab_offers():
         "scale.SCALE_POWERS"
         in (Path(__file__).resolve().parents[2] / "notebooks" / "02_scale_is_a_ruler.py").read_text()
     )
+
+
+def test_block_explorer_opens_its_q5_0_block_of_codes_11j_mod_32():
+    """The default block: d = 1/16 and the codes 11j mod 32, so weight j is ((11j mod 32) - 16) / 16.
+    What the figure draws of it is the browser's (the golden gguf_blocks vectors, tests/js)."""
+    widget = BlockExplorer()
+    assert (widget.type_name, widget.weight, len(widget.block), widget.message) == ("Q5_0", 1, 22, "")
+    assert widget.block[:2] == [0x00, 0x2C]  # d = 0.0625 as a little-endian float16
+    assert widget.weights[:4] == [-1.0, -0.3125, 0.375, -0.9375]
+    assert sorted(widget.weights) == [(code - 16) / 16 for code in range(32)]
+    traced = FORMATS["q5_0"].from_gguf(np.array(widget.block, np.uint8)).explain(1)
+    assert (traced["code"], traced["code_bits"], traced["qh_byte"], traced["qh_bit_in_byte"]) == (11, "0 1011", 2, 1)
+
+
+@pytest.mark.parametrize(
+    ("traits", "problem"),
+    [
+        ({"weight": 32}, "0..31"),
+        ({"weight": -1}, "0..31"),
+        ({"block": [0] * 21}, "22 bytes"),
+        ({"block": [0] * 21 + [256]}, "0..255"),
+        ({"type_name": "Q4_K", "block": [0] * 144}, "opens Q8_0"),
+        ({"type_name": "IQ2_XXS"}, "IQ2_XXS"),
+    ],
+)
+def test_block_explorer_refuses_what_its_block_cannot_show(traits, problem):
+    widget = BlockExplorer(**traits)
+    assert problem in widget.message and widget.weights == []
+
+
+def test_block_explorer_follows_a_new_type_and_block():
+    block = FORMATS["q3_k"].to_gguf(np.random.default_rng(3).standard_normal(256).astype(np.float32))
+    widget = BlockExplorer()
+    widget.set_trait("type_name", "Q3_K")
+    assert "110 bytes" in widget.message  # the Q5_0 block is no Q3_K block
+    widget.block = block.tolist()
+    widget.weight = 200
+    assert widget.message == "" and widget.weights == FORMATS["q3_k"].decode_gguf(block).tolist()
+
+
+def test_block_explorers_bundle_parses(tmp_path):
+    """The block explorer has no standalone page of its own; its bundle alone must parse."""
+    import shutil
+    import subprocess
+
+    from widgets._bundle import bundle
+
+    node = shutil.which("node")
+    if node is None:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("node is not installed; .ci/run installs it, so CI must have it")
+        pytest.skip("node is not installed")
+    path = tmp_path / "bundle.mjs"
+    path.write_text(bundle("block_explorer.js"))
+    result = subprocess.run([node, "--check", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

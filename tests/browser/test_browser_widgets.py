@@ -304,3 +304,129 @@ def test_code_explorer_format_switch_keeps_the_number(pages):
         # the chip of the format already shown leaves the code alone (E4M3's negative NaN included)
         assert _switch(page, pages, "E4M3", 0xFF, "E4M3") == 0xFF
         assert log.blocked == [] and log.console_errors == []
+
+
+# The smallest type on the page, in CSS pixels as drawn (an SVG's labels scaled by its drawing),
+# and whether the page scrolls sideways.
+TEXT_SIZES = """() => {
+  const sizes = [];
+  for (const node of document.querySelectorAll("#widget *")) {
+    const own = [...node.childNodes].some((child) => child.nodeType === Node.TEXT_NODE && child.textContent.trim());
+    if (!own || node.getClientRects().length === 0 || node.closest("[hidden]")) continue;
+    let px = parseFloat(getComputedStyle(node).fontSize);
+    if (node instanceof SVGElement) {
+      const ctm = node.getScreenCTM();
+      px *= Math.min(Math.hypot(ctm.a, ctm.b), Math.hypot(ctm.c, ctm.d));
+    }
+    sizes.push(px);
+  }
+  return { smallest: Math.min(...sizes), sideways: document.documentElement.scrollWidth > window.innerWidth };
+}"""
+
+# The block offsets of the byte map's cells marked as read by the traced weight.
+MARKED_BYTES = """() => [...document.querySelectorAll(".lab-block-map .lab-selected")].map(
+  (cell) => Number(cell.getAttribute("aria-label").match(/ byte (\\d+) = /)[1]))"""
+
+
+def _block_explorer_page(directory, monkeypatch, opened_type: str, opened_block: list[int], opened_weight: int):
+    """A standalone page of the block explorer opened on `block`. A page's link carries only values
+    shaped like its defaults (a block as long as the default Q5_0 one), so the page is made with
+    these as its defaults."""
+    import traitlets
+
+    from widgets import BlockExplorer
+    from widgets.build import standalone
+
+    class Opened(BlockExplorer):
+        type_name = traitlets.Unicode(opened_type).tag(sync=True)
+        block = traitlets.List(traitlets.Int(), default_value=opened_block).tag(sync=True)
+        weight = traitlets.Int(opened_weight).tag(sync=True)
+
+    monkeypatch.setitem(standalone.PAGES, "block-explorer", (Opened, "block_explorer.js", "Inside a GGUF block"))
+    path = directory / f"block-explorer-{opened_type}.html"
+    path.write_text(standalone.page("block-explorer"), encoding="utf-8")
+    return path
+
+
+# The bytes each type's weight 5 is read from, by the names of Python's explain().
+READ_FROM = {
+    "Q5_0": lambda e: {0, 1, e["qh_byte"], e["byte"]},
+    "Q3_K": lambda e: {e["hmask_byte"], e["qs_byte"], e["scale_low_byte"], e["scale_high_byte"], 108, 109},
+    "Q8_0": lambda e: {0, 1, 2 + e["position_in_block"]},
+}
+
+
+@pytest.mark.parametrize("type_name", list(READ_FROM))
+def test_block_explorer_traces_a_weight_and_refuses_a_bad_index_beside_the_field(type_name, tmp_path, monkeypatch):
+    import re
+
+    from lab.formats import by_gguf_type
+    from lab.numbers import format_number
+
+    fmt = by_gguf_type(type_name)
+    block = fmt.to_gguf(np.random.default_rng(6).standard_normal(fmt.block_size).astype(np.float32))
+    tensor = fmt.from_gguf(block)
+    path = _block_explorer_page(tmp_path, monkeypatch, type_name, block.tolist(), 5)
+    last = fmt.block_size - 1
+    with browser_page() as (page, log):
+        page.set_viewport_size({"width": 390, "height": 900})
+        page.goto(path.as_uri())
+        page.wait_for_selector("body[data-ready='true']")
+        explained = tensor.explain(5)
+        assert _text(page, "weight-value") == format_number(explained["weight"])
+        assert _text(page, "step-weight") == explained["formula"]
+        assert set(page.evaluate(MARKED_BYTES)) == READ_FROM[type_name](explained)
+        measured = page.evaluate(TEXT_SIZES)
+        assert measured["smallest"] >= 16 and not measured["sideways"], measured
+        presenter = page.get_by_role("button", name="Presenter view")
+        presenter.click()
+        assert not page.evaluate(TEXT_SIZES)["sideways"]
+        presenter.click()
+        field = page.get_by_role("textbox", name=re.compile(r"^weight \(0\.\."))
+        for bad, words in (
+            ("2.5", "not a whole number"),
+            (str(fmt.block_size), f"weights 0 to {last}"),
+            ("five", "not a number"),
+        ):
+            field.fill(bad)
+            field.press("Enter")
+            note = page.locator(f"#{field.get_attribute('aria-describedby')}")
+            expect(note).to_contain_text(words)
+            assert note.get_attribute("role") == "alert" and field.get_attribute("aria-invalid") == "true"
+            # the controls and the figure stay, showing the weight traced before
+            assert field.is_visible() and field.input_value() == bad
+            assert _text(page, "weight-value") == format_number(explained["weight"])
+        field.fill("7")
+        field.press("Enter")
+        assert _text(page, "weight-value") == format_number(tensor.explain(7)["weight"])
+        assert field.get_attribute("aria-invalid") is None
+        lanes = page.get_by_test_id("lanes")
+        lanes.focus()
+        page.keyboard.press("ArrowRight")
+        assert lanes.get_attribute("aria-valuenow") == "8" and field.input_value() == "8"
+        page.keyboard.press("End")
+        assert _text(page, "weight-value") == format_number(tensor.explain(last)["weight"])
+        page.set_viewport_size({"width": 1440, "height": 900})
+        measured = page.evaluate(TEXT_SIZES)
+        assert measured["smallest"] >= 16 and not measured["sideways"], measured
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_block_explorer_given_a_weight_outside_its_block_says_so_and_the_field_puts_it_right(tmp_path, monkeypatch):
+    from lab.formats import by_gguf_type
+    from lab.numbers import format_number
+
+    fmt = by_gguf_type("Q5_0")
+    block = fmt.to_gguf(np.random.default_rng(7).standard_normal(32).astype(np.float32))
+    path = _block_explorer_page(tmp_path, monkeypatch, "Q5_0", block.tolist(), 99)
+    with browser_page() as (page, log):
+        page.goto(path.as_uri())
+        page.wait_for_selector("body[data-ready='true']")
+        expect(page.locator("#widget").get_by_role("alert")).to_contain_text("weights 0..31, got 99")
+        assert page.get_by_test_id("weight-value").count() == 0  # no figure for a weight that is not there
+        field = page.get_by_role("textbox", name="weight (0..31); ↑ ↓ step it")
+        field.fill("3")
+        field.press("Enter")
+        assert _text(page, "weight-value") == format_number(fmt.from_gguf(block).explain(3)["weight"])
+        assert page.locator("#widget").get_by_role("alert").count() == 0
+        assert log.blocked == [] and log.console_errors == []

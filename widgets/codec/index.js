@@ -12,8 +12,9 @@
 // and its dict key "exponent_field" -> exponentField. Bad input throws an Error whose `name`
 // is the Python error class for the same input (errors.js).
 //
-// Plain ES modules: relative imports only, no DOM, no network. errors.js, arrays.js, floats.js
-// and formats/blocks.js are the codec's own plumbing and are not re-exported.
+// Plain ES modules: relative imports only, no DOM, no network. errors.js, arrays.js, floats.js,
+// formats/blocks.js, formats/ggml.js and formats/kquant.js are the codec's own plumbing and are
+// not re-exported.
 export * from "./numbers.js";
 export * from "./text.js";
 export * from "./fsum.js";
@@ -29,6 +30,16 @@ export * from "./formats/q4k.js";
 export * from "./formats/q4_0.js";
 export * from "./formats/iq4_nl.js";
 export * from "./formats/nf4.js";
+export * from "./formats/q8_0.js";
+export * from "./formats/q4_1.js";
+export * from "./formats/q6_k.js";
+export * from "./formats/iq4_xs.js";
+export * from "./formats/q5_0.js";
+export * from "./formats/q5_1.js";
+export * from "./formats/q5_k.js";
+export * from "./formats/q3_k.js";
+export * from "./formats/q2_k.js";
+export * from "./formats/gguf_blocks.js";
 export * from "./formats/registry.js";
 export * from "./formats/sizes.js";
 export * from "./teach/scale.js";
