@@ -137,7 +137,7 @@ def assert_inert(page, log) -> str:
 def open_notebook_six(page, url: str) -> None:
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(url)
-    page.get_by_text("Your own GGUF").first.wait_for(timeout=90000)
+    page.get_by_text("Open a file").first.wait_for(timeout=90000)
 
 
 @pytest.mark.parametrize("mode", ["run", "edit"])
@@ -148,7 +148,7 @@ def test_a_file_full_of_payloads_shows_every_text_literally(mode, tmp_path):
         browser_page() as (page, log),
     ):
         open_notebook_six(page, server.url())
-        field = page.get_by_role("textbox", name="or the path of a GGUF file on this machine")
+        field = page.get_by_role("textbox", name="or type the path of a GGUF file on this machine")
         field.fill(str(path))
         field.press("Enter")
         # the metadata table is the last thing the opened file's cell writes

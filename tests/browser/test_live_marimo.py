@@ -83,8 +83,8 @@ def test_a_long_typed_path_is_refused_inside_a_phones_width():
     ):
         page.set_viewport_size({"width": 390, "height": 900})
         page.goto(server.url())
-        page.get_by_text("Your own GGUF").first.wait_for(timeout=60000)
-        field = page.get_by_role("textbox", name="or the path of a GGUF file on this machine")
+        page.get_by_text("Open a file").first.wait_for(timeout=60000)
+        field = page.get_by_role("textbox", name="or type the path of a GGUF file on this machine")
         field.fill("x" * 5000)
         field.press("Enter")
         refusal = page.get_by_text("FileReadError: cannot open").first
