@@ -311,11 +311,13 @@ def _(
 def _(
     browse_error,
     browsed,
+    browsing,
     browsing_toy,
     code_name,
     course,
     gguf_browser,
     mo,
+    own_upload,
     shown,
 ):
     mo.stop(
@@ -350,8 +352,15 @@ def _(
         if browsing_toy
         else f"{_tensors}{_more}\n\n### The recipe\n\n{_recipe}"
     )
+    # an upload set aside by a typed path is named, so the page never looks as if it ignored it
+    _waiting = (
+        f"Your upload {shown(own_upload.name(), gguf_browser.UPLOAD_NAME_CHARS)} is not open: "
+        "the typed path wins. Empty the path box to open the upload.\n\n"
+        if browsing == "path" and own_upload.value
+        else ""
+    )
     _text = mo.md(
-        f"### {shown(browsed.source)}: {browsed.size:,} bytes, {len(own_tensors):,} tensors\n\n{_listed}\n\n"
+        f"### {shown(browsed.source)}: {browsed.size:,} bytes, {len(own_tensors):,} tensors\n\n{_waiting}{_listed}\n\n"
         f"### Metadata\n\n{_metadata}"
     )
     mo.Html(course.readout(_text))

@@ -4,6 +4,7 @@ the notebooks and the static-site build; and how a notebook reads its number con
 from __future__ import annotations
 
 import math
+import re
 
 from lab.errors import InputError
 from lab.text import Safe, shown
@@ -93,14 +94,26 @@ def navigation(file: str) -> str:
     return "---\n\n" + " · ".join(parts)
 
 
+#: a cell that reads as a number, perhaps with a short unit: "1,234", "−0.25", "7.36 bits", "12.5 %"
+_NUMBER = re.compile(r"[−+-]?(\d[\d,]*\.?\d*|\.\d+)(e[−+-]?\d+)?( ?[%×]| [a-zA-Z]{1,5})?")
+
+
 def table(header: list[str], rows: list[list[str]]) -> Safe:
     """A Markdown table. A cell is text, shown literally whatever it holds (`|`, `<`, `*`, a name
-    read from a file), or Safe markup the lab built itself (code_name, a bold verdict)."""
+    read from a file), or Safe markup the lab built itself (code_name, a bold verdict).
+
+    A column of numbers is right-aligned, so digits line up; any other column (names, answers,
+    sentences) is left-aligned, as text is read."""
 
     def line(cells) -> str:
         return "| " + " | ".join(shown(cell) for cell in cells) + " |"
 
-    return Safe("\n".join([line(header), "|" + "---|" * len(header), *(line(row) for row in rows)]))
+    def numeric(column: int) -> bool:
+        cells = [str(row[column]).strip() for row in rows if str(row[column]).strip()]
+        return bool(cells) and all(_NUMBER.fullmatch(cell) for cell in cells)
+
+    rule = "|" + "".join("---:|" if numeric(i) else ":---|" for i in range(len(header)))
+    return Safe("\n".join([line(header), rule, *(line(row) for row in rows)]))
 
 
 READOUT_CLASS = "lab-readout"

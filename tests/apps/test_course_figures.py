@@ -32,7 +32,7 @@ def test_metadata_puzzle_table_shows_all_sixteen_fields_and_their_formulas():
     rendered = mo.md(run_notebook("05_q4k.py")["metadata_table"]).text
     rows = re.findall(r"<tr>(.*?)</tr>", rendered, flags=re.S)
     # what a reader sees in each cell: lab.text.shown writes its punctuation as character references
-    cells = [[html.unescape(cell) for cell in re.findall(r"<td>(.*?)</td>", row, flags=re.S)] for row in rows[1:]]
+    cells = [[html.unescape(cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)] for row in rows[1:]]
     assert len(cells) == 8 and all(len(row) == 5 for row in cells)
     subscripts = "₀₁₂₃₄₅₆₇"
     for j, row in enumerate(cells):
@@ -44,7 +44,7 @@ def test_metadata_puzzle_table_shows_all_sixteen_fields_and_their_formulas():
 
 def test_markdown_table_escapes_pipes():
     table = course.table(["a", "b"], [["x | y", 1]])
-    assert mo.md(table).text.count("<td>") == 2 and "x | y" in html.unescape(mo.md(table).text)
+    assert mo.md(table).text.count("<td") == 2 and "x | y" in html.unescape(mo.md(table).text)
 
 
 def _values(layer: dict, spec: dict) -> list[dict]:
@@ -243,3 +243,22 @@ def test_format_signed_writes_a_real_minus_sign(value, decimals, plus, written):
     from lab.numbers import format_signed
 
     assert format_signed(value, decimals, plus=plus) == written
+
+
+def test_a_table_lines_numbers_up_on_the_right_and_text_on_the_left():
+    table = course.table(
+        ["tensor", "bytes", "bits per weight", "share", "the lab decodes it"],
+        [
+            ["blk.0.attn_q.weight", "1,234", "7.36 bits", "12.5 %", "yes"],
+            ["token_embd", "−0.25", "4.5 bits", "3 %", "no"],
+        ],
+    )
+    rendered = mo.md(table).text
+    aligned = re.findall(r'<th style="text-align: (\w+);">(.*?)</th>', rendered)
+    assert [(side, html.unescape(name)) for side, name in aligned] == [
+        ("left", "tensor"),
+        ("right", "bytes"),
+        ("right", "bits per weight"),
+        ("right", "share"),
+        ("left", "the lab decodes it"),
+    ]

@@ -24,16 +24,22 @@ def divergence_chart(rows: list[dict], tokens: int, prompts: list[str]) -> alt.C
     ]
     frame = alt.Data(values=values)
     formats = list(dict.fromkeys(row["title"] for row in rows))
-    scale, height = row_scale(len(formats), 1, 18)
-    order = formats
+    # each prompt has its own lane within a format's row, so two answers that depart at the same
+    # token stay two marks
+    scale, height = row_scale(len(formats), 1, 14 * len(labels))
     points = (
         alt.Chart(frame)
-        .mark_point(size=120, filled=True)
+        .mark_point(size=110, filled=True)
         .encode(
             x=alt.X(
-                "token:Q", scale=alt.Scale(domain=[0, tokens], nice=False), title="first token unlike the reference's"
+                "token:Q",
+                # half a token of room at each end, so a mark at 0 or at the last token is drawn whole
+                scale=alt.Scale(domain=[-0.5, tokens + 0.5], nice=False),
+                axis=alt.Axis(values=list(range(0, tokens + 1, 5 if tokens > 20 else 1))),
+                title="first token unlike the reference's",
             ),
-            y=alt.Y("format:N", sort=order, scale=scale, axis=None),
+            y=alt.Y("format:N", sort=formats, scale=scale, axis=None),
+            yOffset=alt.YOffset("prompt:N", sort=labels, scale=alt.Scale(domain=labels)),
             color=alt.Color(
                 "prompt:N",
                 scale=alt.Scale(domain=labels, range=PALETTE[: len(labels)]),
@@ -44,6 +50,8 @@ def divergence_chart(rows: list[dict], tokens: int, prompts: list[str]) -> alt.C
             tooltip=["format:N", "prompt:N", "where:N"],
         )
     )
+    # a format's name once, over its row: the frame holds a row per (format, prompt)
+    names = alt.Chart(frame).transform_filter(alt.datum.prompt == labels[0])
     same = sum(row["position"] is None for row in rows)
     description = (
         f"For {len(formats)} formats and {len(prompts)} prompts, the first generated token that differs from the "
@@ -51,7 +59,7 @@ def divergence_chart(rows: list[dict], tokens: int, prompts: list[str]) -> alt.C
         + "; ".join(f"{v['format']}, {v['prompt']}: {v['where']}" for v in values)
     )
     return styled(
-        (points + row_names(alt.Chart(frame), "format", order, 1)).properties(
+        (points + row_names(names, "format", formats, 1)).properties(
             height=height,
             title=chart_title("Where the answers depart", f"A mark at {tokens}: the same to the end."),
         ),
