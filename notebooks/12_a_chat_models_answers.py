@@ -101,17 +101,23 @@ def _(course, format_number, mo, study):
     _table = course.table(
         ["format", "bits/weight", "KL divergence", "same top token", "Δ NLL", "perplexity", "Linears refitted"], _rows
     )
-    mo.md(
-        f"""
-        ## The table llama.cpp's README prints
+    # a table is a Markdown block of its own: inside an indented f-string only its first line
+    # would be indented, and the dedented text would show it as code
+    mo.vstack(
+        [
+            mo.md(
+                f"""
+                ## The table llama.cpp's README prints
 
-        Over the passage's {study.passage_tokens or "cached"} tokens, against the file's own weights.
-        KL divergence is in nats per token. "Linears refitted" counts the Linears whose rows a
-        format's blocks do not divide: a K-quant stores them in llama.cpp's fallback type (Q5_0 for
-        Q4_K, as the file itself does), and any other format leaves them with the file's weights.
-
-        {_table}
-        """
+                Over the passage's {study.passage_tokens or "cached"} tokens, against the file's own
+                weights. KL divergence is in nats per token. "Linears refitted" counts the Linears whose
+                rows a format's blocks do not divide: a K-quant stores them in llama.cpp's fallback type
+                (Q5_0 for Q4_K, as the file itself does), and any other format leaves them with the
+                file's weights.
+                """
+            ),
+            mo.md(_table),
+        ]
     )
     return
 
@@ -166,6 +172,96 @@ def _(Safe, charts, chat_study, course, mo, shown, study):
                 "answer first leaves the reference's.\n\n" + "\n\n".join(_sections)
             ),
             charts.divergence_chart(study.divergences(), chat_study.GREEDY_TOKENS, list(chat_study.PROMPTS)),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(LabError, chat_study, course, mo, shown, study):
+    try:
+        _pinned = chat_study.llama_cpp_pinned()
+    except LabError as _error:
+        mo.stop(True, mo.callout(mo.md(f"**llama.cpp's pinned run was not shown.** {shown(_error)}"), kind="warn"))
+    mo.stop(
+        _pinned is None,
+        mo.md("*llama.cpp's pinned run (tests/data/chat_requant_reference.json) is not in this checkout.*"),
+    )
+    _rows = chat_study.llama_cpp_rows(study, _pinned)
+    mo.stop(
+        not _rows,
+        mo.md("*This page studies none of the types llama.cpp re-quantized: Q8_0, Q6_K, Q4_0 and IQ4_NL.*"),
+    )
+
+    def _answers(row):
+        return ", ".join(
+            f"{_index + 1}: all the same" if _part is None else f"{_index + 1}: the first {_part} the same"
+            for _index, _part in enumerate(row.answers_part)
+        )
+
+    _table = course.table(
+        [
+            "format",
+            "KL, lab",
+            "KL, llama.cpp",
+            "same top, lab",
+            "same top, llama.cpp",
+            "Δ NLL, lab",
+            "Δ NLL, llama.cpp",
+        ],
+        [
+            [
+                _row.title,
+                f"{_row.lab_kl:.4f}",
+                f"{_row.llama_kl:.4f}",
+                f"{_row.lab_same_top:.1%}",
+                f"{_row.llama_same_top:.1%}",
+                f"{_row.lab_nll_delta:+.4f}",
+                f"{_row.llama_nll_delta:+.4f}",
+            ]
+            for _row in _rows
+        ],
+    )
+    _agreement = course.table(
+        ["format", "llama.cpp stored its Linears as", "the lab refitted", "llama.cpp's answers against the lab's"],
+        [
+            [
+                _row.title,
+                ", ".join(f"{_n} {_kind}" for _kind, _n in _row.linear_types.items()),
+                str(_row.lab_refitted),
+                _answers(_row),
+            ]
+            for _row in _rows
+        ],
+    )
+    mo.vstack(
+        [
+            mo.md(
+                """
+                ## Beside llama.cpp's own re-quantizations
+
+                llama.cpp was given the same float32 weights and asked to re-quantize every Linear to
+                each of these types itself (`llama_model_quantize`, no importance matrix, the embedding
+                left in float32), then to read the same passage and answer the same prompts. Its run is
+                pinned in the repository, made by `tests/data/make_chat_requant_reference.py`; nothing
+                here runs it.
+                """
+            ),
+            mo.md(_table),
+            mo.md(
+                """
+                llama.cpp's divergence is the larger at 8 and 6 bits: its kernels round every
+                activation to 8 bits before each dot product, and that rounding is most of what remains
+                when the weights are nearly exact. At 4 bits the weights' error dominates, and the two
+                agree.
+
+                Where a type's blocks do not divide a row of 640, llama.cpp stores the Linear in a
+                fallback type; the lab's study refits the same Linears, in the same type. The answers
+                are compared token by token, prompt by prompt ("2: the first 7 the same": prompt 2's
+                answers part at their eighth token).
+                """
+            ),
+            mo.md(_agreement),
         ]
     )
     return

@@ -20,10 +20,12 @@ its README's.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -151,28 +153,48 @@ class ChatStudy:
         ]
 
 
+#: positions whose float64 log-probabilities are formed at once: a whole passage's would be another
+#: 250 MB beside the reference's, which the peak-memory budget cannot hold
+MEASURE_ROWS = 16
+
+
 def _measure(model, ids: np.ndarray, quantize, reference_log_p: np.ndarray | None):
-    """(log-probabilities [positions, vocab], KL, same-top share, NLL) of `ids` under `quantize`."""
-    log_p = _log_softmax(model.logits(ids, quantize=quantize)[:-1])
-    nll = float(-log_p[np.arange(ids.size - 1), ids[1:]].mean())
-    if reference_log_p is None:
-        return log_p, 0.0, 1.0, nll
-    kl = float((np.exp(reference_log_p) * (reference_log_p - log_p)).sum(axis=-1).mean())
-    same = float((reference_log_p.argmax(axis=-1) == log_p.argmax(axis=-1)).mean())
-    return log_p, kl, same, nll
+    """(log-probabilities [positions, vocab] when measuring the reference, else None; KL; same-top
+    share; NLL) of `ids` under `quantize`, formed MEASURE_ROWS positions at a time."""
+    logits = model.logits(ids, quantize=quantize)[:-1]
+    targets = ids[1:]
+    kept = np.empty(logits.shape, np.float64) if reference_log_p is None else None
+    kl = same = nll = 0.0
+    for start in range(0, logits.shape[0], MEASURE_ROWS):
+        rows = slice(start, start + MEASURE_ROWS)
+        log_p = _log_softmax(logits[rows])
+        nll -= float(log_p[np.arange(log_p.shape[0]), targets[rows]].sum())
+        if kept is not None:
+            kept[rows] = log_p
+            continue
+        reference = reference_log_p[rows]
+        kl += float((np.exp(reference) * (reference - log_p)).sum())
+        same += int((reference.argmax(axis=-1) == log_p.argmax(axis=-1)).sum())
+    positions = logits.shape[0]
+    if kept is not None:
+        return kept, 0.0, 1.0, nll / positions
+    return None, kl / positions, same / positions, nll / positions
+
+
+def first_divergence(ours: Sequence[int], theirs: Sequence[int]) -> int | None:
+    """The index of the first token where two greedy answers differ (one ending early counts), None
+    when they are the same tokens."""
+    return next(
+        (i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b),
+        None if len(ours) == len(theirs) else min(len(ours), len(theirs)),
+    )
 
 
 def _continuations(model, prompts: Sequence[str], quantize, reference: Sequence[Continuation] | None, tokens: int):
     results = []
     for index, prompt in enumerate(prompts):
         generated = model.generate(prompt, tokens, quantize=quantize)
-        divergence = None
-        if reference is not None:
-            theirs = reference[index].ids
-            divergence = next(
-                (i for i, (a, b) in enumerate(zip(generated.ids, theirs, strict=False)) if a != b),
-                None if len(generated.ids) == len(theirs) else min(len(generated.ids), len(theirs)),
-            )
+        divergence = None if reference is None else first_divergence(generated.ids, reference[index].ids)
         split = len(generated.ids) if divergence is None else divergence
         agreeing, departing = model.detokenize(generated.ids[:split]), model.detokenize(generated.ids[split:])
         results.append(Continuation(prompt, generated.ids, generated.text, divergence, agreeing, departing))
@@ -334,4 +356,71 @@ def answers(
         fmt = get(name)
         continuation, _ = _continuations(model, [prompt], fmt.name, reference, tokens)
         rows.append((fmt.title, continuation[0]))
+    return rows
+
+
+#: what llama.cpp's own re-quantizations of the file did to the same passage and prompts, pinned by
+#: tests/data/make_chat_requant_reference.py with llama-cpp-python (run outside CI, never by the lab)
+LLAMA_CPP_PINNED = Path(__file__).resolve().parents[2] / "tests" / "data" / "chat_requant_reference.json"
+
+
+@dataclass(frozen=True)
+class LlamaCppRow:
+    """One type as the lab re-quantized it and as llama.cpp's llama_model_quantize did, on the same
+    float32 weights, passage and prompts."""
+
+    title: str
+    lab_kl: float
+    llama_kl: float
+    lab_same_top: float
+    llama_same_top: float
+    lab_nll_delta: float
+    llama_nll_delta: float
+    #: per prompt: the first token where the lab's greedy answer and llama.cpp's differ, None when equal
+    answers_part: tuple[int | None, ...]
+    llama_answers: tuple[str, ...]
+    #: llama.cpp's file: its Linears by stored type, fallbacks included (the float32 norms and
+    #: embedding left out)
+    linear_types: dict[str, int]
+    lab_refitted: int  # the Linears the lab's study stored in a fallback type or kept
+
+
+def llama_cpp_pinned(path: Path = LLAMA_CPP_PINNED) -> dict | None:
+    """The pinned llama.cpp results, or None when this checkout has none; InputError when they were
+    made for another passage or other prompts than the study's, so they are never shown against it."""
+    if not path.is_file():
+        return None
+    pinned = json.loads(path.read_text(encoding="utf-8"))
+    if pinned.get("passage") != PASSAGE or tuple(pinned.get("prompts", ())) != PROMPTS:
+        raise InputError(f"{path.name} was made for another passage or prompts; run its script again")
+    return pinned
+
+
+def llama_cpp_rows(study: ChatStudy, pinned: dict) -> list[LlamaCppRow]:
+    """Each format of `study` that llama.cpp's pinned run re-quantized too (by GGUF type), side by side."""
+    rows = []
+    for result in study.formats:
+        fmt = FORMATS[result.name]
+        theirs = pinned.get(fmt.gguf_type) if fmt.family == "gguf" else None
+        if theirs is None:
+            continue
+        answers = theirs["answers"]
+        rows.append(
+            LlamaCppRow(
+                title=result.title,
+                lab_kl=result.kl_divergence,
+                llama_kl=float(theirs["kl_divergence"]),
+                lab_same_top=result.same_top,
+                llama_same_top=float(theirs["same_top"]),
+                lab_nll_delta=result.nll_delta,
+                llama_nll_delta=float(theirs["nll"]) - float(pinned["f32"]["nll"]),
+                answers_part=tuple(
+                    first_divergence(mine.ids, answer["greedy"])
+                    for mine, answer in zip(result.continuations, answers, strict=True)
+                ),
+                llama_answers=tuple(str(answer["text"]) for answer in answers),
+                linear_types={str(name): int(count) for name, count in theirs["tensor_types"].items() if name != "F32"},
+                lab_refitted=len(result.fallbacks),
+            )
+        )
     return rows

@@ -51,6 +51,11 @@ def test_every_page_loads_offline_with_no_errors(site, server):
             assert log.blocked == [], f"{name} tried to reach {log.blocked}"
             assert log.console_errors == [], f"{name}: {log.console_errors}"
             assert failed == [], f"{name}: {failed}"
+            # Markdown that reached the page unrendered (an indented table in a dedented f-string
+            # becomes a code block) shows its syntax: a table rule, or the lab's escapes as text
+            text = page.locator("body").inner_text()
+            unrendered = re.findall(r"\|:?-{3}:?\||&#\d+;", text)
+            assert unrendered == [], f"{name} shows Markdown as text: {unrendered[:5]}"
 
 
 def test_site_copies_only_the_front_end_its_pages_can_load(site):

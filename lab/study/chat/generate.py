@@ -153,10 +153,10 @@ class ChatModel:
         if quantize in self._quantized:
             self._quantized.move_to_end(quantize)
         else:
-            made = quantized_blocks(self.weights, quantize)
+            # room first, then the new set: making it beside a full cache would hold one set too many
             while len(self._quantized) >= QUANTIZED_FORMATS_KEPT:
                 self._quantized.popitem(last=False)
-            self._quantized[quantize] = made
+            self._quantized[quantize] = quantized_blocks(self.weights, quantize)
         return self._quantized[quantize]
 
     def _check_length(self, length: int) -> None:
