@@ -327,6 +327,47 @@ def _(
 
 
 @app.cell(hide_code=True)
+def _(FORMATS, mo):
+    from lab.device import chat as device_chat
+
+    device_format = mo.ui.dropdown(
+        options={FORMATS[name].title: name for name in device_chat.device_formats()},
+        value=FORMATS["mxfp4"].title,
+        label="format",
+    )
+    device_run = mo.ui.run_button(label="run it on MLX")
+    mo.vstack(
+        [
+            mo.md(
+                """
+                ## The same bytes on a device
+
+                The MLX guide's one must-do check: answer fixed prompts greedily with the quantized
+                model and compare the token ids with the unquantized path's. Here every Linear of the
+                18 blocks runs through MLX's own `mx.quantized_matmul`, on the very bytes the lab
+                decoded, and the lab's float32 numpy of the same bytes is the path compared against.
+                Each Linear's output is also held to the float32 accumulation bound of its inputs.
+                Every MLX device present runs it (the CPU here, a GPU where there is one); it takes
+                about a minute a device.
+                """
+            ),
+            device_format,
+            device_run,
+        ]
+    )
+    return device_chat, device_format, device_run
+
+
+@app.cell(hide_code=True)
+def _(course, device_chat, device_format, device_run, mo):
+    mo.stop(not device_run.value, mo.md("*Pick a format and press **run it on MLX**.*"))
+    with mo.status.spinner(title="Every Linear through mx.quantized_matmul"):
+        _report = device_chat.run_chat(device_format.value, cache=True)
+    mo.Html(course.readout(mo.md(_report.to_markdown())))
+    return
+
+
+@app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""
     ## Why llama.cpp's own numbers differ a little

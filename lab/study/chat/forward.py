@@ -22,7 +22,7 @@ computes rope angles by repeated float32 multiplication; here both are the formu
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -35,6 +35,9 @@ _GELU_A = np.float32(0.044715)
 _SQRT_2_OVER_PI = np.float32(np.sqrt(2.0 / np.pi))
 
 Block = Mapping[str, np.ndarray]
+#: how a block Linear's product h·Wᵀ is computed: (h [positions, in], layer, Linear name) -> [positions, out];
+#: None is numpy's h @ W.T with the block's own weight (lab.device passes MLX's quantized matmul)
+Linear = Callable[[np.ndarray, int, str], np.ndarray] | None
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
@@ -137,29 +140,38 @@ def attention(
 
 
 def block_forward(
-    x: np.ndarray, block: Block, layer: int, arch: Architecture, cache: KVCache, start: int
+    x: np.ndarray, block: Block, layer: int, arch: Architecture, cache: KVCache, start: int, linear: Linear = None
 ) -> np.ndarray:
     """One transformer block over x [chunk, n_embd] at positions start.., storing its keys and values in `cache`."""
+
+    def product(h: np.ndarray, name: str) -> np.ndarray:
+        return h @ block[name].T if linear is None else linear(h, layer, name)
+
     count = x.shape[0]
     swa = arch.is_swa[layer]
     h = rms_norm(x, block["attn_norm"], arch.rms_eps)
-    q = (h @ block["attn_q"].T).reshape(count, arch.n_head, arch.head_dim_k)
-    k = (h @ block["attn_k"].T).reshape(count, arch.n_head_kv, arch.head_dim_k)
-    v = (h @ block["attn_v"].T).reshape(count, arch.n_head_kv, arch.head_dim_v)
+    q = product(h, "attn_q").reshape(count, arch.n_head, arch.head_dim_k)
+    k = product(h, "attn_k").reshape(count, arch.n_head_kv, arch.head_dim_k)
+    v = product(h, "attn_v").reshape(count, arch.n_head_kv, arch.head_dim_v)
     base = arch.rope_base_swa if swa else arch.rope_base
     cos, sin = rope_tables(np.arange(start, start + count), arch.head_dim_k, base)
     q = rope_neox(rms_norm(q, block["attn_q_norm"], arch.rms_eps), cos, sin)
     k = rope_neox(rms_norm(k, block["attn_k_norm"], arch.rms_eps), cos, sin)
     keys, values = cache.store(layer, start, k.transpose(1, 0, 2), v.transpose(1, 0, 2))
     a = attention(q, keys, values, start, arch.sliding_window if swa else None, arch.attention_scale)
-    x = x + rms_norm(a @ block["attn_output"].T, block["post_attention_norm"], arch.rms_eps)
+    x = x + rms_norm(product(a, "attn_output"), block["post_attention_norm"], arch.rms_eps)
     h = rms_norm(x, block["ffn_norm"], arch.rms_eps)
-    f = (gelu_tanh(h @ block["ffn_gate"].T) * (h @ block["ffn_up"].T)) @ block["ffn_down"].T
+    f = product(gelu_tanh(product(h, "ffn_gate")) * product(h, "ffn_up"), "ffn_down")
     return x + rms_norm(f, block["post_ffw_norm"], arch.rms_eps)
 
 
 def hidden_states(
-    ids: Sequence[int], embedding: np.ndarray, blocks: Sequence[Block], arch: Architecture, cache: KVCache
+    ids: Sequence[int],
+    embedding: np.ndarray,
+    blocks: Sequence[Block],
+    arch: Architecture,
+    cache: KVCache,
+    linear: Linear = None,
 ) -> np.ndarray:
     """The last block's output [len(ids), n_embd] for `ids` following the cache's positions, chunk by chunk."""
     ids = np.asarray(ids, dtype=np.int64)
@@ -170,7 +182,7 @@ def hidden_states(
         chunk = ids[offset : offset + CHUNK]
         x = embedding[chunk] * np.float32(arch.embedding_scale)
         for layer, block in enumerate(blocks):
-            x = block_forward(x, block, layer, arch, cache, start + offset)
+            x = block_forward(x, block, layer, arch, cache, start + offset, linear)
         outputs.append(x)
     cache.length = start + ids.size
     return np.concatenate(outputs) if len(outputs) > 1 else outputs[0]

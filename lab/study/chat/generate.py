@@ -163,22 +163,33 @@ class ChatModel:
         if length > self.arch.context_length:
             raise InputError(f"{length} positions do not fit the model's context of {self.arch.context_length}")
 
-    def logits(self, ids: Sequence[int], *, quantize: Quantize = None, last: int | None = None) -> np.ndarray:
+    def logits(
+        self, ids: Sequence[int], *, quantize: Quantize = None, last: int | None = None, linear: forward.Linear = None
+    ) -> np.ndarray:
         """float32 [len(ids), vocab]: the logits after each position, every position processed at once;
-        with `last`, only those of the last `last` positions (the output matmul is the costly part)."""
+        with `last`, only those of the last `last` positions (the output matmul is the costly part).
+        `linear` computes each block Linear's product in place of numpy (forward.Linear)."""
         array = _checked_ids(ids, self.arch.n_vocab)
         self._check_length(array.size)
         if last is not None and (isinstance(last, bool) or not isinstance(last, int) or not 1 <= last <= array.size):
             raise InputError(f"last must be a whole number from 1 to {array.size}, got {last!r}")
         blocks, _ = self.blocks(quantize)
-        x = forward.hidden_states(array, self.weights.token_embd, blocks, self.arch, forward.KVCache(self.arch))
+        x = forward.hidden_states(array, self.weights.token_embd, blocks, self.arch, forward.KVCache(self.arch), linear)
         kept = x if last is None else x[-last:]
         return forward.output_logits(kept, self.weights.token_embd, self.weights.output_norm, self.arch)
 
-    def generate(self, prompt: str | Sequence[int], max_tokens: int = 32, *, quantize: Quantize = None) -> Generation:
+    def generate(
+        self,
+        prompt: str | Sequence[int],
+        max_tokens: int = 32,
+        *,
+        quantize: Quantize = None,
+        linear: forward.Linear = None,
+    ) -> Generation:
         """Greedy continuation of `prompt` (text, tokenized with <bos> and special tokens, or ids): up to
         `max_tokens` tokens, stopping after an end-of-generation token. The prompt runs in one pass; each
-        new token then runs alone against the KV cache."""
+        new token then runs alone against the KV cache. `linear` computes each block Linear's product
+        in place of numpy (forward.Linear)."""
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise InputError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
         prompt_ids = _checked_ids(self.tokenize(prompt) if isinstance(prompt, str) else prompt, self.arch.n_vocab)
@@ -189,12 +200,12 @@ class ChatModel:
         cache.reserve(prompt_ids.size + max_tokens)
         eog = self.tokenizer.eog_ids
         started = time.perf_counter()
-        x = forward.hidden_states(prompt_ids, embedding, blocks, arch, cache)[-1:]
+        x = forward.hidden_states(prompt_ids, embedding, blocks, arch, cache, linear)[-1:]
         ids = [int(np.argmax(forward.output_logits(x, embedding, norm, arch)[0]))]
         prompt_seconds = time.perf_counter() - started
         started = time.perf_counter()
         while ids[-1] not in eog and len(ids) < max_tokens:
-            x = forward.hidden_states(ids[-1:], embedding, blocks, arch, cache)
+            x = forward.hidden_states(ids[-1:], embedding, blocks, arch, cache, linear)
             ids.append(int(np.argmax(forward.output_logits(x, embedding, norm, arch)[0])))
         elapsed = time.perf_counter() - started
         later = len(ids) - 1
