@@ -22,10 +22,14 @@ def model():
 
 
 def test_the_measures_are_llama_cpp_perplexity_tools(model):
-    ids = np.asarray(model.tokenize("The weights of a model are numbers."), dtype=np.int64)
+    # longer than two of _measure's chunks of MEASURE_ROWS positions, so the chunks' sums are checked too
+    ids = np.asarray(model.tokenize(chat_study.PASSAGE[:240]), dtype=np.int64)
+    assert ids.size > 2 * chat_study.MEASURE_ROWS + 1
     reference = chat_study._log_softmax(model.logits(ids)[:-1])
-    log_p, kl, same, nll = chat_study._measure(model, ids, "q4_0", reference)
-    # by hand, in float64, from the two models' logits
+    kept, kl, same, nll = chat_study._measure(model, ids, "q4_0", reference)
+    assert kept is None  # a format's log-probabilities are not kept: only the reference's are
+    # by hand, in float64, from the two models' whole logit arrays
+    log_p = chat_study._log_softmax(model.logits(ids, quantize="q4_0")[:-1])
     p = np.exp(reference)
     assert kl == pytest.approx(float(np.mean(np.sum(p * (reference - log_p), axis=-1))), rel=1e-12)
     assert same == pytest.approx(float(np.mean(reference.argmax(-1) == log_p.argmax(-1))))
@@ -33,6 +37,10 @@ def test_the_measures_are_llama_cpp_perplexity_tools(model):
     assert kl > 0 and 0 < same <= 1
     _, kl_self, same_self, _ = chat_study._measure(model, ids, None, reference)
     assert kl_self == pytest.approx(0.0, abs=1e-12) and same_self == 1.0
+    # measuring the reference itself keeps its log-probabilities, all of them, for the formats after it
+    kept_reference, _, _, nll_reference = chat_study._measure(model, ids, None, None)
+    np.testing.assert_array_equal(kept_reference, reference)
+    assert nll_reference == pytest.approx(float(-np.mean(reference[np.arange(ids.size - 1), ids[1:]])))
 
 
 def test_a_study_reads_back_from_the_cache_without_the_model(model, monkeypatch, tmp_path):
