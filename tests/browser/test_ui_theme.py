@@ -97,3 +97,33 @@ def test_both_dark_selectors_carry_the_same_complete_palette():
 def test_every_colour_in_the_stylesheet_is_a_custom_property():
     outside = re.sub(r"--lab-[\w-]+:\s*#[0-9a-fA-F]{6}", "", CSS)
     assert re.findall(r"#[0-9a-fA-F]{3,8}\b", outside) == []
+
+
+def _hex(rgb: str) -> str:
+    """A computed `rgb(r, g, b)` colour as #rrggbb."""
+    red, green, blue = (int(part) for part in re.findall(r"\d+", rgb)[:3])
+    return f"#{red:02x}{green:02x}{blue:02x}"
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_index_follows_the_readers_theme_above_7_to_1(theme):
+    """The site's index page is not a marimo page: its own stylesheet follows the reader's theme."""
+    from chromium import browser_page
+
+    from widgets.build import site as sitebuild
+
+    with browser_page() as (page, log):
+        page.emulate_media(color_scheme=theme)
+        page.set_content(sitebuild.index_page())
+        colours = page.evaluate(
+            """() => {
+              const style = (element) => getComputedStyle(element);
+              const body = style(document.body), link = style(document.querySelector("a"));
+              return {background: body.backgroundColor, text: body.color, link: link.color};
+            }"""
+        )
+        assert log.console_errors == []
+    background, text, link = (_hex(colours[key]) for key in ("background", "text", "link"))
+    # dark means a dark background, not a light page with light text
+    assert (_luminance(background) < 0.05) == (theme == "dark"), colours
+    assert contrast(text, background) >= 7 and contrast(link, background) >= 7, colours
