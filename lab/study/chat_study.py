@@ -378,7 +378,6 @@ class LlamaCppRow:
     llama_nll_delta: float
     #: per prompt: the first token where the lab's greedy answer and llama.cpp's differ, None when equal
     answers_part: tuple[int | None, ...]
-    llama_answers: tuple[str, ...]
     #: llama.cpp's file: its Linears by stored type, fallbacks included (the float32 norms and
     #: embedding left out)
     linear_types: dict[str, int]
@@ -418,7 +417,6 @@ def llama_cpp_rows(study: ChatStudy, pinned: dict) -> list[LlamaCppRow]:
                     first_divergence(mine.ids, answer["greedy"])
                     for mine, answer in zip(result.continuations, answers, strict=True)
                 ),
-                llama_answers=tuple(str(answer["text"]) for answer in answers),
                 linear_types={str(name): int(count) for name, count in theirs["tensor_types"].items() if name != "F32"},
                 lab_refitted=len(result.fallbacks),
             )

@@ -52,5 +52,7 @@ def test_the_device_check_offers_every_format_mlx_can_run():
     from lab.formats import FORMATS
 
     offered = device_chat.device_formats()
-    assert offered == [name for name, spec in FORMATS.items() if spec.mlx is not None or name == "q4k"]
+    # MLX 0.32's quantization modes are affine, mxfp4, mxfp8 and nvfp4; Q4_K runs through its affine repack
+    mlx_modes = {"mxfp4", "mxfp8", "nvfp4"} | {name for name in FORMATS if name.startswith("affine")}
+    assert set(offered) == mlx_modes | {"q4k"} and offered == [name for name in FORMATS if name in offered]
     assert {"mxfp4", "nvfp4", "affine4_g64", "q4k"} <= set(offered) and "q4_0" not in offered

@@ -111,7 +111,9 @@ def default_model() -> Path:
     return Path(folder) / "gemma-3-270m-q4_k_m.gguf"
 
 
-def open_model(path: Path) -> llama_cpp.Llama:
+def open_model(path: Path, logits_all: bool = False) -> llama_cpp.Llama:
+    """The file in llama.cpp with float32 keys and values and no flash attention; `logits_all` keeps
+    every position's logits (make_chat_requant_reference.py reads a passage so)."""
     return llama_cpp.Llama(
         model_path=str(path),
         n_ctx=CONTEXT,
@@ -119,7 +121,7 @@ def open_model(path: Path) -> llama_cpp.Llama:
         n_ubatch=512,
         n_threads=THREADS,
         n_threads_batch=THREADS,
-        logits_all=False,
+        logits_all=logits_all,
         flash_attn=False,
         type_k=GGML_TYPE_F32,
         type_v=GGML_TYPE_F32,

@@ -38,7 +38,17 @@ from pathlib import Path
 import gguf
 import llama_cpp
 import numpy as np
-from make_chat_reference import F32_COPY, SHIPPED_SHA256, THREADS, default_model, make_f32_copy, piece, sha256
+from make_chat_reference import (
+    F32_COPY,
+    GGML_TYPE_F32,
+    SHIPPED_SHA256,
+    THREADS,
+    default_model,
+    make_f32_copy,
+    open_model,
+    piece,
+    sha256,
+)
 
 OUT = Path(__file__).resolve().parent / "chat_requant_reference.json"
 GREEDY_TOKENS = 20
@@ -49,7 +59,6 @@ TYPES = {
     "Q4_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0,
     "IQ4_NL": llama_cpp.LLAMA_FTYPE_MOSTLY_IQ4_NL,
 }
-GGML_TYPE_F32 = 0
 PASSAGE = (
     "A weight in a language model is a number that the model learned during training. A model with "
     "a billion weights needs four gigabytes to store them as 32-bit floats, so people store them in "
@@ -81,22 +90,6 @@ def quantize(ftype: int, out: Path) -> None:
 def tensor_types(path: Path) -> dict[str, int]:
     counts = Counter(tensor.tensor_type.name for tensor in gguf.GGUFReader(path).tensors)
     return dict(sorted(counts.items()))
-
-
-def open_model(path: Path, logits_all: bool) -> llama_cpp.Llama:
-    return llama_cpp.Llama(
-        model_path=str(path),
-        n_ctx=1024,
-        n_batch=512,
-        n_ubatch=512,
-        n_threads=THREADS,
-        n_threads_batch=THREADS,
-        logits_all=logits_all,
-        flash_attn=False,
-        type_k=GGML_TYPE_F32,
-        type_v=GGML_TYPE_F32,
-        verbose=False,
-    )
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
