@@ -21,11 +21,16 @@ TESTS = Path(__file__).resolve().parent
 # run headless (two minutes, most of it notebook 10's model study) and the behaviour study embedding
 # sentences in every format (some 25 s). A test elsewhere that asks for the real model itself
 # (support.require_real_model) is slow too: loading the model and studying it takes up to 30 s.
-# The oracles stay in --quick, the model's against sentence-transformers' pinned embeddings too.
+# The oracles stay in --quick, the model's against sentence-transformers' pinned embeddings too,
+# and the chat model's against llama.cpp's tokens and logits; but not the two files that study the
+# chat model in several formats before their first assertion: the comparison with llama.cpp's own
+# re-quantizations (a 40 s study) and every Linear through MLX (25 s).
 # The full run keeps them all; --quick leaves them out.
 SLOW = {
     "apps/test_notebooks.py",
     "apps/test_behaviour.py",
+    "oracles/test_chat_requant_oracle.py",
+    "apps/test_device_chat.py",
 }
 
 
