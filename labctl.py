@@ -172,15 +172,20 @@ class MarimoExited(RuntimeError):
 REMOVE_LEFTOVER_UPLOADS = "from lab.teach.gguf_browser import remove_leftover_uploads; remove_leftover_uploads()"
 
 
-def open_lab(python: Path, extra: list[str], mode: str = "run") -> int:
+def open_lab(python: Path, extra: list[str], mode: str = "run", *, prepare: bool = True) -> int:
     """Serve the notebooks folder on 127.0.0.1 and open the course's index in the browser.
 
     mode "run" is marimo's app view: the notebooks run and can be used, but nothing is written
     back to them. "edit" opens marimo's editor, which saves what is changed. The access token goes
     to marimo through a private file, never on the command line, where any local user's process
-    listing would show it.
+    listing would show it. `prepare` first fills the result cache the slow pages read
+    (lab.teach.prepare).
     """
     try:
+        # notebook 10 studies the embedding model in every format: done here once (minutes), its
+        # first visit reads the results back in seconds instead of computing them while a student waits
+        if prepare and subprocess.call([str(python), "-m", "lab.teach.prepare"], cwd=ROOT) != 0:
+            print("preparing notebook 10 failed (above); its page will compute what it shows when opened", flush=True)
         with marimo_server(python, mode, ROOT / "notebooks", extra) as server:
             url = server.url("00_index.py")
             print(f"\nThe four-bit lab is open at {url}\n(Ctrl+C stops it.)\n", flush=True)

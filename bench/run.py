@@ -561,6 +561,47 @@ def chat_rows() -> tuple[list[Row], str]:
     return rows, f"{note}: {verdict}"
 
 
+#: notebook 10's first visit on two cores once labctl.py open has prepared it (issue #24), in seconds
+NOTEBOOK_10_FIRST_VISIT_S = 30.0
+
+# notebook 10 run headless, as a kernel runs it for a first visit: every cell, in a fresh process
+_RUN_NOTEBOOK_10 = (
+    "import importlib.util; "
+    "spec = importlib.util.spec_from_file_location('nb10', 'notebooks/10_what_four_bits_do_to_answers.py'); "
+    "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module); module.app.run()"
+)
+
+
+def notebook_10_rows() -> list[Row]:
+    """`labctl.py open`'s preparation (lab.teach.prepare) from an empty cache, then notebook 10's
+    first visit, each in a fresh process sharing one result cache of its own."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="lab-bench-cache-") as folder:
+        env = {**os.environ, "LAB_CACHE_DIR": folder}
+        for task, command, budget, note in (
+            (
+                "notebook 10: labctl open's preparation, cold",
+                ["-m", "lab.teach.prepare"],
+                None,
+                "every format's retrieval row, then the first format's views",
+            ),
+            (
+                "notebook 10: first visit after it",
+                ["-c", _RUN_NOTEBOOK_10],
+                NOTEBOOK_10_FIRST_VISIT_S,
+                "every cell, in a fresh process, from the prepared cache",
+            ),
+        ):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, *command], cwd=ROOT, env=env, check=True, capture_output=True)
+            seconds = time.perf_counter() - started
+            if budget is None:
+                rows.append(Row(task, seconds, "(no peer)", None, None, note=note))
+            else:
+                rows.append(_budget_row(task, seconds, budget, note))
+    return rows
+
+
 def table(results: list[Row]) -> str:
     lines = [
         "| task | lab s | peer | peer s | lab speed / peer | target | verdict | note |",
@@ -603,6 +644,7 @@ def main(argv: list[str] | None = None) -> int:
         if real_rows:
             results += model_rows()
             results += per_format_study_rows()
+            results += notebook_10_rows()
     text = table(results)
     print(text)
     for key in ("real_gguf", "chat", "real_model"):

@@ -12,9 +12,11 @@ def _():
     from lab.numbers import format_signed
     from lab.study import behaviour, real_weights
     from lab.teach import charts
+    from lab.teach.prepare import FIRST_FORMAT
     from lab.text import code_name
 
     return (
+        FIRST_FORMAT,
         behaviour,
         charts,
         code_name,
@@ -67,17 +69,15 @@ def _(behaviour, mo):
     with mo.status.progress_bar(
         total=len(_names), title="Embedding the retrieval task with every format", remove_on_exit=True
     ) as _bar:
-        study = behaviour.retrieval_study(
-            progress=lambda done, total, name: _bar.update(subtitle=name), cache=True
-        )
+        study = behaviour.retrieval_study(progress=lambda done, total, name: _bar.update(subtitle=name), cache=True)
     return (study,)
 
 
 @app.cell(hide_code=True)
-def _(mo, study):
+def _(FIRST_FORMAT, mo, study):
     format_choice = mo.ui.dropdown(
         options={row["title"]: row["format"] for row in study if row["format"] != "fp32"},
-        value="MXFP4",
+        value=next(row["title"] for row in study if row["format"] == FIRST_FORMAT),
         label="format",
     )
     format_choice
@@ -108,9 +108,7 @@ def _(behaviour, charts, format_choice, study):
 
 @app.cell(hide_code=True)
 def _(behaviour, charts, chosen_title, similarity):
-    charts.per_sentence_cosine_chart(
-        similarity.per_sentence, list(behaviour.SIMILARITY_SENTENCES), chosen_title
-    )
+    charts.per_sentence_cosine_chart(similarity.per_sentence, list(behaviour.SIMILARITY_SENTENCES), chosen_title)
     return
 
 
@@ -147,10 +145,29 @@ def _(mo):
     mo.md(r"""
     Read the chart from the right. At eight bits nothing moves. At four bits the embeddings do move
     (the cosine column falls visibly below 1) and yet the answers hold: a
-    retrieval task only needs the right passage to stay *first*, not to stay put. Somewhere below
-    four bits the margin runs out and answers start to flip. The cosine to float32 falls long
-    before top-1 does, which is why a single summary number is a poor guide: measure the task.
+    retrieval task only needs the right passage to stay *first*, not to stay put. The cosine to
+    float32 falls long before top-1 does, which is why a single summary number is a poor guide:
+    measure the task.
     """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(behaviour, mo, study):
+    _fp32 = next(row for row in study if row["format"] == "fp32")
+    _losing = behaviour.formats_that_lose_answers(study)
+    _named = ", ".join(f"{row['title']} ({row['bits_per_weight']:g} bits, top-1 {row['top1']:.3f})" for row in _losing)
+    mo.md(
+        f"**Plainly: this task cannot tell the 4-bit formats apart.** {len(study) - 1 - len(_losing)} of "
+        f"the {len(study) - 1} formats answer as many questions right as float32 does (top-1 "
+        f"{_fp32['top1']:.3f}). "
+        + (f"Only these lose any: {_named}. " if _losing else "None loses any. ")
+        + f"Float32's median margin is {_fp32['median_margin']:.3f}: four-bit noise moves the margins "
+        "and the cosines without lifting a distractor above the right passage. A right-or-wrong task "
+        "parts formats only where its answers sit close to a decision, and there it also flips on "
+        "chance. Notebook 12 grades every next-token probability of a chat model instead, and there "
+        "the 4-bit formats part."
+    )
     return
 
 
@@ -236,9 +253,7 @@ def _(charts, chosen_title, layers):
 @app.cell(hide_code=True)
 def _(charts, layers, mo):
     outliers = layers.outliers[layers.disagreeing[0]]
-    _channels = ", ".join(
-        f"{channel} (RMS {outliers.rms[channel]:.2f})" for channel in outliers.top_channels.tolist()
-    )
+    _channels = ", ".join(f"{channel} (RMS {outliers.rms[channel]:.2f})" for channel in outliers.top_channels.tolist())
     _layer = next(row for row in layers.records() if row["layer"] == outliers.layer)
     _carry = "error than of its signal" if outliers.error_share > outliers.signal_share else "signal than of its error"
     _side = "below" if _layer["output_error"] < _layer["weight_error"] else "above"

@@ -437,6 +437,13 @@ def retrieval_study(
     return rows
 
 
+def formats_that_lose_answers(study: list[dict]) -> list[dict]:
+    """The rows of a retrieval_study whose top-1 is below float32's: the only formats this task
+    tells apart from float32 (every other row answers as many questions right)."""
+    fp32 = next(row for row in study if row["format"] == FP32)
+    return [row for row in study if row["top1"] < fp32["top1"]]
+
+
 # --------------------------------------------------------------------------------------------
 # Layer by layer: weight error against output error on real activations
 # --------------------------------------------------------------------------------------------

@@ -265,3 +265,41 @@ def test_a_format_mlx_cannot_run_is_said_in_words(mx):
 
     report = run_model("q8_0")
     assert report.available and report.runs == () and "MLX has no Q8_0 mode" in report.message
+
+
+def test_only_formats_below_float32s_top1_lose_answers():
+    study = [
+        {"format": "fp32", "top1": 0.75},
+        {"format": "a", "top1": 0.75},
+        {"format": "b", "top1": 0.5},
+        {"format": "c", "top1": 1.0},  # answers more right by chance: it loses nothing
+    ]
+    assert [row["format"] for row in behaviour.formats_that_lose_answers(study)] == ["b"]
+
+
+def test_after_preparing_notebook_10_its_first_visit_computes_nothing(monkeypatch):
+    """What labctl.py open runs before it opens the course: afterwards every call notebook 10
+    makes on its first visit reads the disk cache; loading a model is an error here."""
+    require_real_model()
+    from lab.device import model as device_model
+    from lab.teach import prepare
+
+    lines = []
+    behaviour.clear_caches()  # so every result is computed, and written, by prepare itself
+    steps = prepare.prepare_notebook_10(lines.append)
+    assert steps == ["retrieval study", "similarity", "answers", "layer study", "MLX pane"]
+    assert f"retrieval study: {len(behaviour.study_formats())} of {len(behaviour.study_formats())}" in "\n".join(lines)
+
+    def no_model(*_, **__):
+        raise AssertionError("notebook 10 loaded a model after it was prepared")
+
+    behaviour.clear_caches()
+    monkeypatch.setattr(sentence_model, "load", no_model)
+    monkeypatch.setattr(behaviour, "captured_inputs", no_model)
+    study = behaviour.retrieval_study(cache=True)
+    assert [row["format"] for row in study] == list(behaviour.study_formats())
+    first = prepare.FIRST_FORMAT
+    assert behaviour.format_similarity(first, cache=True).quantized.shape[0] == len(behaviour.SIMILARITY_SENTENCES)
+    assert len(behaviour.retrieval_answers(first, cache=True).questions) == len(retrieval_data.QUERIES)
+    assert behaviour.layer_study(first, cache=True).format == first
+    assert device_model.run_model(first, cache=True).format == first

@@ -45,9 +45,11 @@ def _cmdline(pid: int) -> bytes:
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads process command lines from /proc")
 @pytest.mark.parametrize("mode", ["run", "edit"])
 def test_open_starts_marimo_without_the_token_in_its_argv(mode):
-    # open_lab itself, with this interpreter: labctl's set-up step would build a fresh .venv
+    # open_lab itself, with this interpreter: labctl's set-up step would build a fresh .venv; and
+    # without preparing notebook 10, which the next test covers
     launcher = (
-        f"import sys, labctl; from pathlib import Path; sys.exit(labctl.open_lab(Path(sys.executable), [], {mode!r}))"
+        "import sys, labctl; from pathlib import Path; "
+        f"sys.exit(labctl.open_lab(Path(sys.executable), [], {mode!r}, prepare=False))"
     )
     env = {**os.environ, "BROWSER": "true"}  # webbrowser.open runs `true` instead of a browser
     opener = subprocess.Popen(
@@ -85,6 +87,23 @@ def test_open_starts_marimo_without_the_token_in_its_argv(mode):
             os.kill(child, signal.SIGTERM)
         opener.terminate()
         opener.wait(timeout=30)
+
+
+def test_open_prepares_notebook_10_before_it_starts_marimo(monkeypatch):
+    calls = []
+    monkeypatch.setattr(labctl, "subprocess", SimpleNamespace(call=lambda command, **_: calls.append(command) or 0))
+
+    class Started(Exception):
+        pass
+
+    def marimo_server(*_):
+        calls.append("marimo")
+        raise Started
+
+    monkeypatch.setattr(labctl, "marimo_server", marimo_server)
+    with pytest.raises(Started):
+        labctl.open_lab(Path("python"), [], "run")
+    assert calls[:2] == [["python", "-m", "lab.teach.prepare"], "marimo"]
 
 
 def _test_commands(monkeypatch, extra: list[str]) -> list[list[str]]:
