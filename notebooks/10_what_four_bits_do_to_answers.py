@@ -161,7 +161,7 @@ def _(behaviour, mo, study):
         f"**Plainly: this task cannot tell the 4-bit formats apart.** {len(study) - 1 - len(_losing)} of "
         f"the {len(study) - 1} formats answer as many questions right as float32 does (top-1 "
         f"{_fp32['top1']:.3f}). "
-        + (f"Only these lose any: {_named}. " if _losing else "None loses any. ")
+        + (f"Those that lose answers: {_named}. " if _losing else "None loses any. ")
         + f"Float32's median margin is {_fp32['median_margin']:.3f}: four-bit noise moves the margins "
         "and the cosines without lifting a distractor above the right passage. A right-or-wrong task "
         "parts formats only where its answers sit close to a decision, and there it also flips on "
