@@ -411,19 +411,22 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(
-    OwnershipView,
-    Q4KExplorer,
-    code_name,
-    course,
-    gguf_browser,
-    mo,
-    pick,
-    pick_error,
-    shown,
-):
+def _(OwnershipView, Q4KExplorer, mo):
     from widgets import BlockExplorer
 
+    # One explorer of each kind for the page's life: a pick sets its inputs. A new widget for each
+    # pick would ship its whole script again, and marimo drops the old one's script when the cell
+    # re-runs, even while the browser is still loading it.
+    explorers = {
+        "q4k": mo.ui.anywidget(Q4KExplorer()),
+        "ownership": mo.ui.anywidget(OwnershipView()),
+        "block": mo.ui.anywidget(BlockExplorer()),
+    }
+    return (explorers,)
+
+
+@app.cell(hide_code=True)
+def _(code_name, course, explorers, gguf_browser, mo, pick, pick_error, shown):
     mo.stop(
         pick_error is not None,
         mo.callout(mo.md(f"**The lab cannot show this block.** {shown(pick_error)}"), kind="warn"),
@@ -433,17 +436,23 @@ def _(
         f"({pick.raw.size} bytes, weights {pick.first_weight} to {pick.first_weight + pick.weights.size - 1}): "
         f"the lab's decode {pick.check.text}."
     )
+    if pick.explorer in explorers:
+        _view = explorers[pick.explorer]
+        _widget = _view.widget
+        # every input as a new widget would have it (the weight picked in a block of another
+        # type may not exist in this one), then the pick's bytes; sent to the browser at once
+        _inputs = {name: _widget.trait_defaults(name) for name in _widget._inputs if name != "presenter"}
+        with _widget.hold_sync():
+            for _name, _value in (_inputs | pick.widget_traits).items():
+                _widget.set_trait(_name, _value)
     if pick.explorer == "q4k":
-        _view = mo.ui.anywidget(Q4KExplorer(**pick.widget_traits))
         _note = "The block's 144 bytes in the Q4_K explorer of notebook 5."
     elif pick.explorer == "ownership":
-        _view = mo.ui.anywidget(OwnershipView(**pick.widget_traits))
         _note = (
             "The block's codes and scale bytes in the ownership view of notebooks 3 and 4 "
             "(an NVFP4 block of 64 shows its first 32 weights; the other row keeps its default scales)."
         )
     elif pick.explorer == "block":
-        _view = mo.ui.anywidget(BlockExplorer(**pick.widget_traits))
         _note = (
             f"The block's {pick.raw.size} bytes in the block explorer: pick a weight, and it shows "
             "every bit the weight is read from and the arithmetic that makes it."

@@ -3,12 +3,14 @@ own cells (computed by the Python `lab`) react. Runs `marimo run` on 127.0.0.1 w
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
 from chromium import browser_page
 from playwright.sync_api import expect
+from support import require_shipped_gguf
 
 from labctl import marimo_server
 
@@ -96,4 +98,34 @@ def test_a_long_typed_path_is_refused_inside_a_phones_width():
         )
         assert text_right <= 390
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_a_new_pick_in_notebook_six_sets_the_explorer_it_already_has():
+    """Notebook 6 keeps one explorer of each kind, and a pick sets its inputs (a new widget for each
+    pick raced marimo, which drops a widget's script when its cell re-runs, even while the browser
+    still loads it). Block 5 of the real file then shows its own bytes, read here with gguf-py."""
+    from gguf import GGUFReader
+
+    path = require_shipped_gguf()
+    tensor = next(t for t in GGUFReader(path).tensors if t.name == "blk.0.attn_output.weight")
+    block = tensor.data.reshape(-1)[5 * 144 : 6 * 144]  # Q4_K: 144 bytes a block
+    notebook = NOTEBOOKS / "06_files_and_recipes.py"
+    with (
+        marimo_server(Path(sys.executable), "run", notebook, quiet=True, start_s=90) as server,
+        browser_page() as (page, log),
+    ):
+        page.set_viewport_size({"width": 1280, "height": 900})
+        page.goto(server.url())
+        expect(page.get_by_role("textbox", name="payload byte 0", exact=True)).to_have_count(1, timeout=90000)
+        # marimo puts its label's HTML into aria-label, so the name is matched, not equalled
+        field = page.get_by_role("textbox", name=re.compile(r"block \(0 to"))
+        field.fill("5")
+        field.press("Enter")
+        expect(page.get_by_text("Q4_K block 5 of")).to_have_count(1, timeout=30000)
+        expect(page.get_by_role("textbox", name="payload byte 0", exact=True)).to_have_value(
+            f"0x{block[16]:02X}", timeout=30000
+        )
+        d_bits = int(block[0]) | int(block[1]) << 8
+        expect(page.get_by_text(f"d = 0x{d_bits:04X}")).to_have_count(1, timeout=30000)
         assert log.blocked == [] and log.console_errors == []
