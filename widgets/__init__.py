@@ -258,17 +258,40 @@ class Exercises(_LabWidget):
 
     The browser draws each instance from `seed` and the kind's round (`rounds`, New instance
     presses), checks answers with the JS codec and counts the right ones; `answers` keeps the text
-    last checked per kind and `progress` "correct" or "wrong" per kind. Python derives nothing.
+    last checked per kind. Python derives nothing.
+
+    `seed` 0 (the default) stands for the student's own numbers: the browser takes the seed it
+    keeps in localStorage (drawing one at random the first time), with the rounds and answers it
+    kept for this topic and seed, and writes that seed here, so neighbours get different numbers
+    and a reload keeps them. Any other seed, 1..4294967295, set here or by a page's link, is used
+    as it is. The seed field and New numbers in the widget set a seed too (and make it the
+    browser's own).
+
+    `progress` is output only: the browser writes each answered kind's verdict ("correct" or
+    "wrong") after checking its answer again against the instance of `seed` and its round, and
+    never reads it back as the truth, so a value set here or by a link counts nothing.
     """
 
     _esm = bundle("exercises.js")
     _inputs = ("topic", "seed", "rounds", "answers", "progress", "presenter")
 
+    #: the largest seed; 0 is the student's own
+    LARGEST_SEED = 2**32 - 1
+
     topic = t.Int(0).tag(sync=True)
-    seed = t.Int(1).tag(sync=True)
+    seed = t.Int(0).tag(sync=True)
     rounds = t.Dict().tag(sync=True)
     answers = t.Dict().tag(sync=True)
     progress = t.Dict().tag(sync=True)
+
+    @t.validate("seed")
+    def _check_seed(self, proposal):
+        seed = proposal["value"]
+        if not 0 <= seed <= self.LARGEST_SEED:
+            raise LabError(
+                f"seed must be a whole number 1..{self.LARGEST_SEED}, or 0 for the student's own, got {seed}"
+            )
+        return seed
 
 
 class CodeExplorer(_LabWidget):

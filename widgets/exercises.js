@@ -3,52 +3,223 @@
 // the worked arithmetic, a New instance button and a progress count. Questions, answers and the
 // arithmetic all come from codec/teach/exercises.js, which computes with the lab's own codec.
 // State: the synced traits topic, seed, rounds (New instance presses per kind), answers (the
-// text last checked per kind, at most LONGEST_ANSWER characters) and progress ("correct" or
-// "wrong" per kind).
-import { formatLabNumber } from "./codec/numbers.js";
-import { EXERCISE_KINDS, exerciseCheck, exerciseInstance, exerciseKinds, exerciseScore } from "./codec/teach/exercises.js";
+// text last checked per kind, at most LONGEST_ANSWER characters) and progress, which is output
+// only: each answered kind's verdict, checked again from its answer (exerciseVerdicts) and
+// written here, never read back as the truth, so a link claiming "correct" with no answer counts
+// nothing. Seed 0 stands for the student's own numbers: this browser's seed, drawn at random the
+// first time and kept in localStorage with the rounds and answers of each (topic, seed) worked
+// on, so a reload (a course page has no link to carry them) shows the same numbers and progress.
+import { formatLabNumber, parseNumber } from "./codec/numbers.js";
+import { EXERCISE_KINDS, exerciseCheck, exerciseInstance, exerciseKinds, exerciseScore, exerciseVerdicts } from "./codec/teach/exercises.js";
 import { visibleText } from "./codec/text.js";
 import { h, mountInPlace, setTraits, setText, setAttr, setAttrs, resize, checker } from "./ui.js";
 
 const KNOWN = new Set(EXERCISE_KINDS.map((entry) => entry.kind));
 const isRecord = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+const isEmpty = (record) => Object.keys(record).length === 0;
+const quoted = (value) => visibleText(String(JSON.stringify(value)), 40);
 // The longest answer the traits keep (and so a page's link carries): room for any number or name
 // typed by hand, while a pasted page of text never rides along in every link.
 const LONGEST_ANSWER = 200;
+// The seed that stands for the student's own; a seed drawn or typed is one of 1..LARGEST_SEED.
+export const OWN_SEED = 0;
+const LARGEST_SEED = 2 ** 32 - 1;
+const isSeed = (value) => Number.isInteger(value) && value >= 1 && value <= LARGEST_SEED;
+
+// Each record trait: which values its entries take, and what it says of one it does not take.
+const RECORD_RULES = {
+  rounds: [(value) => Number.isInteger(value) && value >= 0 && value < 2 ** 31, (kind, value) => `the round of ${kind} must be a whole number 0..2147483647, got ${quoted(value)}`],
+  answers: [
+    (value) => typeof value === "string" && value.length <= LONGEST_ANSWER,
+    (kind, value) =>
+      typeof value === "string" ? `the answer to ${kind} is ${value.length} characters long; an answer is at most ${LONGEST_ANSWER}` : `the answer to ${kind} must be text, got ${quoted(value)}`,
+  ],
+  progress: [(value) => value === "correct" || value === "wrong", (kind, value) => `${kind} must be "correct" or "wrong", got ${quoted(value)}`],
+};
+
+// What is wrong with a record trait (from the traits, a link or this browser's store), or null.
+function recordProblem(name, record) {
+  const [good, says] = RECORD_RULES[name];
+  if (!isRecord(record)) return `${name} must be a set of named values`;
+  const unknown = Object.keys(record).find((kind) => !KNOWN.has(kind));
+  if (unknown !== undefined) return `${name} has an entry the exercises do not know: ${visibleText(JSON.stringify(unknown), 40)}`;
+  const bad = Object.entries(record).find(([, value]) => !good(value));
+  return bad ? `${name}: ${says(...bad)}` : null;
+}
 
 function validExercises(model) {
   const topic = model.get("topic");
   const seed = model.get("seed");
   const rounds = model.get("rounds");
   const answers = model.get("answers");
-  const progress = model.get("progress");
   if (!(Number.isInteger(topic) && topic >= 0 && topic <= 8)) return { problem: `topic must be a notebook number 1..8, or 0 for all, got ${visibleText(JSON.stringify(topic), 40)}` };
-  if (!(Number.isInteger(seed) && seed >= 0 && seed < 2 ** 32)) return { problem: `seed must be a whole number 0..4294967295, got ${visibleText(JSON.stringify(seed), 40)}` };
-  const shown = (value) => visibleText(String(JSON.stringify(value)), 40);
-  // Each record: which values it takes, and what it says of one it does not take.
-  for (const [name, record, good, says] of [
-    [
-      "rounds",
-      rounds,
-      (value) => Number.isInteger(value) && value >= 0 && value < 2 ** 31,
-      (kind, value) => `the round of ${kind} must be a whole number 0..2147483647, got ${shown(value)}`,
-    ],
-    [
-      "answers",
-      answers,
-      (value) => typeof value === "string" && value.length <= LONGEST_ANSWER,
-      (kind, value) =>
-        typeof value === "string" ? `the answer to ${kind} is ${value.length} characters long; an answer is at most ${LONGEST_ANSWER}` : `the answer to ${kind} must be text, got ${shown(value)}`,
-    ],
-    ["progress", progress, (value) => value === "correct" || value === "wrong", (kind, value) => `${kind} must be "correct" or "wrong", got ${shown(value)}`],
-  ]) {
-    if (!isRecord(record)) return { problem: `${name} must be a set of named values` };
-    const unknown = Object.keys(record).find((kind) => !KNOWN.has(kind));
-    if (unknown !== undefined) return { problem: `${name} has an entry the exercises do not know: ${visibleText(JSON.stringify(unknown), 40)}` };
-    const bad = Object.entries(record).find(([, value]) => !good(value));
-    if (bad) return { problem: `${name}: ${says(...bad)}` };
+  if (!(seed === OWN_SEED || isSeed(seed))) return { problem: `seed must be a whole number 1..4294967295, or 0 for this browser's own, got ${visibleText(JSON.stringify(seed), 40)}` };
+  // progress is written here, never read as the truth; a link's is still checked for its shape,
+  // so what is wrong with it is said like anything else wrong in a link
+  for (const name of ["rounds", "answers", "progress"]) {
+    const problem = recordProblem(name, model.get(name));
+    if (problem) return { problem };
   }
-  return { topic, seed, rounds, answers, progress, kinds: exerciseKinds(topic) };
+  return { topic, seed, rounds, answers, kinds: exerciseKinds(topic) };
+}
+
+// The traits for these rounds and answers, with the progress checked again from them.
+const checkedTraits = (seed, rounds, answers) => ({ rounds, answers, progress: exerciseVerdicts(seed, rounds, answers) });
+
+// ---------------------------------------------------------------------------------------------
+// What this browser keeps: localStorage[STORE_KEY], {seed, records: {"topic:seed": {rounds,
+// answers}}}, the records oldest first. The progress is not kept: it is checked again from the
+// answers. A stored value this did not write (edited, damaged, another program's) is set aside,
+// never run and never shown: it is only ever JSON.parse'd, and each record is checked as a
+// link's traits are; the next save writes over it.
+// ---------------------------------------------------------------------------------------------
+const STORE_KEY = "four-bit-lab:exercises";
+// The (topic, seed) pairs kept, the last worked on: a student of the whole course on a few seeds.
+const MOST_RECORDS = 32;
+// At most this many characters kept; longer was not written here, and is not even parsed.
+const LONGEST_STORE = 262144;
+const RECORD_KEY = /^([0-8]):([1-9][0-9]{0,9})$/;
+
+const recordKey = (topic, seed) => `${topic}:${seed}`;
+
+/** A stored text read back: {seed (or null), records (a Map, oldest first), setAside (whether any of it was not taken)}. */
+export function readStore(text) {
+  const none = { seed: null, records: new Map(), setAside: false };
+  if (text === null || text === undefined) return none;
+  let parsed = null;
+  if (typeof text === "string" && text.length <= LONGEST_STORE) {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = null;
+    }
+  }
+  if (!isRecord(parsed) || !isRecord(parsed.records)) return { ...none, setAside: true };
+  const records = new Map();
+  const entries = Object.entries(parsed.records);
+  for (const [key, record] of entries.slice(-MOST_RECORDS)) {
+    const named = RECORD_KEY.exec(key);
+    if (!named || !isSeed(Number(named[2])) || !isRecord(record)) continue;
+    if (recordProblem("rounds", record.rounds) || recordProblem("answers", record.answers)) continue;
+    records.set(key, { rounds: { ...record.rounds }, answers: { ...record.answers } });
+  }
+  // no seed yet (null: a link's seed was all this browser used so far) is not one set aside
+  const seed = isSeed(parsed.seed) ? parsed.seed : null;
+  const badSeed = seed === null && parsed.seed !== null && parsed.seed !== undefined;
+  return { seed, records, setAside: records.size < entries.length || badSeed };
+}
+
+/** The text to store: the newest records that fit in MOST_RECORDS and LONGEST_STORE characters. */
+export function storeText({ seed, records }) {
+  const kept = [...records].slice(-MOST_RECORDS).map(([key, record]) => [key, record, JSON.stringify(key).length + JSON.stringify(record).length + 2]);
+  let length = JSON.stringify({ seed, records: {} }).length + kept.reduce((sum, [, , size]) => sum + size, 0);
+  while (kept.length && length > LONGEST_STORE) length -= kept.shift()[2];
+  return JSON.stringify({ seed, records: Object.fromEntries(kept.map(([key, record]) => [key, record])) });
+}
+
+/** A fresh seed, 1..4294967295, from the browser's cryptographic generator (never a clock). */
+export function drawSeed(source = globalThis.crypto) {
+  const word = source.getRandomValues(new Uint32Array(1))[0];
+  return 1 + (word % LARGEST_SEED);
+}
+
+// localStorage, or null where this page may keep nothing (storage turned off, a sandbox): even
+// reading the property can throw.
+function browserStorage() {
+  try {
+    const storage = globalThis.localStorage ?? null;
+    storage?.getItem(STORE_KEY);
+    return storage;
+  } catch {
+    return null;
+  }
+}
+
+// The store as the widget uses it: every call reads it again (another tab may have written it).
+export function keeper() {
+  const storage = browserStorage();
+  let drawnHere = null; // the own seed where nothing can be kept (or a write failed)
+  let setAside = false;
+  const load = () => {
+    let text = null;
+    try {
+      text = storage?.getItem(STORE_KEY) ?? null;
+    } catch {
+      text = null;
+    }
+    const kept = readStore(text);
+    setAside ||= kept.setAside;
+    return kept;
+  };
+  const write = (kept) => {
+    try {
+      storage?.setItem(STORE_KEY, storeText(kept));
+    } catch {
+      // full, or turned off since: the page keeps working on what it has
+    }
+  };
+  return {
+    keeps: storage !== null,
+    setAside: () => setAside,
+    /** This browser's own seed, or null before one is drawn. */
+    ownSeed: () => load().seed ?? drawnHere,
+    /** This browser's own seed, drawn and kept the first time. */
+    own() {
+      const kept = load();
+      if (kept.seed !== null) return kept.seed;
+      drawnHere ??= drawSeed();
+      write({ ...kept, seed: drawnHere });
+      return drawnHere;
+    },
+    /** Make `seed` this browser's own (typed, or drawn by New numbers). */
+    adopt(seed) {
+      drawnHere = seed;
+      write({ ...load(), seed });
+    },
+    /** The rounds and answers kept for (topic, seed), or null. */
+    record: (topic, seed) => load().records.get(recordKey(topic, seed)) ?? null,
+    save(topic, seed, rounds, answers) {
+      const kept = load();
+      const key = recordKey(topic, seed);
+      const before = kept.records.get(key);
+      const empty = isEmpty(rounds) && isEmpty(answers);
+      if (before === undefined ? empty : !empty && JSON.stringify(before) === JSON.stringify({ rounds, answers })) return;
+      kept.records.delete(key); // re-set, so it is the newest
+      if (!empty) kept.records.set(key, { rounds, answers });
+      write(kept);
+    },
+  };
+}
+
+const sameVerdicts = (a, b) => Object.keys(a).length === Object.keys(b).length && Object.entries(a).every(([kind, verdict]) => b[kind] === verdict);
+
+// After every change (one microtask later, once a link has set all its traits): seed 0 becomes
+// this browser's own seed; a page that opens, or turns to the own seed, with no rounds and no
+// answers takes those kept for its (topic, seed); the progress is written from the answers; and
+// the rounds and answers are kept. Writes only what differs, so it settles at once.
+export function settler(model, store) {
+  let first = true;
+  return () => {
+    const view = validExercises(model);
+    if (view.problem) return; // shown by the widget; nothing is kept or derived from it
+    const values = {};
+    const resolving = view.seed === OWN_SEED;
+    const seed = resolving ? store.own() : view.seed;
+    if (resolving) values.seed = seed;
+    let { rounds, answers } = view;
+    if ((first || resolving) && isEmpty(rounds) && isEmpty(answers)) {
+      const kept = store.record(view.topic, seed);
+      if (kept) {
+        ({ rounds, answers } = kept);
+        Object.assign(values, kept);
+      }
+    }
+    first = false;
+    const progress = exerciseVerdicts(seed, rounds, answers);
+    if (!sameVerdicts(progress, model.get("progress"))) values.progress = progress;
+    if (!isEmpty(values)) setTraits(model, values);
+    store.save(view.topic, seed, rounds, answers);
+  };
 }
 
 // The verdict and the worked arithmetic for a checked answer, or nothing before one is checked
@@ -126,13 +297,7 @@ function exercise(model, ui, kind) {
       const exact = Object.is(result.typed, -0) ? "-0" : String(result.typed);
       return { ok: false, message: `This answer is ${answer.length} characters long; an answer is at most ${LONGEST_ANSWER}. It reads as ${exact}: type that instead.` };
     }
-    return {
-      ok: true,
-      values: {
-        answers: { ...model.get("answers"), [kind]: answer },
-        progress: { ...model.get("progress"), [kind]: result.correct ? "correct" : "wrong" },
-      },
-    };
+    return { ok: true, values: checkedTraits(model.get("seed"), model.get("rounds"), { ...model.get("answers"), [kind]: answer }) };
   };
   const result = feedback();
   const field = ui.field({
@@ -183,9 +348,9 @@ function exercise(model, ui, kind) {
           class: "lab-chip",
           "data-focus": `new-${kind}`,
           onclick: () => {
-            const without = (record) => Object.fromEntries(Object.entries(record).filter(([name]) => name !== kind));
+            const answers = Object.fromEntries(Object.entries(model.get("answers")).filter(([name]) => name !== kind));
             const round = model.get("rounds")[kind] ?? 0;
-            setTraits(model, { rounds: { ...model.get("rounds"), [kind]: round + 1 }, answers: without(model.get("answers")), progress: without(model.get("progress")) });
+            setTraits(model, checkedTraits(model.get("seed"), { ...model.get("rounds"), [kind]: round + 1 }, answers));
           },
         },
         "New instance",
@@ -220,16 +385,27 @@ function exercise(model, ui, kind) {
   };
 }
 
+// What the seed is and where it is kept, in words.
+function seedWords(seed, store) {
+  const own = store.ownSeed();
+  let kept;
+  if (!store.keeps) kept = `Seed ${seed}. This browser keeps nothing for this page, so to come back to these numbers keep the link, or note the seed and type it in again.`;
+  else if (seed === own) kept = `Seed ${seed}, this browser's own: it is kept here with your answers, so a reload shows the same numbers.`;
+  else kept = `Seed ${seed}, set for this page${own === null ? "" : ` (this browser's own is ${own})`}.`;
+  const lost = store.setAside() ? " What this browser had kept for the exercises could not all be read, so that part was set aside." : "";
+  return `${kept} The same seed gives the same questions: New instance draws the next one for one exercise, New numbers a new seed for them all.${lost}`;
+}
+
 // The exercises of the topic, with the count above them. Every kind's exercise is built once (their
 // answer fields belong to the figure); the topic decides which are on the page, in the kinds' order.
-function figure(model, ui, first) {
+function figure(model, ui, first, store) {
   const progress = h("p", { class: "lab-big lab-exercise-progress", "data-testid": "exercise-progress", role: "status" });
   const rule = h(
     "p",
     { class: "lab-caption", "data-testid": "exercise-count-rule" },
     "Each exercise counts its last checked answer: a wrong answer after a right one takes the count back down, and an entry refused beside its field (no answer, or one too long to keep) changes nothing.",
   );
-  const seedNote = h("p", { class: "lab-caption" });
+  const seedNote = h("p", { class: "lab-caption", "data-testid": "exercise-seed-note" });
   const exercises = new Map(EXERCISE_KINDS.map(({ kind }) => [kind, exercise(model, ui, kind)]));
   const list = h("div", { class: "lab-exercise-list" }, progress, rule, seedNote);
   let shown = [];
@@ -245,27 +421,102 @@ function figure(model, ui, first) {
       }
       shown = view.kinds;
     }
-    const score = exerciseScore(view.topic, view.progress);
+    // The count is the answers' own, checked again: never what the progress trait claims.
+    const score = exerciseScore(view.topic, view.seed, view.rounds, view.answers);
     setText(progress, `${score.correct} of ${score.of} correct`);
-    setText(seedNote, `seed ${view.seed}: the same seed gives the same questions; New instance draws the next one for that exercise.`);
+    setText(seedNote, seedWords(view.seed, store));
     view.kinds.forEach((kind, i) => exercises.get(kind).patch(view, i + 1));
   }
   update(first, new Set(TRAITS));
   return { nodes: [list], update };
 }
 
+// A seed typed into the seed field: {ok, value} or {ok: false, message}.
+function readSeed(text) {
+  const parsed = parseNumber(text);
+  const how = "type a whole number from 1 to 4294967295, or press New numbers";
+  if (text.trim() === "") return { ok: false, message: `There is no seed to take: ${how}.` };
+  if (!parsed.ok) return { ok: false, message: `“${visibleText(text.trim(), 40)}” is not a seed: ${how}.` };
+  if (parsed.value === OWN_SEED) return { ok: false, message: `0 is no seed here (a link's seed 0 means this browser's own): ${how}.` };
+  if (!isSeed(parsed.value)) return { ok: false, message: `${formatLabNumber(parsed.value)} is not a seed: ${how}.` };
+  return { ok: true, value: parsed.value };
+}
+
+// The seed field and New numbers, above the exercises and there even while the traits have a
+// problem. A seed typed or drawn here becomes this browser's own, and brings the rounds and
+// answers kept for it (none for a new one).
+function seedControls(model, ui, store) {
+  const numbersFor = (seed) => {
+    const topic = model.get("topic");
+    const kept = Number.isInteger(topic) ? store.record(topic, seed) : null;
+    return { seed, ...checkedTraits(seed, kept?.rounds ?? {}, kept?.answers ?? {}) };
+  };
+  const field = ui.field({
+    key: "seed",
+    label: "seed (your numbers)",
+    value: () => (Number.isInteger(model.get("seed")) ? String(model.get("seed")) : ""),
+    commit: (text) => {
+      const read = readSeed(text);
+      if (!read.ok) return read;
+      store.adopt(read.value);
+      return { ok: true, values: numbersFor(read.value) };
+    },
+  });
+  const fresh = h(
+    "button",
+    {
+      type: "button",
+      class: "lab-chip",
+      "data-focus": "new-numbers",
+      onclick: () => {
+        const seed = drawSeed();
+        store.adopt(seed);
+        setTraits(model, numbersFor(seed));
+      },
+    },
+    "New numbers",
+  );
+  // New numbers sits on the seed's own line, beside the input and above a refusal of it.
+  const input = field.querySelector("input");
+  const line = h("div", { class: "lab-exercise-seed-line" });
+  input.replaceWith(line);
+  line.append(input, fresh);
+  return { node: field };
+}
+
 const TRAITS = ["topic", "seed", "rounds", "answers", "progress"];
 
 function render({ model, el }) {
-  return mountInPlace({
+  const store = keeper();
+  const settle = settler(model, store);
+  // Before the first draw, so that the exercises are drawn once, for the numbers they keep.
+  settle();
+  let due = false;
+  let live = true; // until anywidget takes the view away
+  const later = () => {
+    if (due) return;
+    due = true;
+    queueMicrotask(() => {
+      due = false;
+      if (live) settle();
+    });
+  };
+  for (const name of TRAITS) model.on(`change:${name}`, later);
+  const unmount = mountInPlace({
     model,
     el,
     className: "lab-exercises",
     traits: TRAITS,
     validate: validExercises,
+    controls: (ui) => seedControls(model, ui, store),
     // The exercises, answer fields and all, are the figure: they go while the traits have a problem.
-    figure: (view, ui) => figure(model, ui, view),
+    figure: (view, ui) => figure(model, ui, view, store),
   });
+  return () => {
+    live = false;
+    for (const name of TRAITS) model.off(`change:${name}`, later);
+    unmount();
+  };
 }
 
 export default { render, check: checker(validExercises) };

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from lab.codes import e2m1, e8m0
-from lab.errors import CodeRangeError
+from lab.errors import CodeRangeError, LabError
 from lab.formats import FORMATS, mxfp4, nvfp4, q4k
 from lab.teach import scale, sizes
 from widgets import BlockExplorer, CodeExplorer, Exercises, NibbleDecoder, OwnershipView, Q4KExplorer, ScaleLab
@@ -237,6 +237,22 @@ def test_code_explorer_card_for_0x7e_is_the_lab_codecs():
     counts the right answers and refuses a bad topic or code with their browser code. The card the
     explorer shows for E8M0 0x7E, from the lab codec (the golden e8m0 vectors check the JS one):"""
     assert e8m0.explain(126)["value"] == 0.5 and e8m0.explain(126)["formula"].startswith("2^(126")
+
+
+def test_exercises_start_on_the_students_own_seed_and_refuse_one_out_of_range():
+    """Seed 0 stands for the student's own numbers: the browser draws one, keeps it and writes it
+    back (tests/js/exercise_store.test.mjs). A seed set in Python is used as it is, and one outside
+    1..2^32 - 1 is refused as it is set, with the last good seed kept."""
+    assert Exercises().seed == 0 and Exercises(topic=3).seed == 0
+    widget = Exercises(seed=7)
+    assert widget.seed == 7 and Exercises(seed=2**32 - 1).seed == 4294967295
+    for bad in (-1, 2**32):
+        with pytest.raises(LabError, match=r"seed must be a whole number 1\.\.4294967295, or 0 for the student's own"):
+            widget.seed = bad
+        assert widget.seed == 7
+    # progress stays a synced trait for what the browser writes, but Python's value is no verdict:
+    # the count is the answers', checked again in the browser (tests/js/widget_checks.test.mjs)
+    assert "progress" in Exercises._inputs and "output only" in Exercises.__doc__
 
 
 def test_notebook_2s_chart_spans_the_scales_the_scale_lab_offers():

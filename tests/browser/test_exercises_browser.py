@@ -1,16 +1,26 @@
 """The exercises and the code explorer in headless Chromium, from their standalone pages (file://,
 no kernel): every exercise kind answered wrong and then right, with the worked arithmetic the
-page reveals, the progress count, New instance, and the seed kept in the link."""
+page reveals, the progress count, New instance, and the seed kept in the link. Each student's own
+numbers: a seed per browser, kept with the progress across reloads (on a course page too), New
+numbers, and a progress link that counts only the answers it carries."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from chromium import COUNT_CREATED, browser_page, open_standalone
+from chromium import COUNT_CREATED, browser_page, chromium_path, open_standalone
 from playwright.sync_api import expect
+
+from bench.harness.chromium import chromium as launch_chromium
+from bench.harness.static_server import static_server
+from widgets.build import site as sitebuild
 
 pytestmark = pytest.mark.browser
 
@@ -32,9 +42,30 @@ def _fragment(page):
     return json.loads(unquote(link)) if link else {}
 
 
+def _codec(seed, rounds=None, given=None):
+    """Each kind's answer at `seed` (and `rounds`), and the verdicts on `given` there: tests/js/exercise_answers.mjs"""
+    node = shutil.which("node")
+    if node is None:  # .ci/run installs node, so CI must have it
+        (pytest.fail if os.environ.get("CI", "").lower() in ("1", "true", "yes") else pytest.skip)("node is missing")
+    script = Path(__file__).resolve().parents[1] / "js" / "exercise_answers.mjs"
+    state = json.dumps({"seed": seed, "rounds": rounds or {}, "given": given or {}})
+    ran = subprocess.run([node, str(script), state], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    return json.loads(ran.stdout)
+
+
+def _numbers(page):
+    """The seed the page draws its exercises from (its link carries it), and their prompts."""
+    return _fragment(page)["seed"], page.locator(".lab-exercise-prompt").all_inner_texts()
+
+
+def _results(page):
+    return page.locator("[data-exercise-result]").evaluate_all("(nodes) => nodes.map((n) => n.dataset.exerciseResult)")
+
+
 def test_every_exercise_kind_wrong_then_right(pages):
     with browser_page() as (page, log):
-        open_standalone(page, pages, "exercises")
+        open_standalone(page, pages, "exercises", {"seed": 1})  # seed 1: INT4, whose refusal of 200 names a range
         kinds = page.locator("[data-exercise]").evaluate_all("(nodes) => nodes.map((n) => n.dataset.exercise)")
         assert len(kinds) == 16
         assert page.get_by_test_id("exercise-progress").inner_text() == "0 of 16 correct"
@@ -96,7 +127,8 @@ OUTSIDE_THE_READING = {
 
 def test_an_answer_outside_the_choices_is_refused_not_graded(pages):
     with browser_page() as (page, log):
-        open_standalone(page, pages, "exercises")
+        # seed 1: no choice tried below is right there (on the student's own seed "1" might be)
+        open_standalone(page, pages, "exercises", {"seed": 1})
         reading = re.search(r"read as (\w+)\?", page.get_by_test_id("prompt-nibble-decode").inner_text()).group(1)
         cases = {**OUTSIDE_THE_CHOICES, "nibble-decode": OUTSIDE_THE_READING[reading]}
         for kind, (entries, words) in cases.items():
@@ -218,6 +250,151 @@ def test_new_instance_and_the_seed_in_the_link(pages):
         page.reload()
         page.wait_for_selector("body[data-ready='true']")
         assert page.locator(".lab-exercise-prompt").all_inner_texts() == fresh
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_two_students_get_their_own_numbers_and_each_ones_answers_check(pages):
+    with launch_chromium(chromium_path()) as new_page, new_page() as (first, first_log), new_page() as (second, log):
+        numbers = []
+        for page in (first, second):  # two browsers, each with storage of its own
+            open_standalone(page, pages, "exercises")
+            seed, prompts = _numbers(page)
+            assert f"Seed {seed}, this browser's own" in page.get_by_test_id("exercise-seed-note").inner_text()
+            for kind, typed in _codec(seed)["answers"].items():
+                _answer(page, kind, typed)
+            assert _results(page) == ["correct"] * 16, seed
+            assert page.get_by_test_id("exercise-progress").inner_text() == "16 of 16 correct"
+            numbers.append((seed, prompts))
+        assert numbers[0][0] != numbers[1][0] and numbers[0][1] != numbers[1][1]
+        assert first_log.console_errors == log.console_errors == [] and first_log.blocked == log.blocked == []
+
+
+def test_a_reload_keeps_the_seed_and_the_progress(pages):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises", {"topic": 3})  # no seed: the student's own
+        seed, _ = _numbers(page)
+        page.locator("[data-exercise='mxfp4-decode']").get_by_role("button", name="New instance").click()
+        answers = _codec(seed, {"mxfp4-decode": 1})["answers"]
+        kept = {kind: answers[kind] for kind in ("e8m0-rule", "mxfp4-decode")}
+        for kind, typed in kept.items():
+            _answer(page, kind, typed)
+        shown = _numbers(page)
+
+        def still_shown(how):
+            assert _numbers(page) == shown, how
+            assert page.get_by_test_id("exercise-progress").inner_text() == "2 of 2 correct", how
+            assert _results(page) == ["correct", "correct"], how
+            typed = [page.locator(f"[data-exercise='{kind}'] input").input_value() for kind in kept]
+            assert typed == list(kept.values()), how
+
+        page.reload()  # the link carries it all
+        page.wait_for_selector("body[data-ready='true']")
+        still_shown("reload")
+        page.goto("about:blank")  # opened afresh, as a course page is: only this browser's store carries it
+        open_standalone(page, pages, "exercises", {"topic": 3})
+        still_shown("afresh")
+        # what is kept: the seed, and this topic's rounds and answers (no verdict: it is checked again)
+        stored = json.loads(page.evaluate("localStorage.getItem('four-bit-lab:exercises')"))  # exercises.js
+        assert stored == {"seed": seed, "records": {f"3:{seed}": {"rounds": {"mxfp4-decode": 1}, "answers": kept}}}
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_a_progress_link_counts_only_the_answers_it_carries(pages):
+    seed, rounds = 4242, {"q4k-lane": 3}
+    answers = _codec(seed, rounds)["answers"]
+    claimed = dict.fromkeys(answers, "correct")
+    with browser_page() as (page, log):
+        # a forged link: every exercise claimed correct, with no answers, counts nothing
+        open_standalone(page, pages, "exercises", {"seed": seed, "rounds": rounds, "progress": claimed})
+        progress = page.get_by_test_id("exercise-progress")
+        assert progress.inner_text() == "0 of 16 correct" and _results(page) == ["none"] * 16
+        assert _fragment(page)["progress"] == {}  # written over: progress is the widget's output
+        # with some answers, the claim still counts for nothing: the answers count as they check
+        given = {kind: answers[kind] for kind in ("nibble-decode", "e2m1-code")} | {"capacity-affine": "1e39"}
+        open_standalone(page, pages, "exercises", {"seed": seed, "answers": given, "progress": claimed})
+        expect(progress).to_have_text("2 of 16 correct")
+        assert _fragment(page)["progress"] == dict.fromkeys(list(given)[:2], "correct") | {"capacity-affine": "wrong"}
+        # the answers for its seed and rounds, all counted
+        open_standalone(page, pages, "exercises", {"seed": seed, "rounds": rounds, "answers": answers})
+        expect(progress).to_have_text("16 of 16 correct")
+        assert _results(page) == ["correct"] * 16 and _fragment(page)["progress"] == claimed
+        assert "set for this page" in page.get_by_test_id("exercise-seed-note").inner_text()
+        # another seed's right answers count only where they answer this seed's numbers too
+        other = sum(verdict == "correct" for verdict in _codec(seed + 1, given=answers)["verdicts"].values())
+        open_standalone(page, pages, "exercises", {"seed": seed + 1, "answers": answers, "progress": claimed})
+        expect(progress).to_have_text(f"{other} of 16 correct")
+        assert other < 16
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_new_numbers_draws_a_new_seed_and_the_seed_field_goes_back(pages):
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises")
+        seed, prompts = _numbers(page)
+        _answer(page, "capacity-gb", _codec(seed)["answers"]["capacity-gb"])
+        progress = page.get_by_test_id("exercise-progress")
+        assert progress.inner_text() == "1 of 16 correct"
+        page.get_by_role("button", name="New numbers").click()
+        fresh, fresh_prompts = _numbers(page)
+        assert fresh != seed and fresh_prompts != prompts and progress.inner_text() == "0 of 16 correct"
+        assert page.locator("[data-exercise='capacity-gb'] input").input_value() == ""
+        assert [_fragment(page)[name] for name in ("rounds", "answers", "progress")] == [{}, {}, {}]
+        assert f"Seed {fresh}, this browser's own" in page.get_by_test_id("exercise-seed-note").inner_text()
+        # a seed typed in: refused beside the field unless it is one, else its numbers and kept answers
+        field = page.locator("#widget input[data-focus='seed']")
+        for entry in ("abc", "0", "2.5", "4294967296"):  # "abc" is not a seed; "0 is no seed here"...
+            field.fill(entry)
+            field.press("Enter")
+            assert re.match(f"\u201c?{re.escape(entry)}\u201d? is (not a|no) seed", _refusal(page, "seed")), entry
+            assert "type a whole number from 1 to 4294967295" in _refusal(page, "seed"), entry
+            assert _fragment(page)["seed"] == fresh and field.input_value() == entry
+        field.fill(str(seed))
+        field.press("Enter")
+        assert _refusal(page, "seed") == "" and _numbers(page) == (seed, prompts)
+        assert progress.inner_text() == "1 of 16 correct"
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_a_hostile_store_is_set_aside_and_shows_only_as_text(pages):
+    payload = "<img src=x onerror=window.__ran=1>"
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "exercises", {"topic": 1})
+        seed = _fragment(page)["seed"]
+        # a record to take, its answer a payload, and one naming no exercise (tests/js/ tries the rest)
+        records = {f"1:{seed}": {"rounds": {}, "answers": {"nibble-decode": payload}}, "1:5": {"rounds": {"x": 1}}}
+        stored = json.dumps({"seed": seed, "records": records})
+        page.evaluate("(text) => localStorage.setItem('four-bit-lab:exercises', text)", stored)
+        page.goto("about:blank")
+        open_standalone(page, pages, "exercises", {"topic": 1})
+        assert "could not all be read" in page.get_by_test_id("exercise-seed-note").inner_text()
+        assert page.locator("[data-exercise='nibble-decode'] input").input_value() == payload  # as text, unchecked
+        assert _numbers(page)[0] == seed and _results(page) == ["none", "none"]
+        assert page.evaluate("window.__ran") is None and page.locator("#widget img").count() == 0
+        assert log.blocked == [] and log.console_errors == []
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("course")
+    sitebuild.build(directory, notebooks=[sitebuild.NOTEBOOKS / "01_one_nibble.py"])
+    with static_server(directory) as url:
+        yield f"{url}/01_one_nibble.html"
+
+
+def test_a_course_page_keeps_the_students_numbers_and_progress_across_a_reload(course):
+    with browser_page() as (page, log):
+        page.goto(course)
+        seed_field = page.locator("input[data-focus='seed']")
+        seed_field.wait_for(timeout=20000)
+        seed = int(seed_field.input_value())
+        for kind in page.locator("[data-exercise]").evaluate_all("(nodes) => nodes.map((n) => n.dataset.exercise)"):
+            _answer(page, kind, _codec(seed)["answers"][kind])
+        expect(page.get_by_test_id("exercise-progress")).to_have_text("2 of 2 correct")
+        page.reload()  # a course page has no link: this browser's store keeps the numbers and progress
+        seed_field.wait_for(timeout=20000)
+        assert int(seed_field.input_value()) == seed and _results(page) == ["correct", "correct"]
+        expect(page.get_by_test_id("exercise-progress")).to_have_text("2 of 2 correct")
+        assert f"Seed {seed}, this browser's own" in page.get_by_test_id("exercise-seed-note").inner_text()
         assert log.blocked == [] and log.console_errors == []
 
 

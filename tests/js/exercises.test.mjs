@@ -125,6 +125,24 @@ describe("exercises against lab/", () => {
     }
   });
 
+  test("any student's seed gives instances whose answer, typed as the lab prints it, checks", () => {
+    // Each browser draws its own seed (widgets/exercises.js), so every seed must give a question the
+    // page can answer: spread over 1..2^32 − 1 by the PRNG itself, with both ends.
+    const draw = codec.mulberry32(2026);
+    const seeds = [1, 2 ** 32 - 1, ...Array.from({ length: 300 }, () => 1 + Math.floor(draw() * (2 ** 32 - 1)))];
+    for (const seed of seeds) {
+      for (const { kind } of codec.EXERCISE_KINDS) {
+        const { params, prompt } = codec.exerciseInstance(kind, seed, seed % 3);
+        const { answer, worked } = codec.exerciseSolve(kind, params);
+        const typed = codec.formatLabNumber(answer).replace("\u2212", "-");
+        const checked = codec.exerciseCheck(kind, params, typed);
+        assert.ok(prompt.length > 0 && worked.length > 0, `${kind} seed ${seed}`);
+        assert.ok(checked.ok && checked.correct, `${kind} seed ${seed}: ${typed} should be correct`);
+        assert.deepEqual(codec.exerciseVerdicts(seed, { [kind]: seed % 3 }, { [kind]: typed }), { [kind]: "correct" }, `${kind} seed ${seed}`);
+      }
+    }
+  });
+
   test("the zoo's data is the Python zoo's", () => {
     assert.deepEqual(
       Object.entries(codec.ZOO_CHECK_TITLES).map(([number, title]) => [Number(number), title]),

@@ -330,10 +330,27 @@ export function exerciseKinds(topic) {
   return EXERCISE_KINDS.filter((entry) => topic === 0 || entry.topic === topic).map((entry) => entry.kind);
 }
 
-/** The progress count: how many of a topic's kinds have "correct" as their last checked answer, of how many. */
-export function exerciseScore(topic, progress) {
+/**
+ * Each answered kind's verdict, its answer checked again against the instance drawn from `seed`
+ * and the kind's round: {kind: "correct" or "wrong"}. An answer that is no answer at all (text a
+ * link or a browser's store carried) gets none. This is the only verdict there is: a verdict
+ * claimed anywhere else (a link's progress) never counts, so only the answers themselves can.
+ */
+export function exerciseVerdicts(seed, rounds, answers) {
+  const verdicts = {};
+  for (const [kind, typed] of Object.entries(answers)) {
+    if (!Object.hasOwn(KINDS, kind) || typeof typed !== "string") continue;
+    const checked = exerciseCheck(kind, exerciseInstance(kind, seed, rounds[kind] ?? 0).params, typed);
+    if (checked.ok) verdicts[kind] = checked.correct ? "correct" : "wrong";
+  }
+  return verdicts;
+}
+
+/** The count: how many of a topic's kinds have a right last checked answer (exerciseVerdicts), of how many. */
+export function exerciseScore(topic, seed, rounds, answers) {
+  const verdicts = exerciseVerdicts(seed, rounds, answers);
   const kinds = exerciseKinds(topic);
-  return { correct: kinds.filter((kind) => progress[kind] === "correct").length, of: kinds.length };
+  return { correct: kinds.filter((kind) => verdicts[kind] === "correct").length, of: kinds.length, verdicts };
 }
 
 function kindOf(kind) {
