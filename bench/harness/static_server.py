@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from widgets.build.site import site_server
+from widgets.build.serve import site_server
 
 
 @contextmanager

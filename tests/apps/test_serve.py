@@ -2,14 +2,22 @@
 
 It holds a classroom's burst of requests, closes idle and trickling connections, serves nothing
 through a link that leaves site/, refuses duplicate and malformed Host headers, and says in one
-line when its port is taken. Every test talks to 127.0.0.1 only.
+line when its port is taken. With --lan it prints this machine's addresses and a QR code, answers
+/room, and accepts exactly those addresses as hosts. Text files go out gzipped, with cache headers.
+Every test talks to 127.0.0.1 only: the room's addresses are injected documentation addresses
+(RFC 5737, RFC 3849), sent only as Host header values, never connected to.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import gzip
+import hashlib
 import http.client
 import http.server
+import ipaddress
+import os
+import re
 import socket
 import subprocess
 import sys
@@ -17,13 +25,23 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
+import segno
+import zxingcpp
 
+from lab.text import shown
+from widgets.build import serve
 from widgets.build import site as sitebuild
 
 ROOT = Path(__file__).resolve().parents[2]
 # Bigger than one socket buffer, so a reply cut short by a dropped connection shows as a short body.
 BIG_ASSET = b"export const weights = [" + b"0x7f, " * 40_000 + b"];\n"
+# A front-end chunk as marimo's build names it: its content hash is in its name.
+HASHED_ASSET = "assets/chunk-Bx3_a9Qz.js"
+# The room as the tests inject it: documentation addresses, only ever sent as Host header values.
+ROOM_ADDRESSES = ["192.0.2.10", "2001:db8::10"]
+ROOM_HOSTNAME = "workshop-laptop"
 
 
 @pytest.fixture
@@ -32,6 +50,7 @@ def site(tmp_path):
     (tmp_path / "assets").mkdir()
     (tmp_path / "assets" / "a.js").write_text("1")
     (tmp_path / "assets" / "big.js").write_bytes(BIG_ASSET)
+    (tmp_path / HASHED_ASSET).write_bytes(BIG_ASSET)
     (tmp_path / "explainers").mkdir()
     (tmp_path / "explainers" / "index.html").write_text("explainers")
     return tmp_path
@@ -47,7 +66,9 @@ def outside(tmp_path_factory):
 
 
 def _start(site, lan=False, **settings):
-    server = sitebuild.site_server(site, ("127.0.0.1", 0), lan=lan, **settings)
+    if lan:
+        settings = {"addresses": ROOM_ADDRESSES, "hostname": ROOM_HOSTNAME, **settings}
+    server = serve.site_server(site, ("127.0.0.1", 0), lan=lan, **settings)
     # a short poll keeps shutdown, and so each test's teardown, quick
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
@@ -82,6 +103,22 @@ def _get(port, path, host=None):
         connection.endheaders()
         response = connection.getresponse()
         return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def _fetch(port, path, headers=(), method="GET", host=None):
+    """(status, headers, body) of one request with exactly `headers` besides Host: http.client
+    adds no Accept-Encoding of its own."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        connection.putheader("Host", host if host is not None else f"127.0.0.1:{port}")
+        for name, value in headers:
+            connection.putheader(name, value)
+        connection.endheaders()
+        response = connection.getresponse()
+        return response.status, response.headers, response.read()
     finally:
         connection.close()
 
@@ -147,17 +184,12 @@ def test_one_log_line_per_error_and_none_per_page(served, capsys):
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("host", ["192.168.1.20:8765", "[fe80::1]:8765", "workshop-laptop.local:8765", "workshop"])
-def test_lan_mode_accepts_any_host(served_lan, host):
-    assert _get(served_lan, "/", host)[0] == 200
-
-
 def test_ctrl_c_stops_serve_without_a_traceback(site, monkeypatch, capsys):
     def interrupted(self, *args, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(http.server.ThreadingHTTPServer, "serve_forever", interrupted)
-    sitebuild.serve(site, port=0)  # returns instead of raising
+    serve.serve(site, port=0)  # returns instead of raising
     assert "stopped" in capsys.readouterr().out
 
 
@@ -219,8 +251,8 @@ def test_extra_clients_wait_in_the_queue_while_every_handler_is_busy(site):
 
 
 def test_the_default_timeout_closes_idle_connections_within_a_minute(site):
-    assert 5 <= sitebuild.REQUEST_TIMEOUT_S <= 60
-    assert sitebuild.site_handler(site).timeout == sitebuild.REQUEST_TIMEOUT_S
+    assert 5 <= serve.REQUEST_TIMEOUT_S <= 60
+    assert serve.site_handler(site).timeout == serve.REQUEST_TIMEOUT_S
 
 
 def test_an_idle_connection_is_closed_after_the_timeout(site):
@@ -388,3 +420,321 @@ def test_a_port_in_use_is_one_line_that_says_how_to_pick_another(tmp_path, spell
         f"port {port} is in use on 127.0.0.1; pick another with: python3 labctl.py serve --port {port + 1}"
     ]
     assert result.stdout == ""
+
+
+# --lan: this machine's addresses, a QR code, the room page, and exactly those hosts.
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "192.0.2.10:{port}",
+        "[2001:db8::10]:{port}",
+        "workshop-laptop:{port}",
+        "WORKSHOP-LAPTOP:{port}",
+        "127.0.0.1:{port}",
+        "localhost:{port}",
+        "[::1]:{port}",
+    ],
+)
+def test_lan_mode_accepts_each_printed_address_with_the_port(served_lan, host):
+    assert _get(served_lan, "/", host.format(port=served_lan)) == (200, b"<h1>lab</h1>")
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "192.168.1.20:8765",
+        "[fe80::1]:{port}",
+        "workshop-laptop.local:{port}",
+        "workshop",
+        "192.0.2.11:{port}",
+        "192.0.2.10:1",
+        "192.0.2.10",
+        "[2001:db8::11]:{port}",
+        "workshop-laptop:1",
+        "evil.example:{port}",
+    ],
+)
+def test_lan_mode_refuses_every_other_host(served_lan, host):
+    assert _get(served_lan, "/", host.format(port=served_lan))[0] == 403
+
+
+def _qr_rows(block: list[str]) -> list[list[int]]:
+    """The modules a printed block of half blocks draws, two rows a line (1 for dark)."""
+    tops = {" ": 0, "\u2580": 1, "\u2584": 0, "\u2588": 1}
+    bottoms = {" ": 0, "\u2580": 0, "\u2584": 1, "\u2588": 1}
+    rows = []
+    for line in block:
+        rows += [[tops[char] for char in line], [bottoms[char] for char in line]]
+    return rows
+
+
+def qr_texts(rows: list[list[int]]) -> list[str]:
+    """What ZXing reads in `rows` of modules (1 for dark) drawn 8 pixels a module, black on white."""
+    modules = np.array(rows, dtype=np.uint8)
+    image = np.kron(255 - 255 * modules, np.ones((8, 8), dtype=np.uint8)).astype(np.uint8)
+    return [found.text for found in zxingcpp.read_barcodes(image)]
+
+
+def _serve_lan_output(site, monkeypatch, capsys, addresses):
+    """What `serve --lan` prints, served on 127.0.0.1 instead of every interface, and where it asked
+    to listen."""
+    listened = []
+    on_every_interface = serve.site_server
+
+    def on_loopback(site, address, **settings):
+        listened.append(address)
+        return on_every_interface(site, ("127.0.0.1", 0), **settings)
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(serve, "site_server", on_loopback)
+    monkeypatch.setattr(http.server.ThreadingHTTPServer, "serve_forever", interrupted)
+    serve.serve(site, port=0, lan=True, addresses=addresses, hostname=ROOM_HOSTNAME)
+    out = capsys.readouterr().out
+    port = int(re.search(r"serving .* at http://127\.0\.0\.1:(\d+)/", out)[1])
+    return out.splitlines(), port, listened
+
+
+def test_lan_prints_every_address_with_the_port_and_the_first_ones_qr_code(site, monkeypatch, capsys):
+    lines, port, listened = _serve_lan_output(site, monkeypatch, capsys, ROOM_ADDRESSES)
+    # IPv6 addresses are printed where the server listens on both families
+    dual_stack = socket.has_dualstack_ipv6()
+    assert listened == [("::" if dual_stack else "0.0.0.0", 0)]
+    expected = [f"http://192.0.2.10:{port}/"] + ([f"http://[2001:db8::10]:{port}/"] if dual_stack else [])
+    assert [line.strip() for line in lines if line.startswith("  http://") and "workshop" not in line] == expected
+    assert f"  http://workshop-laptop:{port}/  ({serve.HOSTNAME_NOTE})" in lines
+    start = lines.index(f"or scan this code for http://192.0.2.10:{port}/:")
+    end = lines.index(f"the code and every address on one page, for the projector: http://127.0.0.1:{port}/room")
+    printed = _qr_rows(lines[start + 1 : end])
+    modules = [list(row) for row in segno.make_qr(f"http://192.0.2.10:{port}/", error="m").matrix_iter(border=4)]
+    # the block draws exactly that code, with its quiet zone, and a light row to make the lines even
+    assert printed[: len(modules)] == modules
+    assert printed[len(modules) :] in ([], [[0] * len(modules[0])])
+    # and an independent decoder (ZXing's) reads the printed block back as the first address
+    assert qr_texts(printed) == [f"http://192.0.2.10:{port}/"]
+    assert not any("Traceback" in line for line in lines)
+
+
+def test_lan_with_no_address_says_so_in_one_line_and_draws_no_code(site, monkeypatch, capsys):
+    lines, port, _ = _serve_lan_output(site, monkeypatch, capsys, [])
+    assert lines.count(serve.NO_ADDRESS) == 1
+    assert "join the room's Wi-Fi or network" in serve.NO_ADDRESS
+    assert not any(set(line) & set(serve.HALF_BLOCKS.values()) - {" "} for line in lines)
+    assert f"  http://workshop-laptop:{port}/  ({serve.HOSTNAME_NOTE})" in lines
+
+
+def test_the_coloured_qr_code_is_the_plain_one_drawn_black_on_white():
+    url = "http://192.0.2.10:8765/"
+    coloured = serve.terminal_qr(url, colour=True).splitlines()
+    plain = serve.terminal_qr(url, colour=False).splitlines()
+    assert all(line.startswith("\x1b[30;107m") and line.endswith("\x1b[0m") for line in coloured)
+    assert [line[len("\x1b[30;107m") : -len("\x1b[0m")] for line in coloured] == plain
+
+
+def test_the_room_page_shows_every_address_escaped_and_the_first_ones_qr_code(served_lan):
+    status, headers, body = _fetch(served_lan, "/room")
+    page = body.decode("utf-8")
+    assert status == 200
+    assert headers["Content-Type"] == "text/html; charset=utf-8"
+    assert headers["Content-Security-Policy"] == "default-src 'none'; style-src 'unsafe-inline'"
+    urls = [
+        f"http://192.0.2.10:{served_lan}/",
+        f"http://[2001:db8::10]:{served_lan}/",
+        f"http://workshop-laptop:{served_lan}/",
+    ]
+    for url in urls:
+        assert f'<a href="{shown(url)}">{shown(url)}</a>' in page
+    assert page.count("<li>") == len(urls)
+    svg = segno.make_qr(urls[0], error="m").svg_inline(border=4, dark="#000000", light="#ffffff", omitsize=True)
+    assert svg.startswith("<svg") and svg in page
+    # nothing on it names a place to load from: the addresses are character references
+    assert "http://" not in page and "https://" not in page and "//" not in page.replace("&#47;&#47;", "")
+    assert "prefers-color-scheme: dark" in page
+    # every size set, the smallest a clamp() allows included, is at least 16 px
+    assert min(int(size) for size in re.findall(r"font-size: (?:clamp\()?(\d+)px", page)) >= 16
+
+
+def test_the_room_page_shows_a_hostname_of_markup_as_text(site):
+    server, thread = _start(site, lan=True, hostname='<img src=x onerror="alert(1)">')
+    try:
+        page = _get(server.server_address[1], "/room")[1].decode("utf-8")
+    finally:
+        _stop(server, thread)
+    assert "<img" not in page and "onerror=" not in page
+    assert shown(f'http://<img src=x onerror="alert(1)">:{server.server_address[1]}/') in page
+
+
+def test_the_room_page_is_answered_only_with_lan_and_only_to_allowed_hosts(served, served_lan):
+    assert _get(served, "/room")[0] == 404
+    assert _get(served_lan, "/room", "evil.example:80")[0] == 403
+    status, headers, body = _fetch(served_lan, "/room", method="HEAD")
+    assert (status, body) == (200, b"")
+    assert int(headers["Content-Length"]) == len(_get(served_lan, "/room")[1])
+
+
+def test_room_addresses_leave_out_loopback_link_local_and_repeats_ipv4_first():
+    listed = ["::1", "127.0.0.1", "fe80::fc:ff:fe00:1", "2001:db8::10", "192.0.2.10", "0.0.0.0", "192.0.2.10"]
+    listed += ["fd00::2", "169.254.7.1", "ff02::1", "2001:DB8:0::10"]
+    assert serve.room_addresses(listed) == ["192.0.2.10", "169.254.7.1", "2001:db8::10", "fd00::2"]
+
+
+def test_ipv6_addresses_are_read_from_proc_net_if_inet6():
+    text = (
+        "fe8000000000000000fc00fffe000001 04 40 20 80     eth0\n"
+        "00000000000000000000000000000001 01 80 10 80       lo\n"
+        "20010db8000000000000000000000010 04 40 00 82     eth0\n"
+    )
+    assert serve.addresses_from_if_inet6(text) == ["fe80::fc:ff:fe00:1", "::1", "2001:db8::10"]
+
+
+def test_lan_addresses_of_this_machine_are_strings_none_of_them_loopback():
+    addresses = serve.lan_addresses()  # read from the system; nothing is sent to any of them
+    assert isinstance(addresses, list)
+    for address in addresses:
+        assert isinstance(address, str)
+        parsed = ipaddress.ip_address(address)
+        assert not parsed.is_loopback and not parsed.is_unspecified
+        assert not (parsed.version == 6 and parsed.is_link_local)
+        assert str(parsed) == address
+    assert len(set(addresses)) == len(addresses)
+
+
+# Text files gzipped once and kept under a byte cap; cache headers and ETags.
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_a_text_file_is_sent_gzipped_to_a_browser_that_accepts_it(served, method):
+    status, headers, body = _fetch(served, "/assets/big.js", [("Accept-Encoding", "gzip, deflate, br")], method)
+    assert status == 200
+    assert headers["Content-Encoding"] == "gzip"
+    assert headers["Vary"] == "Accept-Encoding"
+    assert headers["Content-Type"] == "text/javascript"
+    full = _fetch(served, "/assets/big.js", [("Accept-Encoding", "gzip")])[2]
+    assert gzip.decompress(full) == BIG_ASSET
+    assert int(headers["Content-Length"]) == len(full) < len(BIG_ASSET) // 10
+    assert body == (full if method == "GET" else b"")
+
+
+@pytest.mark.parametrize("accept", [None, "identity", "gzip;q=0", "br", "*;q=0", "deflate, *;q=0"])
+def test_without_gzip_in_accept_encoding_the_file_is_sent_as_it_is(served, accept):
+    headers_sent = [] if accept is None else [("Accept-Encoding", accept)]
+    status, headers, body = _fetch(served, "/assets/big.js", headers_sent)
+    assert (status, body) == (200, BIG_ASSET)
+    assert "Content-Encoding" not in headers
+    assert int(headers["Content-Length"]) == len(BIG_ASSET)
+    assert headers["Vary"] == "Accept-Encoding"
+
+
+@pytest.mark.parametrize("accept", ["*", "gzip;q=0.5, br;q=1", "GZIP"])
+def test_gzip_allowed_by_any_spelling_is_sent(served, accept):
+    status, headers, body = _fetch(served, "/assets/big.js", [("Accept-Encoding", accept)])
+    assert (status, headers["Content-Encoding"], gzip.decompress(body)) == (200, "gzip", BIG_ASSET)
+
+
+def test_an_html_page_and_an_svg_are_gzipped_too_but_an_image_is_not(site, served):
+    page = b"<!doctype html><p>" + b"four bits " * 500 + b"</p>"
+    (site / "explainers" / "long.html").write_bytes(page)
+    (site / "figure.svg").write_bytes(b"<svg>" + b"<rect/>" * 500 + b"</svg>")
+    (site / "photo.png").write_bytes(b"\x89PNG" + b"\0" * 5000)
+    gzipped = {"Accept-Encoding": "gzip"}.items()
+    for path, original in (("/explainers/long.html", page), ("/figure.svg", (site / "figure.svg").read_bytes())):
+        status, headers, body = _fetch(served, path, gzipped)
+        assert (status, headers["Content-Encoding"], gzip.decompress(body)) == (200, "gzip", original)
+    status, headers, body = _fetch(served, "/photo.png", gzipped)
+    assert (status, body) == (200, (site / "photo.png").read_bytes())
+    assert "Content-Encoding" not in headers and "Vary" not in headers
+
+
+def test_a_hashed_asset_is_cached_for_a_year_and_a_page_is_revalidated(served):
+    asset = _fetch(served, "/" + HASHED_ASSET, [("Accept-Encoding", "gzip")])[1]
+    assert asset["Cache-Control"] == "public, max-age=31536000, immutable"
+    for path in ("/", "/index.html", "/explainers/", "/assets/a.js", "/assets/big.js"):
+        headers = _fetch(served, path)[1]
+        assert headers["Cache-Control"] == "no-cache", path
+        assert re.fullmatch(r'"[0-9a-f]+-[0-9a-f]+"', headers["ETag"]), path
+
+
+def test_the_hashed_name_rule_is_the_site_builds():
+    assert serve.HASHED_NAME.pattern == sitebuild.VITE_HASH.pattern
+
+
+@pytest.mark.parametrize("accept", [None, "gzip"])
+def test_if_none_match_with_the_current_etag_is_a_304(served, accept):
+    sent = [] if accept is None else [("Accept-Encoding", accept)]
+    for path in ("/index.html", "/assets/big.js", "/" + HASHED_ASSET):
+        status, headers, body = _fetch(served, path, sent)
+        etag = headers["ETag"]
+        for if_none_match in (etag, f'"other", W/{etag}', "*"):
+            again = _fetch(served, path, [*sent, ("If-None-Match", if_none_match)])
+            assert (again[0], again[2], again[1]["ETag"]) == (304, b"", etag)
+            assert again[1]["Cache-Control"] == headers["Cache-Control"]
+        assert _fetch(served, path, [*sent, ("If-None-Match", '"other"')])[0] == 200
+
+
+def test_the_gzip_and_the_plain_bytes_have_different_etags(served):
+    plain = _fetch(served, "/assets/big.js")[1]["ETag"]
+    gzipped = _fetch(served, "/assets/big.js", [("Accept-Encoding", "gzip")])[1]["ETag"]
+    assert plain != gzipped
+    # a gzip copy a cache holds does not stand for the plain bytes, and the other way round
+    assert _fetch(served, "/assets/big.js", [("If-None-Match", gzipped)])[2] == BIG_ASSET
+    assert _fetch(served, "/assets/big.js", [("Accept-Encoding", "gzip"), ("If-None-Match", plain)])[0] == 200
+
+
+def test_a_changed_file_gets_a_new_etag_and_a_new_gzip_copy(site, served):
+    before = _fetch(served, "/assets/big.js", [("Accept-Encoding", "gzip")])
+    changed = BIG_ASSET.replace(b"0x7f", b"0x01")
+    (site / "assets" / "big.js").write_bytes(changed)
+    stat = (site / "assets" / "big.js").stat()
+    os.utime(site / "assets" / "big.js", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    after = _fetch(served, "/assets/big.js", [("Accept-Encoding", "gzip"), ("If-None-Match", before[1]["ETag"])])
+    assert after[0] == 200
+    assert after[1]["ETag"] != before[1]["ETag"]
+    assert gzip.decompress(after[2]) == changed
+
+
+def _text_of(seed: str, size: int) -> bytes:
+    """Text that compresses only about in half, so two gzip copies of it have sizes far apart from 0."""
+    digits = b""
+    while len(digits) < size:
+        digits += hashlib.sha256(f"{seed}{len(digits)}".encode()).hexdigest().encode()
+    return digits[:size]
+
+
+def test_the_gzip_copies_stay_under_the_byte_cap(site):
+    first, second = _text_of("first", 60_000), _text_of("second", 50_000)
+    (site / "first.txt").write_bytes(first)
+    (site / "second.txt").write_bytes(second)
+    measure, thread = _start(site)
+    try:
+        port = measure.server_address[1]
+        sizes = [len(_fetch(port, f"/{name}.txt", [("Accept-Encoding", "gzip")])[2]) for name in ("first", "second")]
+    finally:
+        _stop(measure, thread)
+    cap = sum(sizes) - 1  # each fits alone, the two together do not
+    server, thread = _start(site, gzip_cache_bytes=cap)
+    try:
+        port = server.server_address[1]
+        cache = server.gzip_cache
+        for name, original in (("first", first), ("second", second), ("first", first), ("first", first)):
+            status, headers, body = _fetch(port, f"/{name}.txt", [("Accept-Encoding", "gzip")])
+            assert (status, headers["Content-Encoding"], gzip.decompress(body)) == (200, "gzip", original)
+            assert int(headers["Content-Length"]) == len(body)
+            assert cache.total_bytes <= cap
+            assert cache.total_bytes == sum(len(entry[2]) for entry in cache.entries.values())
+            assert [Path(path).name for path in cache.entries] == [f"{name}.txt"]
+    finally:
+        _stop(server, thread)
+
+
+def test_a_file_larger_than_the_cap_is_sent_as_it_is(site):
+    server, thread = _start(site, gzip_cache_bytes=len(BIG_ASSET) - 1)
+    try:
+        status, headers, body = _fetch(server.server_address[1], "/assets/big.js", [("Accept-Encoding", "gzip")])
+    finally:
+        _stop(server, thread)
+    assert (status, body) == (200, BIG_ASSET)
+    assert "Content-Encoding" not in headers
+    assert server.gzip_cache.total_bytes == 0

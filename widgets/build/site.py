@@ -2,8 +2,8 @@
 a local copy, the standalone explainers, and an index page.
 
     python3 labctl.py site       # builds into site/
-    python3 labctl.py serve      # serves site/ on 127.0.0.1 only
-    python3 labctl.py serve --lan  # for a workshop: every interface, any host name, with a warning
+    python3 labctl.py serve      # serves site/ on 127.0.0.1 only (widgets/build/serve.py)
+    python3 labctl.py serve --lan  # for a workshop: this machine's addresses, a QR code, a room page
 
 `marimo export html` points its pages at marimo's front-end on a CDN, so an exported page is blank
 offline. The marimo wheel ships the same files; the build copies them into site/assets/marimo/
@@ -36,7 +36,7 @@ from pathlib import Path
 import marimo
 
 from lab.teach import course
-from widgets.build import standalone
+from widgets.build import serve, standalone
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: widgets/build/site.py
 NOTEBOOKS = ROOT / "notebooks"
@@ -82,7 +82,8 @@ UNUSED_FEATURES = {
     "swiper-component": "mo.carousel",
     "ImageComparisonComponent": "mo.image_compare",
 }
-VITE_HASH = re.compile(r"-[\w-]{8}\.[a-z0-9]+$")
+# the content hash Vite puts in a front-end file's name; the server caches such names for a year
+VITE_HASH = serve.HASHED_NAME
 MODEL_ID = re.compile(r'"model_id": "([0-9a-f]{32})"')
 RANDOM_ID = re.compile(r"random-id=\\?'([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
 
@@ -375,270 +376,10 @@ def build(site: Path = ROOT / "site", notebooks: list[Path] | None = None) -> li
     return written
 
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
-# A client has this long from the start of a request to the end of its headers, and then for each
-# write of the reply. A browser needs milliseconds; an idle or trickling connection is closed
-# instead of holding a handler.
-REQUEST_TIMEOUT_S = 15
-# Connections the kernel queues while every handler is busy, enough for a classroom opening the
-# site at once (http.server's default of 5 dropped a tenth of 200 such requests).
-REQUEST_QUEUE_SIZE = 256
-# Requests handled at once, one thread each; further connections wait in the queue.
-MAX_HANDLERS = 128
-# A Host header as browsers send it: a DNS name or IPv4 address, or an IPv6 address in brackets,
-# then an optional port. Anything else (a list, spaces, a path, user@) is malformed.
-HOST_HEADER = re.compile(
-    r"(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?\.?|\[[0-9A-Fa-f:.]+\])(?::(?P<port>[0-9]+))?"
-)
-# A 253-character name, its trailing dot, a colon and five digits; longer is not a host.
-MAX_HOST_LENGTH = 260
-
-
-class ServeError(RuntimeError):
-    """The site could not be served; the message is one line that says why and what to do."""
-
-
-def site_handler(site: Path, *, lan: bool = False, timeout_s: float = REQUEST_TIMEOUT_S) -> type:
-    """A quiet static-file handler for `site`: no folder listings, one well-formed Host header that
-    is a loopback name with the served port (any name with `lan`), nothing through a link that
-    leaves `site`, 400 for a path that does not decode, connections closed after `timeout_s`
-    seconds, and one log line per error, none per hit."""
-    import http.server
-    import io
-    import os
-    import time
-    import urllib.parse
-
-    real_site = Path(os.path.realpath(site))
-
-    class HeadDeadline(io.RawIOBase):
-        """Reads of a client's socket that share one deadline while a request head arrives. A
-        socket timeout alone applies to each read, so a client sending a byte now and then would
-        hold its connection for ever."""
-
-        def __init__(self, connection):
-            self.connection = connection
-            self.deadline: float | None = None
-
-        def readable(self):
-            return True
-
-        def readinto(self, buffer):
-            if self.deadline is not None:
-                remaining = self.deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError("the request head did not arrive in time")
-                self.connection.settimeout(remaining)
-            return self.connection.recv_into(buffer)
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        timeout = timeout_s  # StreamRequestHandler.setup puts it on the socket
-
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=str(site), **kwargs)
-
-        def setup(self):
-            super().setup()
-            # The socket stays open while a file made from it is, so the one setup made is closed.
-            self.rfile.close()
-            self.head = HeadDeadline(self.connection)
-            self.rfile = io.BufferedReader(self.head)
-
-        def handle_one_request(self):
-            # a timeout ends in the base class, which closes the connection without a reply
-            self.head.deadline = time.monotonic() + self.timeout
-            super().handle_one_request()
-
-        def parse_request(self):
-            parsed = super().parse_request()
-            self.head.deadline = None
-            self.connection.settimeout(self.timeout)
-            return parsed
-
-        def host_refusal(self) -> tuple[int, str] | None:
-            """The error that refuses this request's Host header, or None to accept it."""
-            hosts = self.headers.get_all("Host") or []
-            # Two Host headers may be read differently by this server and by whatever sits in
-            # front of it, so which name the browser used is unknown (RFC 9112 asks for a 400).
-            if len(hosts) > 1:
-                return 400, "More than one Host header"
-            host = hosts[0].strip(" \t") if hosts else ""
-            # An empty or missing Host names nothing that could be allowed, as before.
-            if not host:
-                return 403, "Host not allowed"
-            shape = HOST_HEADER.fullmatch(host) if len(host) <= MAX_HOST_LENGTH else None
-            if shape is None or (shape["port"] is not None and not 0 < int(shape["port"]) < 65536):
-                return 400, "Malformed Host header"
-            # A page on another name that resolves to 127.0.0.1 (DNS rebinding) would read the
-            # site as its own origin; a loopback Host header with this server's port is required.
-            port = self.server.server_address[1]
-            if not lan and host.lower() not in {f"{name}:{port}" for name in LOOPBACK_HOSTS}:
-                return 403, "Host not allowed"
-            return None
-
-        def leaves_site(self, path: str) -> bool:
-            """Whether `path`, or the index page a folder is answered with, resolves through a link
-            to somewhere outside the site. Links that stay inside it are followed."""
-            candidates = [path]
-            if os.path.isdir(path):
-                # the index pages SimpleHTTPRequestHandler looks for, in its order
-                candidates += [os.path.join(path, index) for index in ("index.html", "index.htm")]
-            return not all(Path(os.path.realpath(candidate)).is_relative_to(real_site) for candidate in candidates)
-
-        def send_head(self):
-            if refusal := self.host_refusal():
-                self.send_error(*refusal)
-                return None
-            # A NUL byte would end in open()'s ValueError and a traceback; ".." and backslashes
-            # would be silently dropped or reinterpreted. All are refused as malformed.
-            try:
-                decoded = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path, errors="strict")
-            except UnicodeDecodeError:
-                decoded = "\0"
-            if "\0" in decoded or "\\" in decoded or ".." in decoded.split("/"):
-                self.send_error(400, "Bad path")
-                return None
-            # The reply a missing file gets, so it does not tell whether the link's target exists.
-            # Who can write into site/ can also swap a link between this check and the open.
-            if self.leaves_site(self.translate_path(self.path)):
-                self.send_error(404, "File not found")
-                return None
-            return super().send_head()
-
-        def list_directory(self, path):
-            # a folder without index.html is not a page; its listing is not shown
-            self.send_error(404, "Not found")
-            return None
-
-        def log_request(self, code="-", size="-"):
-            # one line per error, nothing per successful request
-            if isinstance(code, int) and code >= 400:
-                super().log_request(code, size)
-
-        def log_error(self, format, *args):
-            # send_error logs through log_request already; this would be a second line
-            return None
-
-    return Handler
-
-
-def site_server(
-    site: Path,
-    address: tuple[str, int],
-    *,
-    lan: bool = False,
-    timeout_s: float = REQUEST_TIMEOUT_S,
-    max_handlers: int = MAX_HANDLERS,
-):
-    """A server for `site` listening on `address` (serve_forever runs it), with site_handler's
-    rules, at most `max_handlers` requests handled at once and REQUEST_QUEUE_SIZE more queued.
-    Raises OSError when the address cannot be bound."""
-    import http.server
-    import os
-    import threading
-
-    class Server(http.server.ThreadingHTTPServer):
-        request_queue_size = REQUEST_QUEUE_SIZE
-        daemon_threads = True
-        # Ctrl+C stops at once instead of waiting for open connections to time out.
-        block_on_close = False
-        # On Windows SO_REUSEADDR lets a second server bind a port that is in use, which would
-        # hide the port-in-use message; elsewhere it only allows a restart during TIME_WAIT.
-        allow_reuse_address = os.name != "nt"
-
-        def __init__(self):
-            super().__init__(address, site_handler(site, lan=lan, timeout_s=timeout_s))
-            self.free_handlers = threading.BoundedSemaphore(max_handlers)
-
-        def process_request(self, request, client_address):
-            # Waiting here for a free handler leaves later connections in the kernel's queue,
-            # which bounds the server's threads however many clients connect.
-            self.free_handlers.acquire()
-            try:
-                super().process_request(request, client_address)
-            except BaseException:
-                self.free_handlers.release()
-                raise
-
-        def process_request_thread(self, request, client_address):
-            try:
-                super().process_request_thread(request, client_address)
-            finally:
-                self.free_handlers.release()
-
-    return Server()
-
-
-def serve(site: Path = ROOT / "site", port: int = 8765, *, lan: bool = False) -> None:
-    """Serve the built site on 127.0.0.1 only, or on every interface with `lan` (for workshops).
-    Raises SiteBuildError when there is no built site, ServeError when the port cannot be used."""
-    import errno
-    import socket
-
-    if not (site / "index.html").exists():
-        raise SiteBuildError(f"{site} has no index.html; build the site first (python3 labctl.py site)")
-    address = "0.0.0.0" if lan else "127.0.0.1"
-    command = "python3 labctl.py serve" + (" --lan" if lan else "")
-    try:
-        server = site_server(site, (address, port), lan=lan)
-    except OSError as error:
-        if error.errno == errno.EADDRINUSE:
-            other = port + 1 if port < 65535 else 8765
-            raise ServeError(
-                f"port {port} is in use on {address}; pick another with: {command} --port {other}"
-            ) from None
-        raise ServeError(
-            f"cannot serve on {address}:{port} ({error.strerror}); try another with: {command} --port N"
-        ) from None
-    port = server.server_address[1]  # the one the system chose when asked for port 0
-    try:
-        if lan:
-            hostname = socket.gethostname()
-            try:
-                addresses = socket.gethostbyname_ex(hostname)[2]
-            except OSError:  # a hostname that does not resolve still names the machine
-                addresses = []
-            print(
-                "warning: --lan serves the site to every machine that can reach this one, and accepts "
-                "any host name; use it on a workshop network you trust"
-            )
-            for name in sorted({hostname, *addresses}):
-                print(f"  http://{name}:{port}/")
-        print(f"serving {site} at http://127.0.0.1:{port}/ (Ctrl+C to stop)", flush=True)
-        server.serve_forever()
-    except KeyboardInterrupt:
-        print("stopped")
-    finally:
-        server.server_close()
-
-
-def requested_port(words: list[str]) -> int | None:
-    """The port `serve PORT` or `serve --port PORT` asks for, 8765 when none is given, or None
-    when the words are neither."""
-    if not words:
-        return 8765
-    spelled = words[1:] if words[0] == "--port" else words
-    if len(spelled) == 1 and spelled[0].isascii() and spelled[0].isdigit() and 0 < int(spelled[0]) < 65536:
-        return int(spelled[0])
-    return None
-
-
 def main(argv: list[str]) -> int:
+    # `labctl.py serve` runs `python -m widgets.build.site serve`; the server is widgets/build/serve.py
     if argv and argv[0] == "serve":
-        lan = "--lan" in argv[1:]
-        port = requested_port([arg for arg in argv[1:] if arg != "--lan"])
-        if port is None:
-            print(
-                f"serve takes a port from 1 to 65535 (PORT or --port PORT) and --lan, got {' '.join(argv[1:])!r}",
-                file=sys.stderr,
-            )
-            return 2
-        try:
-            serve(ROOT / "site", port, lan=lan)
-        except (SiteBuildError, ServeError) as error:
-            print(error, file=sys.stderr)
-            return 1
-        return 0
+        return serve.main(argv[1:], ROOT / "site")
     try:
         pages = build()
     except SiteBuildError as error:
