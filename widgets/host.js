@@ -74,3 +74,88 @@ export function readFragment(defaults, inputNames) {
   // a name from the link is text from outside: shown with what would hide in it spelt out, and cut
   return { values, problem: ignored.length ? `Ignored from the link: ${ignored.map((name) => visibleText(name, 40)).join(", ")}.` : null };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Sharing a page with no kernel: a link with its state, and an embed code for an author's own page.
+// ---------------------------------------------------------------------------------------------
+
+// The message an embedded page sends its parent, and the embed code's listener reads.
+const HEIGHT_MESSAGE = "four-bit-lab:height";
+
+// Text set inside an HTML attribute in double quotes, read back as itself.
+const attribute = (text) => String(text).replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+/** The embed code for page `file` at `fragment` ("#…" or ""): an iframe that takes the height of
+ * what it shows, from the page's own messages, between 120 and 20000 px. */
+export function embedCode(file, fragment, title) {
+  return [
+    `<iframe src="${attribute(file + fragment)}" title="${attribute(title)}" data-four-bit-lab style="width: 100%; height: 600px; border: 0"></iframe>`,
+    "<script>",
+    "// sizes each four-bit-lab iframe on this page to its content; put the explainer's file beside this page",
+    'addEventListener("message", (event) => {',
+    '  for (const frame of document.querySelectorAll("iframe[data-four-bit-lab]")) {',
+    `    if (event.source === frame.contentWindow && event.data?.type === "${HEIGHT_MESSAGE}" && Number.isFinite(event.data.height)) {`,
+    '      frame.style.height = `${Math.min(Math.max(Math.ceil(event.data.height), 120), 20000)}px`;',
+    "    }",
+    "  }",
+    "});",
+    // written "<\/" so that the page inlining this module never holds an end tag for its script
+    "<\/script>",
+  ].join("\n");
+}
+
+// Inside an iframe, tell the parent page this page's height whenever it changes (only a number:
+// nothing of the state leaves the page this way).
+export function reportHeight() {
+  if (window.parent === window) return;
+  let sent = -1;
+  const send = () => {
+    const height = document.documentElement.scrollHeight;
+    if (height === sent) return;
+    sent = height;
+    window.parent.postMessage({ type: HEIGHT_MESSAGE, height }, "*");
+  };
+  new ResizeObserver(send).observe(document.body);
+  send();
+}
+
+/** The "Copy link" and "Copy embed code" bar at the end of `parent`: each puts its text in the
+ * clipboard where the browser allows (it may not from file://) and always shows it, selected, in
+ * a read-only box to copy by hand. */
+export function shareBar(parent, file, title) {
+  const make = (tag, properties = {}, text = "") => {
+    const node = document.createElement(tag);
+    Object.assign(node, properties);
+    if (text) node.textContent = text;
+    return node;
+  };
+  const bar = make("section", { className: "four-bit-lab lab-share" });
+  bar.setAttribute("aria-label", "share this explainer");
+  const buttons = make("div", { className: "lab-share-buttons" });
+  const status = make("p", { className: "lab-caption" });
+  status.setAttribute("role", "status");
+  status.dataset.testid = "share-status";
+  const box = make("textarea", { readOnly: true, rows: 3, hidden: true, className: "lab-share-text" });
+  box.dataset.testid = "share-text";
+  box.setAttribute("aria-label", "the text to copy");
+  const offer = async (what, text) => {
+    box.value = text;
+    box.rows = Math.min(text.split("\n").length, 12);
+    box.hidden = false;
+    box.focus();
+    box.select();
+    try {
+      await navigator.clipboard.writeText(text);
+      status.textContent = `The ${what} is copied, and shown below.`;
+    } catch {
+      status.textContent = `This browser did not let the page copy the ${what}: it is selected below, so press Ctrl+C (⌘C on a Mac).`;
+    }
+  };
+  const link = make("button", { type: "button", className: "lab-chip" }, "Copy link");
+  link.addEventListener("click", () => offer("link", location.href));
+  const embed = make("button", { type: "button", className: "lab-chip" }, "Copy embed code");
+  embed.addEventListener("click", () => offer("embed code", embedCode(file, location.hash, title)));
+  buttons.append(link, embed);
+  bar.append(make("h2", {}, "Share what you see"), make("p", {}, "The link and the embed code carry this page's settings as they are now."), buttons, status, box);
+  parent.append(bar);
+}
