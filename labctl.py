@@ -10,6 +10,12 @@
                                ones (pytest -m "not browser and not slow"), for the development loop
     python3 labctl.py site     set up, then build the static offline site into site/
     python3 labctl.py serve    serve the built site on 127.0.0.1 (for pages that need HTTP)
+    python3 labctl.py handouts [--seed N] [-o DIR]
+                               set up, then print notebooks 1..8's exercises as A4 worksheets and answer
+                               keys (PDF, through headless Chromium) into DIR (default ./handouts)
+    python3 labctl.py explainer NAME [--state '#…'] -o FILE.html
+                               write one explainer as one self-contained file, opening with the
+                               state copied from its page's Copy link (widgets/build/standalone.py)
     python3 labctl.py bench    set up, then run the benchmark (python -m bench.run)
 
 Set-up is idempotent: the virtual environment is (re)installed only when pyproject.toml changed.
@@ -229,6 +235,14 @@ def run_tests(python: Path, extra: list[str]) -> int:
     return status
 
 
+def print_handouts(python: Path, extra: list[str]) -> int:
+    """`handouts`: widgets/build/handouts.py, run in the caller's folder so that `-o DIR` (and the
+    default ./handouts) is where the caller means; the repository root goes on its path for bench's
+    Chromium harness, which is not an installed package."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    return subprocess.call([str(python), "-m", "widgets.build.handouts", *extra], env=env)
+
+
 def main(argv: list[str]) -> int:
     commands = {
         "open": lambda python, extra: open_lab(python, extra, "run"),
@@ -239,6 +253,9 @@ def main(argv: list[str]) -> int:
             [str(python), "-m", "widgets.build.site", "serve", *extra], cwd=ROOT
         ),
         "bench": lambda python, extra: subprocess.call([str(python), "-m", "bench.run", *extra], cwd=ROOT),
+        "handouts": print_handouts,
+        # in the caller's folder, so that -o FILE.html is where the caller means
+        "explainer": lambda python, extra: subprocess.call([str(python), "-m", "widgets.build.standalone", *extra]),
         "setup": lambda python, extra: 0,
     }
     if not argv or argv[0] not in commands:
