@@ -11,12 +11,9 @@ Every test talks to 127.0.0.1 only: the room's addresses are injected documentat
 from __future__ import annotations
 
 import concurrent.futures
-import gzip
-import hashlib
 import http.client
 import http.server
 import ipaddress
-import os
 import re
 import socket
 import subprocess
@@ -29,31 +26,17 @@ import numpy as np
 import pytest
 import segno
 import zxingcpp
+from serving import BIG_ASSET, ROOM_ADDRESSES, ROOM_HOSTNAME, fetch, get_page, make_site, start_server, stop_server
 
 from lab.text import shown
 from widgets.build import serve
-from widgets.build import site as sitebuild
 
 ROOT = Path(__file__).resolve().parents[2]
-# Bigger than one socket buffer, so a reply cut short by a dropped connection shows as a short body.
-BIG_ASSET = b"export const weights = [" + b"0x7f, " * 40_000 + b"];\n"
-# A front-end chunk as marimo's build names it: its content hash is in its name.
-HASHED_ASSET = "assets/chunk-Bx3_a9Qz.js"
-# The room as the tests inject it: documentation addresses, only ever sent as Host header values.
-ROOM_ADDRESSES = ["192.0.2.10", "2001:db8::10"]
-ROOM_HOSTNAME = "workshop-laptop"
 
 
 @pytest.fixture
 def site(tmp_path):
-    (tmp_path / "index.html").write_text("<h1>lab</h1>")
-    (tmp_path / "assets").mkdir()
-    (tmp_path / "assets" / "a.js").write_text("1")
-    (tmp_path / "assets" / "big.js").write_bytes(BIG_ASSET)
-    (tmp_path / HASHED_ASSET).write_bytes(BIG_ASSET)
-    (tmp_path / "explainers").mkdir()
-    (tmp_path / "explainers" / "index.html").write_text("explainers")
-    return tmp_path
+    return make_site(tmp_path)
 
 
 @pytest.fixture
@@ -65,62 +48,18 @@ def outside(tmp_path_factory):
     return folder
 
 
-def _start(site, lan=False, **settings):
-    if lan:
-        settings = {"addresses": ROOM_ADDRESSES, "hostname": ROOM_HOSTNAME, **settings}
-    server = serve.site_server(site, ("127.0.0.1", 0), lan=lan, **settings)
-    # a short poll keeps shutdown, and so each test's teardown, quick
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    return server, thread
-
-
-def _stop(server, thread):
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
-
-
 @pytest.fixture
 def served(site):
-    server, thread = _start(site)
+    server, thread = start_server(site)
     yield server.server_address[1]
-    _stop(server, thread)
+    stop_server(server, thread)
 
 
 @pytest.fixture
 def served_lan(site):
-    server, thread = _start(site, lan=True)
+    server, thread = start_server(site, lan=True)
     yield server.server_address[1]
-    _stop(server, thread)
-
-
-def _get(port, path, host=None):
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        connection.putrequest("GET", path, skip_host=True)
-        connection.putheader("Host", host if host is not None else f"127.0.0.1:{port}")
-        connection.endheaders()
-        response = connection.getresponse()
-        return response.status, response.read()
-    finally:
-        connection.close()
-
-
-def _fetch(port, path, headers=(), method="GET", host=None):
-    """(status, headers, body) of one request with exactly `headers` besides Host: http.client
-    adds no Accept-Encoding of its own."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-        connection.putheader("Host", host if host is not None else f"127.0.0.1:{port}")
-        for name, value in headers:
-            connection.putheader(name, value)
-        connection.endheaders()
-        response = connection.getresponse()
-        return response.status, response.headers, response.read()
-    finally:
-        connection.close()
+    stop_server(server, thread)
 
 
 def _raw_status(port, head: bytes) -> int:
@@ -154,33 +93,33 @@ def _link(link: Path, target: Path) -> None:
 
 
 def test_pages_are_served_and_folders_are_not_listed(served):
-    assert _get(served, "/") == (200, b"<h1>lab</h1>")
-    assert _get(served, "/explainers/") == (200, b"explainers")
-    assert _get(served, "/assets/")[0] == 404
-    assert _get(served, "/missing.html")[0] == 404
+    assert get_page(served, "/") == (200, b"<h1>lab</h1>")
+    assert get_page(served, "/explainers/") == (200, b"explainers")
+    assert get_page(served, "/assets/")[0] == 404
+    assert get_page(served, "/missing.html")[0] == 404
 
 
 @pytest.mark.parametrize("host", ["localhost:{port}", "[::1]:{port}", "127.0.0.1:{port}"])
 def test_loopback_hosts_with_the_served_port_are_allowed(served, host):
-    assert _get(served, "/", host.format(port=served))[0] == 200
+    assert get_page(served, "/", host.format(port=served))[0] == 200
 
 
 @pytest.mark.parametrize("host", ["evil.example:{port}", "127.0.0.1:1", "127.0.0.1", "", "localhost.evil:{port}"])
 def test_other_hosts_are_refused_against_dns_rebinding(served, host):
-    assert _get(served, "/", host.format(port=served))[0] == 403
+    assert get_page(served, "/", host.format(port=served))[0] == 403
 
 
 @pytest.mark.parametrize("path", ["/%00", "/..%2f..", "/../etc/passwd", "/%ff", "/a%5c..%5cb"])
 def test_malformed_paths_are_a_400_not_a_traceback(served, path, capsys):
-    assert _get(served, path)[0] == 400
+    assert get_page(served, path)[0] == 400
     assert "Traceback" not in capsys.readouterr().err
 
 
 def test_one_log_line_per_error_and_none_per_page(served, capsys):
-    _get(served, "/")
-    _get(served, "/index.html")
+    get_page(served, "/")
+    get_page(served, "/index.html")
     assert capsys.readouterr().err == ""
-    _get(served, "/missing.html")
+    get_page(served, "/missing.html")
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
@@ -197,7 +136,7 @@ def test_ctrl_c_stops_serve_without_a_traceback(site, monkeypatch, capsys):
 
 
 def test_two_hundred_parallel_requests_are_all_answered_in_full(site):
-    server, thread = _start(site)
+    server, thread = start_server(site)
     port = server.server_address[1]
     clients = 200
     start_together = threading.Barrier(clients)
@@ -219,7 +158,7 @@ def test_two_hundred_parallel_requests_are_all_answered_in_full(site):
         with concurrent.futures.ThreadPoolExecutor(max_workers=clients) as pool:
             replies = list(pool.map(fetch, range(clients)))
     finally:
-        _stop(server, thread)
+        stop_server(server, thread)
     elapsed = time.monotonic() - started
     failed = [status for status, body in replies if (status, body) != (200, BIG_ASSET)]
     assert failed == [], f"{len(failed)} of {clients} requests were not answered in full: {failed[:5]}"
@@ -228,19 +167,19 @@ def test_two_hundred_parallel_requests_are_all_answered_in_full(site):
 
 
 def test_extra_clients_wait_in_the_queue_while_every_handler_is_busy(site):
-    server, thread = _start(site, timeout_s=2, max_handlers=2)
+    server, thread = start_server(site, timeout_s=2, max_handlers=2)
     port = server.server_address[1]
     # two silent clients take both handlers
     busy = [socket.create_connection(("127.0.0.1", port), timeout=8) for _ in range(2)]
     try:
         started = time.monotonic()
-        status, body = _get(port, "/")
+        status, body = get_page(port, "/")
         waited = time.monotonic() - started
         silent_clients_closed = [_closed_by_server(client) for client in busy]
     finally:
         for client in busy:
             client.close()
-        _stop(server, thread)
+        stop_server(server, thread)
     assert silent_clients_closed == [True, True]
     assert (status, body) == (200, b"<h1>lab</h1>")
     # answered only once a silent client's handler had timed out and freed its place
@@ -256,20 +195,20 @@ def test_the_default_timeout_closes_idle_connections_within_a_minute(site):
 
 
 def test_an_idle_connection_is_closed_after_the_timeout(site):
-    server, thread = _start(site, timeout_s=1)
+    server, thread = start_server(site, timeout_s=1)
     try:
         with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=8) as client:
             started = time.monotonic()
             closed = _closed_by_server(client)
             waited = time.monotonic() - started
     finally:
-        _stop(server, thread)
+        stop_server(server, thread)
     assert closed, "the server kept an idle connection open for 8 s"
     assert waited < 6
 
 
 def test_a_client_trickling_its_request_is_closed_after_the_timeout(site):
-    server, thread = _start(site, timeout_s=1)
+    server, thread = start_server(site, timeout_s=1)
     trickle = b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n" + b"X-Slow: " + b"a" * 100
     try:
         with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=0.2) as client:
@@ -290,7 +229,7 @@ def test_a_client_trickling_its_request_is_closed_after_the_timeout(site):
                     break
             waited = time.monotonic() - started
     finally:
-        _stop(server, thread)
+        stop_server(server, thread)
     assert closed, f"the server was still reading a trickled request after {waited:.1f} s"
     assert waited < 6
 
@@ -311,24 +250,24 @@ def test_a_client_trickling_its_request_is_closed_after_the_timeout(site):
 )
 def test_a_link_that_leaves_the_site_is_a_404(site, outside, served, link, target, path):
     _link(site / link, outside / target)
-    status, body = _get(served, path)
+    status, body = get_page(served, path)
     assert status == 404
     assert b"outside" not in body
     # the reply a missing file gets, so it does not tell whether the link's target exists
-    assert (status, body) == _get(served, "/missing.html")
+    assert (status, body) == get_page(served, "/missing.html")
 
 
 def test_a_folder_whose_index_links_out_of_the_site_is_a_404(site, outside, served):
     (site / "course").mkdir()
     _link(site / "course" / "index.html", outside / "index.html")
-    assert _get(served, "/course/")[0] == 404
+    assert get_page(served, "/course/")[0] == 404
 
 
 def test_a_link_that_stays_inside_the_site_is_served(site, served):
     _link(site / "start.html", site / "index.html")
     _link(site / "scripts", site / "assets")
-    assert _get(served, "/start.html") == (200, b"<h1>lab</h1>")
-    assert _get(served, "/scripts/a.js") == (200, b"1")
+    assert get_page(served, "/start.html") == (200, b"<h1>lab</h1>")
+    assert get_page(served, "/scripts/a.js") == (200, b"1")
 
 
 # Host headers: one, well formed, and (without --lan) a loopback name with the served port.
@@ -344,13 +283,13 @@ def test_a_link_that_stays_inside_the_site_is_served(site, served):
 )
 @pytest.mark.parametrize("lan", [False, True])
 def test_a_request_with_two_host_headers_is_a_400(site, hosts, lan):
-    server, thread = _start(site, lan=lan)
+    server, thread = start_server(site, lan=lan)
     port = server.server_address[1]
     head = "GET / HTTP/1.1\r\n" + "".join(f"Host: {host.format(port=port)}\r\n" for host in hosts) + "\r\n"
     try:
         assert _raw_status(port, head.encode()) == 400
     finally:
-        _stop(server, thread)
+        stop_server(server, thread)
 
 
 @pytest.mark.parametrize(
@@ -371,12 +310,12 @@ def test_a_request_with_two_host_headers_is_a_400(site, hosts, lan):
 )
 @pytest.mark.parametrize("lan", [False, True])
 def test_a_malformed_host_header_is_a_400_even_with_lan(site, host, lan):
-    server, thread = _start(site, lan=lan)
+    server, thread = start_server(site, lan=lan)
     port = server.server_address[1]
     try:
-        assert _get(port, "/", host.format(port=port))[0] == 400
+        assert get_page(port, "/", host.format(port=port))[0] == 400
     finally:
-        _stop(server, thread)
+        stop_server(server, thread)
 
 
 def test_a_folded_host_header_is_a_400(served):
@@ -385,7 +324,7 @@ def test_a_folded_host_header_is_a_400(served):
 
 
 def test_lan_mode_refuses_a_request_naming_no_host(served_lan):
-    assert _get(served_lan, "/", "")[0] == 403
+    assert get_page(served_lan, "/", "")[0] == 403
     assert _raw_status(served_lan, b"GET / HTTP/1.0\r\n\r\n") == 403
 
 
@@ -438,7 +377,7 @@ def test_a_port_in_use_is_one_line_that_says_how_to_pick_another(tmp_path, spell
     ],
 )
 def test_lan_mode_accepts_each_printed_address_with_the_port(served_lan, host):
-    assert _get(served_lan, "/", host.format(port=served_lan)) == (200, b"<h1>lab</h1>")
+    assert get_page(served_lan, "/", host.format(port=served_lan)) == (200, b"<h1>lab</h1>")
 
 
 @pytest.mark.parametrize(
@@ -457,7 +396,7 @@ def test_lan_mode_accepts_each_printed_address_with_the_port(served_lan, host):
     ],
 )
 def test_lan_mode_refuses_every_other_host(served_lan, host):
-    assert _get(served_lan, "/", host.format(port=served_lan))[0] == 403
+    assert get_page(served_lan, "/", host.format(port=served_lan))[0] == 403
 
 
 def _qr_rows(block: list[str]) -> list[list[int]]:
@@ -535,7 +474,7 @@ def test_the_coloured_qr_code_is_the_plain_one_drawn_black_on_white():
 
 
 def test_the_room_page_shows_every_address_escaped_and_the_first_ones_qr_code(served_lan):
-    status, headers, body = _fetch(served_lan, "/room")
+    status, headers, body = fetch(served_lan, "/room")
     page = body.decode("utf-8")
     assert status == 200
     assert headers["Content-Type"] == "text/html; charset=utf-8"
@@ -558,21 +497,21 @@ def test_the_room_page_shows_every_address_escaped_and_the_first_ones_qr_code(se
 
 
 def test_the_room_page_shows_a_hostname_of_markup_as_text(site):
-    server, thread = _start(site, lan=True, hostname='<img src=x onerror="alert(1)">')
+    server, thread = start_server(site, lan=True, hostname='<img src=x onerror="alert(1)">')
     try:
-        page = _get(server.server_address[1], "/room")[1].decode("utf-8")
+        page = get_page(server.server_address[1], "/room")[1].decode("utf-8")
     finally:
-        _stop(server, thread)
+        stop_server(server, thread)
     assert "<img" not in page and "onerror=" not in page
     assert shown(f'http://<img src=x onerror="alert(1)">:{server.server_address[1]}/') in page
 
 
 def test_the_room_page_is_answered_only_with_lan_and_only_to_allowed_hosts(served, served_lan):
-    assert _get(served, "/room")[0] == 404
-    assert _get(served_lan, "/room", "evil.example:80")[0] == 403
-    status, headers, body = _fetch(served_lan, "/room", method="HEAD")
+    assert get_page(served, "/room")[0] == 404
+    assert get_page(served_lan, "/room", "evil.example:80")[0] == 403
+    status, headers, body = fetch(served_lan, "/room", method="HEAD")
     assert (status, body) == (200, b"")
-    assert int(headers["Content-Length"]) == len(_get(served_lan, "/room")[1])
+    assert int(headers["Content-Length"]) == len(get_page(served_lan, "/room")[1])
 
 
 def test_room_addresses_leave_out_loopback_link_local_and_repeats_ipv4_first():
@@ -603,138 +542,3 @@ def test_lan_addresses_of_this_machine_are_strings_none_of_them_loopback():
 
 
 # Text files gzipped once and kept under a byte cap; cache headers and ETags.
-
-
-@pytest.mark.parametrize("method", ["GET", "HEAD"])
-def test_a_text_file_is_sent_gzipped_to_a_browser_that_accepts_it(served, method):
-    status, headers, body = _fetch(served, "/assets/big.js", [("Accept-Encoding", "gzip, deflate, br")], method)
-    assert status == 200
-    assert headers["Content-Encoding"] == "gzip"
-    assert headers["Vary"] == "Accept-Encoding"
-    assert headers["Content-Type"] == "text/javascript"
-    full = _fetch(served, "/assets/big.js", [("Accept-Encoding", "gzip")])[2]
-    assert gzip.decompress(full) == BIG_ASSET
-    assert int(headers["Content-Length"]) == len(full) < len(BIG_ASSET) // 10
-    assert body == (full if method == "GET" else b"")
-
-
-@pytest.mark.parametrize("accept", [None, "identity", "gzip;q=0", "br", "*;q=0", "deflate, *;q=0"])
-def test_without_gzip_in_accept_encoding_the_file_is_sent_as_it_is(served, accept):
-    headers_sent = [] if accept is None else [("Accept-Encoding", accept)]
-    status, headers, body = _fetch(served, "/assets/big.js", headers_sent)
-    assert (status, body) == (200, BIG_ASSET)
-    assert "Content-Encoding" not in headers
-    assert int(headers["Content-Length"]) == len(BIG_ASSET)
-    assert headers["Vary"] == "Accept-Encoding"
-
-
-@pytest.mark.parametrize("accept", ["*", "gzip;q=0.5, br;q=1", "GZIP"])
-def test_gzip_allowed_by_any_spelling_is_sent(served, accept):
-    status, headers, body = _fetch(served, "/assets/big.js", [("Accept-Encoding", accept)])
-    assert (status, headers["Content-Encoding"], gzip.decompress(body)) == (200, "gzip", BIG_ASSET)
-
-
-def test_an_html_page_and_an_svg_are_gzipped_too_but_an_image_is_not(site, served):
-    page = b"<!doctype html><p>" + b"four bits " * 500 + b"</p>"
-    (site / "explainers" / "long.html").write_bytes(page)
-    (site / "figure.svg").write_bytes(b"<svg>" + b"<rect/>" * 500 + b"</svg>")
-    (site / "photo.png").write_bytes(b"\x89PNG" + b"\0" * 5000)
-    gzipped = {"Accept-Encoding": "gzip"}.items()
-    for path, original in (("/explainers/long.html", page), ("/figure.svg", (site / "figure.svg").read_bytes())):
-        status, headers, body = _fetch(served, path, gzipped)
-        assert (status, headers["Content-Encoding"], gzip.decompress(body)) == (200, "gzip", original)
-    status, headers, body = _fetch(served, "/photo.png", gzipped)
-    assert (status, body) == (200, (site / "photo.png").read_bytes())
-    assert "Content-Encoding" not in headers and "Vary" not in headers
-
-
-def test_a_hashed_asset_is_cached_for_a_year_and_a_page_is_revalidated(served):
-    asset = _fetch(served, "/" + HASHED_ASSET, [("Accept-Encoding", "gzip")])[1]
-    assert asset["Cache-Control"] == "public, max-age=31536000, immutable"
-    for path in ("/", "/index.html", "/explainers/", "/assets/a.js", "/assets/big.js"):
-        headers = _fetch(served, path)[1]
-        assert headers["Cache-Control"] == "no-cache", path
-        assert re.fullmatch(r'"[0-9a-f]+-[0-9a-f]+"', headers["ETag"]), path
-
-
-def test_the_hashed_name_rule_is_the_site_builds():
-    assert serve.HASHED_NAME.pattern == sitebuild.VITE_HASH.pattern
-
-
-@pytest.mark.parametrize("accept", [None, "gzip"])
-def test_if_none_match_with_the_current_etag_is_a_304(served, accept):
-    sent = [] if accept is None else [("Accept-Encoding", accept)]
-    for path in ("/index.html", "/assets/big.js", "/" + HASHED_ASSET):
-        status, headers, body = _fetch(served, path, sent)
-        etag = headers["ETag"]
-        for if_none_match in (etag, f'"other", W/{etag}', "*"):
-            again = _fetch(served, path, [*sent, ("If-None-Match", if_none_match)])
-            assert (again[0], again[2], again[1]["ETag"]) == (304, b"", etag)
-            assert again[1]["Cache-Control"] == headers["Cache-Control"]
-        assert _fetch(served, path, [*sent, ("If-None-Match", '"other"')])[0] == 200
-
-
-def test_the_gzip_and_the_plain_bytes_have_different_etags(served):
-    plain = _fetch(served, "/assets/big.js")[1]["ETag"]
-    gzipped = _fetch(served, "/assets/big.js", [("Accept-Encoding", "gzip")])[1]["ETag"]
-    assert plain != gzipped
-    # a gzip copy a cache holds does not stand for the plain bytes, and the other way round
-    assert _fetch(served, "/assets/big.js", [("If-None-Match", gzipped)])[2] == BIG_ASSET
-    assert _fetch(served, "/assets/big.js", [("Accept-Encoding", "gzip"), ("If-None-Match", plain)])[0] == 200
-
-
-def test_a_changed_file_gets_a_new_etag_and_a_new_gzip_copy(site, served):
-    before = _fetch(served, "/assets/big.js", [("Accept-Encoding", "gzip")])
-    changed = BIG_ASSET.replace(b"0x7f", b"0x01")
-    (site / "assets" / "big.js").write_bytes(changed)
-    stat = (site / "assets" / "big.js").stat()
-    os.utime(site / "assets" / "big.js", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-    after = _fetch(served, "/assets/big.js", [("Accept-Encoding", "gzip"), ("If-None-Match", before[1]["ETag"])])
-    assert after[0] == 200
-    assert after[1]["ETag"] != before[1]["ETag"]
-    assert gzip.decompress(after[2]) == changed
-
-
-def _text_of(seed: str, size: int) -> bytes:
-    """Text that compresses only about in half, so two gzip copies of it have sizes far apart from 0."""
-    digits = b""
-    while len(digits) < size:
-        digits += hashlib.sha256(f"{seed}{len(digits)}".encode()).hexdigest().encode()
-    return digits[:size]
-
-
-def test_the_gzip_copies_stay_under_the_byte_cap(site):
-    first, second = _text_of("first", 60_000), _text_of("second", 50_000)
-    (site / "first.txt").write_bytes(first)
-    (site / "second.txt").write_bytes(second)
-    measure, thread = _start(site)
-    try:
-        port = measure.server_address[1]
-        sizes = [len(_fetch(port, f"/{name}.txt", [("Accept-Encoding", "gzip")])[2]) for name in ("first", "second")]
-    finally:
-        _stop(measure, thread)
-    cap = sum(sizes) - 1  # each fits alone, the two together do not
-    server, thread = _start(site, gzip_cache_bytes=cap)
-    try:
-        port = server.server_address[1]
-        cache = server.gzip_cache
-        for name, original in (("first", first), ("second", second), ("first", first), ("first", first)):
-            status, headers, body = _fetch(port, f"/{name}.txt", [("Accept-Encoding", "gzip")])
-            assert (status, headers["Content-Encoding"], gzip.decompress(body)) == (200, "gzip", original)
-            assert int(headers["Content-Length"]) == len(body)
-            assert cache.total_bytes <= cap
-            assert cache.total_bytes == sum(len(entry[2]) for entry in cache.entries.values())
-            assert [Path(path).name for path in cache.entries] == [f"{name}.txt"]
-    finally:
-        _stop(server, thread)
-
-
-def test_a_file_larger_than_the_cap_is_sent_as_it_is(site):
-    server, thread = _start(site, gzip_cache_bytes=len(BIG_ASSET) - 1)
-    try:
-        status, headers, body = _fetch(server.server_address[1], "/assets/big.js", [("Accept-Encoding", "gzip")])
-    finally:
-        _stop(server, thread)
-    assert (status, body) == (200, BIG_ASSET)
-    assert "Content-Encoding" not in headers
-    assert server.gzip_cache.total_bytes == 0

@@ -15,6 +15,9 @@ hex strings. Keys are the Python codec's names (snake_case); the JS codec return
 in camelCase, and the node test converts. A case whose Python call raises stores the exception
 class name under "error"; the JS codec must throw an Error with that name.
 
+The sections live here and in golden_values.py (the encoding), golden_blocks.py (Q4_K and the
+GGUF block types) and golden_teach.py (number text, visible text, the exercises and the zoo).
+
 Every random section has its own fixed seed, keys are sorted, and each case is one line, so the
 output is byte-for-byte reproducible and a diff shows which cases changed.
 """
@@ -23,73 +26,37 @@ from __future__ import annotations
 
 import json
 import math
-import struct
 import sys
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
+from golden_blocks import (
+    gguf_block_cases,
+    q4k_cases,
+    q4k_metadata_source_cases,
+    q4k_pack_cases,
+    q4k_placement_cases,
+    q4k_presentation,
+)
+from golden_teach import (
+    exercise_cases,
+    format_float32_cases,
+    format_lab_number_cases,
+    prng_cases,
+    visible_text_cases,
+    zoo_cases,
+)
+from golden_values import encode, log_spread, outcome
 
 from lab.codes import e2m1, e4m3, e8m0, nibble
 from lab.errors import InputError
-from lab.formats import FORMATS, affine, by_gguf_type, iq4_nl, mxfp4, nf4, nvfp4, q4_0, q4k, q8_0
-from lab.numbers import format_float32, parse_number, parse_number_row
-from lab.numbers import format_number as format_lab_number
-from lab.teach import gguf_browser, scale, sizes
-from lab.teach.zoo import checks as zoo_checks
-from lab.teach.zoo import specimens as zoo_specimens
-from lab.text import visible
+from lab.formats import FORMATS, affine, iq4_nl, mxfp4, nf4, nvfp4, q4_0, q4k
+from lab.numbers import parse_number, parse_number_row
+from lab.teach import scale, sizes
 
 GOLDEN_PATH = Path(__file__).with_name("golden.json")
 REGENERATE = ".venv/bin/python tests/js/make_golden.py"
-
-
-# ---------------------------------------------------------------------------------------------
-# Encoding
-# ---------------------------------------------------------------------------------------------
-
-
-def f64(value) -> str:
-    value = float(value)
-    if math.isnan(value):
-        return "f64:NaN"
-    return "f64:" + struct.pack(">d", value).hex()
-
-
-def f32(value) -> str:
-    value = np.float32(value)
-    if np.isnan(value):
-        return "f32:NaN"
-    return "f32:" + np.array(value, dtype=">f4").tobytes().hex()
-
-
-def encode(obj):
-    """Plain JSON values, with every float replaced by its tagged bit pattern."""
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, np.float32):
-        return f32(obj)
-    if isinstance(obj, (float, np.float64)):
-        return f64(obj)
-    if isinstance(obj, np.ndarray):
-        return [encode(item) for item in obj.tolist()] if obj.dtype != np.float32 else [f32(v) for v in obj.ravel()]
-    if isinstance(obj, dict):
-        return {str(key): encode(value) for key, value in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [encode(item) for item in obj]
-    if obj is None or isinstance(obj, str):
-        return obj
-    raise TypeError(f"cannot encode {type(obj).__name__} {obj!r}")
-
-
-def outcome(call, *args) -> dict:
-    """{"value": result} or {"error": exception class name}."""
-    try:
-        return {"value": call(*args)}
-    except Exception as error:  # noqa: BLE001 - the class name is the golden datum
-        return {"error": type(error).__name__}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,7 +292,7 @@ def scale_representable_cases() -> list:
 
 
 # ---------------------------------------------------------------------------------------------
-# Block formats
+# Block formats (Q4_K and every GGUF block type: golden_blocks.py)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -463,249 +430,9 @@ def parse_cases() -> dict:
     }
 
 
-def random_fp16_bits(rng, finite: bool) -> int:
-    while True:
-        bits = int(rng.integers(0, 1 << 16))
-        if not finite or (bits >> 10) & 31 != 31:
-            return bits
-
-
-def q4k_blocks() -> list:
-    """~100 blocks: random bytes, quantized weights, and parts with planted metadata."""
-    rng = np.random.default_rng(4404)
-    blocks = []
-    for i in range(40):  # random bytes; a few d/dmin patterns are inf or NaN
-        block = rng.integers(0, 256, q4k.BLOCK_BYTES).astype(np.uint8)
-        for offset in (0, 2):
-            bits = random_fp16_bits(rng, finite=i >= 5)
-            block[offset], block[offset + 1] = bits & 0xFF, bits >> 8
-        blocks.append(block)
-    for _ in range(40):  # what llama.cpp's reference quantizer would store for real-looking weights
-        w = rng.normal(float(rng.uniform(-1, 1)), float(log_spread(rng, -8, 4, 1)[0]), q4k.BLOCK_WEIGHTS)
-        blocks.append(q4k.quantize(w.astype(np.float32)).raw)
-    for i in range(20):  # logical parts with every metadata field different and extreme corners
-        scales = rng.permutation(64)[:8] if i % 4 else np.full(8, 63 if i % 8 else 0)
-        mins = rng.permutation(64)[:8]
-        d = float(rng.choice([0.125, 1.0, 2.0**-14, 2.0**-24, 65504.0, -0.5, float(rng.uniform(-2, 2))]))
-        dmin = float(rng.choice([0.0625, 0.0, -0.0, 2.0**-20, float(rng.uniform(0, 1))]))
-        codes = rng.integers(0, 16, q4k.BLOCK_WEIGHTS)
-        blocks.append(q4k.from_parts(d, dmin, scales, mins, codes).raw)
-    return blocks
-
-
-def q4k_cases() -> list:
-    rng = np.random.default_rng(1441)
-    cases = []
-    for n, block in enumerate(q4k_blocks()):
-        scales, mins = q4k.unpack_scale_min(block[q4k.METADATA_OFFSET : q4k.PAYLOAD_OFFSET])
-        case = {"block": bytes(block).hex(), "weights": q4k.decode(block), "scales": scales, "mins": mins}
-        if n % 5 == 0:
-            case["explain_bytes"] = [q4k.explain_byte(block, int(p)) for p in rng.integers(0, 128, 2)]
-        cases.append(case)
-    return cases
-
-
-def q4k_presentation() -> dict:
-    block = q4k.presentation_fixture()
-    return {
-        "block": bytes(block).hex(),
-        "weights": q4k.decode(block),
-        "explain_bytes": [q4k.explain_byte(block, p) for p in (0, 1, 2, 31, 32, 63, 64, 95, 96, 127)],
-    }
-
-
-def q4k_pack_cases() -> list:
-    rng = np.random.default_rng(1212)
-    pairs = [(np.zeros(8, int), np.zeros(8, int)), (np.full(8, 63), np.full(8, 63))]
-    pairs += [(q4k.PRESENTATION_SCALES, q4k.PRESENTATION_MINS)]
-    pairs += [(rng.integers(0, 64, 8), rng.integers(0, 64, 8)) for _ in range(20)]
-    return [{"scales": s, "mins": m, "bytes": q4k.pack_scale_min(s, m)} for s, m in pairs]
-
-
-def q4k_placement_cases() -> list:
-    return [{"payload_index": p, "lanes": q4k.lanes(p), "subblocks": q4k.subblocks(p)} for p in range(128)]
-
-
-def q4k_metadata_source_cases() -> list:
-    return [{"subblock": j, "sources": q4k.metadata_sources(j)} for j in range(8)]
-
-
-#: the weights the first case of a 256-weight format explains: one in every 16-weight subblock,
-#: each at another position, so every scale's placement and every quarter's; the other cases
-#: explain a few random weights, and every case the last weight by the index -1
-SUPER_BLOCK_SPREAD = [16 * j + (5 * j) % 16 for j in range(16)]
-
-
-def _block_tensor_class(fmt):
-    return fmt.from_gguf.__self__  # from_gguf is the tensor class's own classmethod
-
-
-def _planted_block(rng, tensor_class, halves) -> np.ndarray:
-    """One block's bytes made from chosen fields: float16 scales from `halves`, random codes, and
-    sub-block scales and minimums all different from one another within the block."""
-    fields = {}
-    for field in tensor_class.fields:
-        if field.dtype == np.float16:
-            fields[field.name] = np.array([halves[field.name]], np.float16)
-            continue
-        limits = np.iinfo(field.dtype)
-        low = limits.min if field.low is None else field.low
-        high = limits.max if field.high is None else field.high
-        if field.per_block is None:
-            values = rng.integers(low, high + 1, tensor_class.block.weights)
-        else:
-            values = rng.choice(np.arange(low, high + 1), field.per_block[0], replace=False)[None, :]
-        fields[field.name] = values.astype(field.dtype)
-    return tensor_class(**fields).to_gguf()
-
-
-def _random_block(rng, tensor_class) -> np.ndarray:
-    """Random bytes with every float16 part a random finite float16 (explain has no reading of inf)."""
-    block = rng.integers(0, 256, tensor_class.block.gguf.bytes).astype(np.uint8)
-    start = 0
-    for part in tensor_class.gguf_layout:
-        if part.half:
-            block[start : start + 2] = np.array([random_fp16_bits(rng, finite=True)], "<u2").view(np.uint8)
-        start += part.size
-    return block
-
-
-def _asymmetric_weights(rng, n: int) -> np.ndarray:
-    """N(mean, spread) weights whose mean and spread change every 16 weights, so a super-block's
-    sub-block scales and minimums all differ."""
-    spread = np.exp(rng.uniform(-4, 1, n // 16)).repeat(16)
-    mean = rng.uniform(-1, 1, n // 16).repeat(16) * spread
-    return (mean + spread * rng.standard_normal(n)).astype(np.float32)
-
-
-def _explained(tensor, index: int) -> dict:
-    """explain(index) of a one-block tensor, without the keys that place the block in a tensor."""
-    explained = tensor.explain(index)
-    return {"index": index, **{key: value for key, value in explained.items() if key not in ("position", "block")}}
-
-
-def _format_blocks(rng, fmt) -> list:
-    """One format's blocks: quantized from weights whose scale changes from sub-block to sub-block,
-    planted with chosen fields (float16 scales of moderate size, random ones, -0; sub-scales all
-    different), and random bytes."""
-    tensor_class = _block_tensor_class(fmt)
-    halves = [part.name for part in tensor_class.gguf_layout if part.half]
-    picks = (
-        lambda: np.float16(rng.choice([-1, 1]) * log_spread(rng, -12, 2, 1)[0]),
-        lambda: np.uint16(random_fp16_bits(rng, finite=True)).view(np.float16),
-        lambda: np.float16(-0.0),
-    )
-    return [
-        fmt.to_gguf(_asymmetric_weights(rng, tensor_class.block.weights)),
-        *(_planted_block(rng, tensor_class, {name: pick() for name in halves}) for pick in picks),
-        _random_block(rng, tensor_class),
-    ]
-
-
-def gguf_block_cases() -> tuple[list, list]:
-    """Every block format the block explorer opens: (formats, cases). A format is its layout and
-    the errors a short block and a bad index raise; a case is one block's bytes, its weights and
-    the explanation of a spread of its weights."""
-    rng = np.random.default_rng(2205)
-    formats, cases = [], []
-    for type_name in gguf_browser.block_explorer_types():
-        fmt = by_gguf_type(type_name)
-        tensor_class = _block_tensor_class(fmt)
-        weights = tensor_class.block.weights
-        blocks = _format_blocks(rng, fmt)
-        for n, block in enumerate(blocks):
-            tensor = fmt.from_gguf(block)
-            if n > 0:
-                indices = sorted(int(i) for i in rng.choice(weights, 4, replace=False))
-            else:
-                indices = list(range(weights)) if weights == 32 else SUPER_BLOCK_SPREAD
-            cases.append(
-                {
-                    "type_name": type_name,
-                    "block": bytes(block).hex(),
-                    "weights": tensor.dequantize(),
-                    "explain": [_explained(tensor, i) for i in [*indices, -1]],
-                }
-            )
-        first = fmt.from_gguf(blocks[0])
-        formats.append(
-            {
-                "type_name": type_name,
-                "weights": weights,
-                "subblock_weights": tensor_class.subblock_weights,
-                "bytes": tensor_class.block.gguf.bytes,
-                "layout": [[part.name, part.size, part.words] for part in tensor_class.gguf_layout],
-                "short_block": outcome(fmt.from_gguf, blocks[0][:-1])["error"],
-                "index_past_the_end": outcome(first.explain, weights)["error"],
-                "index_before_the_start": outcome(first.explain, -weights - 1)["error"],
-            }
-        )
-    return formats, cases
-
-
 # ---------------------------------------------------------------------------------------------
-# Number text and sizes
+# The registry and sizes (number text, the exercises and the zoo: golden_teach.py)
 # ---------------------------------------------------------------------------------------------
-
-
-def log_spread(rng: np.random.Generator, low: int, high: int, n: int) -> np.ndarray:
-    """n magnitudes spread over 2**low .. 2**high, one binade as likely as another, each exact: a
-    uniform mantissa in [1, 2) times a whole power of two. np.exp2 of a fraction differs by an ulp
-    between CPUs (numpy picks a SIMD path per machine), which made golden.json depend on the
-    machine that wrote it."""
-    return np.ldexp(rng.uniform(1.0, 2.0, n), rng.integers(low, high, n))
-
-
-def format_lab_number_cases() -> list:
-    rng = np.random.default_rng(1010)
-    values = [0.0, -0.0, math.nan, math.inf, -math.inf, 1.0, -1.5, 0.1, 1e16, 1e-5, 1e-4, 123456.0, 1234567890.0]
-    values += [12345678905.0, 10000000005.0, 2.0**-15, -(2.0**-15), 2.0**-127, 2.0**127, 6 * 2.0**127, 5e-324]
-    values += [9999999999.5, 99999.999995, 0.00012345678905]
-    values += log_spread(rng, -149, 127, 120).astype(np.float32).astype(np.float64).tolist()
-    values += (rng.uniform(-1, 1, 60) * np.exp2(rng.integers(-30, 40, 60))).tolist()
-    return [{"value": float(v), "text": format_lab_number(v)} for v in values]
-
-
-#: text from outside the lab: controls, zero-width and bidi marks, other spaces, emoji, scripts
-#: that run right to left, markup that must stay text, and values long enough to be cut
-VISIBLE_TEXTS = [
-    "",
-    "plain name.weight",
-    "<b>x</b> **y** [a](javascript:alert(1))",
-    "tab\there\nnew line\r\x00\x1f\x7f\x85",
-    "zero\u200bwidth \u200c\u200d\ufeff joiners",
-    "right\u202eto left\u2066isolate\u2069",
-    "no\u00a0break en\u2002em\u2003 ideographic\u3000 space",
-    "line\u2028para\u2029",
-    "emoji 🧪🇩🇪 and a tag \U000e0041",
-    "Größe · 日本語のテキスト · עברית · العربية",
-    "private \ue000 use",
-]
-VISIBLE_LIMITS = [None, 1, 2, 5, 8, 12, 40]
-
-
-def visible_text_cases() -> list:
-    return [
-        {"text": text, "limit": limit, "shown": visible(text, limit)}
-        for text in VISIBLE_TEXTS
-        for limit in VISIBLE_LIMITS
-    ]
-
-
-def format_float32_cases() -> list:
-    rng = np.random.default_rng(3232)
-    values = [0.0, -0.0, math.nan, math.inf, -math.inf, 1.0, -3.25, 0.1, 1e7, 1e-4, 2.0**-149, 2.0**-126, 2.0**-127]
-    values += [float(np.float32(1e-4)), float(np.nextafter(np.float32(1e-4), np.float32(0)))]
-    values += [float(np.nextafter(np.float32(1e7), np.float32(0))), 16777216.0, 65504.0, 2.0**-24, 2.0**127]
-    values += [float(np.finfo(np.float32).max), 0.3, 33554432.0, 1.0 + 2.0**-23]
-    # Even mantissas whose shortest text sits exactly on the midpoint to a neighbour: numpy
-    # counts the midpoint as reading back to the even value, so "3.355445e+07" is enough.
-    values += [33554448.0, 67108896.0, 134217792.0, 268435584.0, 8590399488.0, 549785567232.0]
-    values += [2.0**k for k in range(-149, 128, 7)]
-    patterns = rng.integers(0, 1 << 32, 250, dtype=np.uint64).astype(np.uint32).view(np.float32)
-    values += [float(v) for v in patterns if np.isfinite(v)]
-    values += (np.float32(0.125) * rng.integers(0, 64, 40).astype(np.float32) * rng.integers(0, 16, 40)).tolist()
-    return [{"value": np.float32(v), "text": format_float32(v)} for v in values]
 
 
 def registry_cases() -> list:
@@ -794,153 +521,6 @@ def e4m3_encode_ml_dtypes_cases() -> list:
     as32 = np.array(values, dtype=np.float32)
     cast = as32.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
     return [{"x": float(x), "byte": int(b)} for x, b in zip(as32, cast, strict=True)]
-
-
-# ---------------------------------------------------------------------------------------------
-# Exercises: the PRNG, the zoo's data and answers computed by lab/
-# ---------------------------------------------------------------------------------------------
-
-
-def mulberry32(seed: int):
-    """The exercises' PRNG (codec/teach/exercises.js), in 32-bit arithmetic."""
-    state = seed & 0xFFFFFFFF
-
-    def imul(a: int, b: int) -> int:
-        return (a * b) & 0xFFFFFFFF
-
-    def draw() -> float:
-        nonlocal state
-        state = (state + 0x6D2B79F5) & 0xFFFFFFFF
-        t = state
-        t = imul(t ^ (t >> 15), t | 1)
-        t ^= (t + imul(t ^ (t >> 7), t | 61)) & 0xFFFFFFFF
-        return ((t ^ (t >> 14)) & 0xFFFFFFFF) / 4294967296
-
-    return draw
-
-
-def exercise_seed(seed: int, kind: str, round_: int) -> int:
-    value = 0x811C9DC5
-    for char in kind:
-        value = ((value ^ ord(char)) * 0x01000193) & 0xFFFFFFFF
-    return (value ^ (seed & 0xFFFFFFFF) ^ ((round_ * 0x9E3779B9) & 0xFFFFFFFF)) & 0xFFFFFFFF
-
-
-def prng_cases() -> list:
-    cases = []
-    for seed, kind, round_ in [
-        (0, "nibble-decode", 0),
-        (1, "e8m0-rule", 0),
-        (1, "e8m0-rule", 5),
-        (2**32 - 1, "zoo-check", 3),
-    ]:
-        mixed = exercise_seed(seed, kind, round_)
-        draw = mulberry32(mixed)
-        cases.append({"seed": seed, "kind": kind, "round": round_, "mixed": mixed, "draws": [draw() for _ in range(6)]})
-    return cases
-
-
-def zoo_cases() -> dict:
-    wrong = [s for s in zoo_specimens.SPECIMENS if s.deliberately_wrong]
-    return {
-        # (number, title) pairs in Python's order: a JS object would list its number keys ascending
-        "check_titles": list(zoo_checks.CHECK_TITLES.items()),
-        "wrong_specimens": [
-            {"name": s.name, "kind": s.kind, "what_is_wrong": s.what_is_wrong, "caught_by": list(s.caught_by)}
-            for s in wrong
-        ],
-    }
-
-
-def _padded(code: int, length: int) -> np.ndarray:
-    return np.array([code] + [0] * (length - 1))
-
-
-def exercise_cases() -> list:
-    """Instance parameters chosen here and the answer lab/ computes; the node test feeds the
-    parameters to exerciseSolve and exerciseCheck and compares bit for bit."""
-    rng = np.random.default_rng(5150)
-    cases = []
-
-    def add(kind, params, answer, accepted=None):
-        case = {"kind": kind, "params": params, "answer": answer}
-        if accepted is not None:
-            case["accepted"] = accepted
-        cases.append(case)
-
-    readings = {"E2M1": e2m1.decode, "UINT4": nibble.as_uint4, "INT4": nibble.as_int4}
-    for code in range(16):
-        for reading, decode in readings.items():
-            add("nibble-decode", {"code": code, "reading": reading}, decode(code))
-    values = [float(e2m1.decode(c)) for c in range(16)]
-    for value in values:
-        if value != 0:
-            add("e2m1-code", {"value": value}, values.index(value))
-    for _ in range(12):
-        w, s = int(rng.integers(-400, 401)) / 100, 2.0 ** int(rng.integers(-3, 1))
-        add("scale-nearest", {"w": w, "scale": s}, scale.analyse([w], [1.0], s).w_hat[0])
-        w2 = [int(v) / 10 for v in rng.integers(-30, 31, 2)]
-        x2 = [float(v) for v in rng.choice([-3, -2, -1, 1, 2, 3], 2)]
-        s2 = 2.0 ** int(rng.integers(-2, 1))
-        add("scale-delta-y", {"w": w2, "x": x2, "scale": s2}, scale.analyse(w2, x2, s2).delta_y)
-    for amax in [0.75, 1.5, 3.0, 5.99, 6.0, 6.01, 9.99, 12.0, 0.0625, 24.5]:
-        for rule in e8m0.SCALE_RULES:
-            add("e8m0-rule", {"amax": amax, "rule": rule}, e8m0.encode(amax, rule))
-    for _ in range(12):
-        code, byte = int(rng.integers(0, 16)), int(rng.integers(122, 132))
-        add(
-            "mxfp4-decode",
-            {"code": code, "scale_byte": byte},
-            mxfp4.from_parts(_padded(code, 32), [byte]).dequantize()[0],
-        )
-        byte4, g = int(rng.integers(0x28, 0x49)), float(rng.choice([672, 1344, 2688, 5376, 10752]))
-        weight = nvfp4.from_parts(_padded(code, 16), [byte4], global_scale=g).dequantize()[0]
-        add("nvfp4-decode", {"code": code, "scale_byte": byte4, "global_scale": g}, weight)
-        trap = int(rng.integers(3, 11)) << 3
-        add(
-            "nvfp4-reciprocal",
-            {"code": max(code, 1), "scale_byte": trap},
-            nvfp4.from_parts(_padded(max(code, 1), 16), [trap]).dequantize()[0],
-        )
-    for p in (0, 1, 31, 32, 63, 64, 100, 127):
-        low, high = q4k.lanes(p)
-        add("q4k-lane", {"payload_index": p, "nibble": "low"}, low)
-        add("q4k-lane", {"payload_index": p, "nibble": "high"}, high)
-    for _ in range(6):
-        b12 = [int(v) for v in rng.integers(0, 256, 12)]
-        scales, mins = q4k.unpack_scale_min(np.array(b12))
-        for j in range(8):
-            add("q4k-metadata", {"metadata": b12, "subblock": j, "field": "s"}, scales[j])
-            add("q4k-metadata", {"metadata": b12, "subblock": j, "field": "m"}, mins[j])
-    gguf = {"Q4_K": q4k, "Q8_0": q8_0}
-    for name, module in gguf.items():
-        add("gguf-bpw", {"type": name}, module.BITS_PER_WEIGHT)
-        for rows, columns in [(1, 256), (2, 2816), (4096, 4096), (32, 512)]:
-            blocks = rows * columns // module.BLOCK_WEIGHTS
-            add("gguf-bytes", {"type": name, "rows": rows, "columns": columns}, blocks * module.BLOCK_BYTES)
-    for billions in (1, 3, 7, 8, 13, 70, 405):
-        for name in ("BF16", "ideal 4-bit", "MXFP4", "NVFP4", "Q4_K", "Q8_0"):
-            bits = sizes.FORMAT_BITS_PER_WEIGHT[name]
-            add("capacity-gb", {"billions": billions, "format": name}, sizes.payload_gigabytes(billions * 10**9, bits))
-    for bits in (2, 3, 4, 8):
-        for group in (32, 64, 128):
-            add("capacity-affine", {"bits": bits, "group_size": group}, affine.bits_per_weight(bits, group))
-    for specimen in zoo_specimens.SPECIMENS:
-        if specimen.deliberately_wrong:
-            add("zoo-check", {"specimen": specimen.name}, specimen.caught_by[0], list(specimen.caught_by))
-    wrong_decoders = {
-        "raw E8M0 byte as the scale": zoo_specimens.decode_mxfp4_raw_scale_byte,
-        "INT4 instead of E2M1": zoo_specimens.decode_mxfp4_int4_elements,
-    }
-    for name, decoder in wrong_decoders.items():
-        for code in (1, 5, 7, 8, 10, 15):
-            for byte in (124, 127, 129):
-                add(
-                    "zoo-wrong-value",
-                    {"specimen": name, "code": code, "scale_byte": byte},
-                    decoder(_padded(code, 32), [byte])[0],
-                )
-    return cases
 
 
 # ---------------------------------------------------------------------------------------------
