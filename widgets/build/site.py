@@ -209,6 +209,12 @@ body {{ display: flex; flex-direction: column; height: 100vh; margin: 0; }}
 .lab-static-banner {{ font: 16px/1.45 system-ui, sans-serif; background: #fff4d6; color: #1a1a1a;
   border-bottom: 2px solid #e69f00; padding: 0.4rem 1rem; }}
 .lab-static-banner a {{ color: #0072b2; }}
+.lab-banner-short {{ display: none; }}
+@media (max-width: 700px) {{
+  .lab-static-banner {{ white-space: nowrap; overflow: hidden; text-overflow: ellipsis; padding: 0.3rem 1rem; }}
+  .lab-banner-short {{ display: inline; }}
+  .lab-banner-long {{ display: none; }}
+}}
 .lab-fallback {{ font: 19px/1.5 system-ui, sans-serif; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; }}
 /* marimo draws its controls as display: contents elements, which take no opacity or filter; give
    them (and their wrapper, which carries the note) a box of their own. */
@@ -235,12 +241,16 @@ new MutationObserver(() => {{
 }}).observe(document.documentElement, {{ childList: true, subtree: true }});
 </script>
 """
-# Kept short: it holds its own row above the page, and on a 390 px phone every line of it is a
-# line less of the course.
+# Kept short: it holds its own row above the page, and on a phone every line of it is a line less
+# of the course. A phone gets one line for the reader in front of it, who has no terminal to run the
+# live lab in; a wider screen also says how to get the live lab.
 STATIC_BANNER = (
-    '<div class="lab-static-banner" role="note"><strong>Static page:</strong> the lab\'s widgets work; '
-    "marimo's sliders and menus stay where the page was built (readouts say so). "
-    'Live lab: <code>python3 labctl.py open</code> \u00b7 <a href="index.html">Contents</a></div>'
+    '<div class="lab-static-banner" role="note">'
+    '<span class="lab-banner-short">Widgets live; menus fixed as built</span>'
+    "<span class=\"lab-banner-long\"><strong>Static page:</strong> the lab's widgets work; marimo's "
+    "sliders and menus stay where the page was built (readouts say so). On a computer with the lab, "
+    "<code>python3 labctl.py open</code> runs it live</span>"
+    ' \u00b7 <a href="index.html">Contents</a></div>'
 )
 # Shown until marimo's app mounts: React replaces everything inside #root when it renders. Opened
 # from disk (file://) the browser refuses marimo's module scripts, so this is what stays.
