@@ -75,16 +75,20 @@ def test_a_seed_that_is_not_a_whole_number_is_refused_beside_it():
         assert log.blocked == [] and log.console_errors == []
 
 
-def test_a_long_typed_path_is_refused_inside_a_phones_width():
+@pytest.fixture(scope="module")
+def notebook_six():
+    # one server for the tests of notebook 6: in the app view each page gets a kernel of its own
+    notebook = NOTEBOOKS / "06_files_and_recipes.py"
+    with marimo_server(Path(sys.executable), "run", notebook, quiet=True, start_s=90) as server:
+        yield server.url()
+
+
+def test_a_long_typed_path_is_refused_inside_a_phones_width(notebook_six):
     """Notebook 6's path box: 5,000 characters get a FileReadError that names the path cut short
     (it used to raise OSError into the cell), and the refusal wraps inside a 390 px page."""
-    notebook = NOTEBOOKS / "06_files_and_recipes.py"
-    with (
-        marimo_server(Path(sys.executable), "run", notebook, quiet=True, start_s=60) as server,
-        browser_page() as (page, log),
-    ):
+    with browser_page() as (page, log):
         page.set_viewport_size({"width": 390, "height": 900})
-        page.goto(server.url())
+        page.goto(notebook_six)
         page.get_by_text("Open a file").first.wait_for(timeout=60000)
         field = page.get_by_role("textbox", name="or type the path of a GGUF file on this machine")
         field.fill("x" * 5000)
@@ -101,7 +105,7 @@ def test_a_long_typed_path_is_refused_inside_a_phones_width():
         assert log.blocked == [] and log.console_errors == []
 
 
-def test_a_new_pick_in_notebook_six_sets_the_explorer_it_already_has():
+def test_a_new_pick_in_notebook_six_sets_the_explorer_it_already_has(notebook_six):
     """Notebook 6 keeps one explorer of each kind, and a pick sets its inputs (a new widget for each
     pick raced marimo, which drops a widget's script when its cell re-runs, even while the browser
     still loads it). Block 5 of the real file then shows its own bytes, read here with gguf-py."""
@@ -110,13 +114,9 @@ def test_a_new_pick_in_notebook_six_sets_the_explorer_it_already_has():
     path = require_shipped_gguf()
     tensor = next(t for t in GGUFReader(path).tensors if t.name == "blk.0.attn_output.weight")
     block = tensor.data.reshape(-1)[5 * 144 : 6 * 144]  # Q4_K: 144 bytes a block
-    notebook = NOTEBOOKS / "06_files_and_recipes.py"
-    with (
-        marimo_server(Path(sys.executable), "run", notebook, quiet=True, start_s=90) as server,
-        browser_page() as (page, log),
-    ):
+    with browser_page() as (page, log):
         page.set_viewport_size({"width": 1280, "height": 900})
-        page.goto(server.url())
+        page.goto(notebook_six)
         expect(page.get_by_role("textbox", name="payload byte 0", exact=True)).to_have_count(1, timeout=90000)
         # marimo puts its label's HTML into aria-label, so the name is matched, not equalled
         field = page.get_by_role("textbox", name=re.compile(r"block \(0 to"))

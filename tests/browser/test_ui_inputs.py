@@ -54,9 +54,14 @@ def test_every_text_field_survives_hostile_entries(pages, slug):
         before = page.evaluate(PROBE)
         keys = [field["key"] for field in before["fields"]]
         assert keys, f"{slug} has no text field"
+        # a page reloaded after a refusal is the page as opened (nothing of the refusal is kept), so
+        # the next entry starts from it; after an accepted entry the page is opened afresh
+        as_opened = False
         for key in keys:
             for entry in REFUSED + MAYBE:
-                open_standalone(page, pages, slug)
+                if not as_opened:
+                    open_standalone(page, pages, slug)
+                as_opened = False
                 field = page.locator(f"#widget input[data-focus='{key}']")
                 field.fill(entry)
                 field.press("Enter")
@@ -74,6 +79,7 @@ def test_every_text_field_survives_hostile_entries(pages, slug):
                     reloaded = page.evaluate(PROBE)
                     assert reloaded["controls"] == before["controls"], (slug, key, entry)
                     assert all(not f["invalid"] for f in reloaded["fields"]), (slug, key, entry)
+                    as_opened = True
         assert dialogs == [] and page.evaluate("typeof window.alertRan") == "undefined"
         assert log.blocked == [] and log.console_errors == []
 
