@@ -219,6 +219,15 @@ def lan_banner(addresses: list[str], hostname: str, port: int, *, colour: bool) 
     return "\n".join(lines)
 
 
+# The colours of the lab's own pages (the index, /room): the reader's theme, text above 7:1 in both.
+THEME_CSS = """:root { color-scheme: light dark; }
+body { color: #1a1a1a; background: #ffffff; }
+a { color: #005a8c; }
+@media (prefers-color-scheme: dark) {
+  body { color: #e8e6e3; background: #181a1b; }
+  a { color: #7cc4f4; }
+}"""
+
 ROOM_PAGE = """<!doctype html>
 <html lang="en">
 <head>
@@ -226,29 +235,20 @@ ROOM_PAGE = """<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Join the four-bit lab</title>
 <style>
-/* the room page follows the reader's theme, as the index does: above 7:1 for text, both ways */
-:root {{ color-scheme: light dark; }}
+{theme}
 /* sizes grow with the screen, so the back row of a room reads the projector as a phone reads it */
-body {{ font-family: system-ui, sans-serif; font-size: clamp(20px, 1.5vw, 32px); line-height: 1.5; margin: 0;
-  padding: 1rem max(1rem, 3vw); color: #1a1a1a; background: #ffffff; }}
+body {{ font-family: system-ui, sans-serif; font-size: clamp(20px, 1.5vw, 32px); line-height: 1.5; margin: 0; padding: 1rem max(1rem, 3vw); }}
 h1 {{ font-size: clamp(28px, 3vw, 60px); line-height: 1.2; margin: 0.5rem 0 1rem; }}
-a {{ color: #005a8c; }}
 /* a phone stacks the code above the addresses; a wide screen sets them side by side */
 .room {{ display: flex; flex-wrap: wrap; gap: 1rem 4vw; align-items: center; }}
 .room > div {{ flex: 1 1 18rem; min-width: 0; }}
-/* an address fits one line of a 390 px phone; a longer IPv6 one wraps rather than leaving the page */
-.addresses {{ list-style: none; padding: 0; font-family: ui-monospace, monospace; font-size: clamp(18px, 2.4vw, 48px);
-  overflow-wrap: anywhere; }}
+/* an address fits one line of a 390 px phone; a longer IPv6 one wraps inside the page */
+.addresses {{ list-style: none; padding: 0; font-family: ui-monospace, monospace; font-size: clamp(18px, 2.4vw, 48px); overflow-wrap: anywhere; }}
 .addresses li {{ margin: 0.3rem 0; }}
 .note {{ display: block; font-family: system-ui, sans-serif; font-size: clamp(18px, 1.2vw, 28px); }}
-/* a camera needs dark modules on a light ground, so the code keeps its white quiet zone in both
-   themes; on a projector it takes most of the screen's height, for a phone at the back */
+/* dark modules on white in both themes, as a camera needs; most of a projector's height */
 .room > .qr {{ flex: 0 0 auto; width: min(100%, 72vh); }}
 .qr svg {{ display: block; width: 100%; height: auto; background: #ffffff; shape-rendering: crispEdges; }}
-@media (prefers-color-scheme: dark) {{
-  body {{ color: #e8e6e3; background: #181a1b; }}
-  a {{ color: #7cc4f4; }}
-}}
 </style>
 </head>
 <body>
@@ -283,7 +283,7 @@ def room_page(addresses: list[str], hostname: str, port: int) -> bytes:
     else:
         qr = ""
         invitation = shown(NO_ADDRESS)
-    return ROOM_PAGE.format(qr=qr, invitation=invitation, links="\n".join(links)).encode("utf-8")
+    return ROOM_PAGE.format(theme=THEME_CSS, qr=qr, invitation=invitation, links="\n".join(links)).encode("utf-8")
 
 
 # Compressed copies and cache headers.

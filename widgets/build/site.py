@@ -320,15 +320,10 @@ def index_page() -> str:
 <title>The four-bit lab</title>
 <link rel="icon" href="favicon.ico">
 <style>
-/* the index follows the reader's theme, as the course pages do: above 7:1 for text, both ways */
-:root {{ color-scheme: light dark; }}
-body {{ font-family: system-ui, sans-serif; font-size: 19px; line-height: 1.5; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; color: #1a1a1a; background: #ffffff; }}
-a {{ color: #005a8c; }}
+/* the index follows the reader's theme, as the course pages do */
+{serve.THEME_CSS}
+body {{ font-family: system-ui, sans-serif; font-size: 19px; line-height: 1.5; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; }}
 li {{ margin: 0.4rem 0; }}
-@media (prefers-color-scheme: dark) {{
-  body {{ color: #e8e6e3; background: #181a1b; }}
-  a {{ color: #7cc4f4; }}
-}}
 </style>
 </head>
 <body>
