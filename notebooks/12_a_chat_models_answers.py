@@ -109,7 +109,7 @@ def _(course, format_number, mo, study):
                 f"""
                 ## The table llama.cpp's README prints
 
-                Over the passage's {study.passage_tokens or "cached"} tokens, against the file's own
+                Over the passage's {study.passage_tokens} tokens, against the file's own
                 weights. KL divergence is in nats per token. "Linears refitted" counts the Linears whose
                 rows a format's blocks do not divide: a K-quant stores them in llama.cpp's fallback type
                 (Q5_0 for Q4_K, as the file itself does), and any other format leaves them with the

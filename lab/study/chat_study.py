@@ -110,6 +110,7 @@ class FormatResult:
     nll_delta: float  # nll minus the reference's
     continuations: tuple[Continuation, ...]
     fallbacks: tuple[str, ...]  # Linears kept with the file's weights, with why
+    passage_tokens: int  # the passage's tokens the measures ran over, <bos> included
 
     @property
     def perplexity(self) -> float:
@@ -120,7 +121,12 @@ class FormatResult:
 class ChatStudy:
     reference: FormatResult
     formats: tuple[FormatResult, ...]
-    passage_tokens: int | None  # None when every result came from the cache
+
+    @property
+    def passage_tokens(self) -> int:
+        """The passage's tokens, <bos> included: kept with each result, so a study read back from the
+        cache says the same as the one that measured it."""
+        return self.reference.passage_tokens
 
     def rows(self) -> list[dict]:
         return [
@@ -227,6 +233,7 @@ def _to_entry(result: FormatResult) -> dict:
             [c.prompt, list(c.ids), c.text, c.first_divergence, c.agreeing, c.departing] for c in result.continuations
         ],
         "fallbacks": list(result.fallbacks),
+        "passage_tokens": result.passage_tokens,
     }
 
 
@@ -246,6 +253,7 @@ def _from_entry(entry) -> FormatResult | None:
                 for p, ids, t, d, a, b in entry["continuations"]
             ),
             fallbacks=tuple(str(f) for f in entry["fallbacks"]),
+            passage_tokens=int(entry["passage_tokens"]),
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -302,9 +310,20 @@ def run_study(
         return found
 
     def reference() -> FormatResult:
-        nll = reference_measure()["nll"]
+        measure = reference_measure()
         continuations, _ = _continuations(the_model(), prompts, None, None, tokens)
-        return FormatResult(REFERENCE, "the file's weights", None, 0.0, 1.0, nll, 0.0, continuations, ())
+        return FormatResult(
+            REFERENCE,
+            "the file's weights",
+            None,
+            0.0,
+            1.0,
+            measure["nll"],
+            0.0,
+            continuations,
+            (),
+            int(measure["ids"].size),
+        )
 
     total = len(names) + 1
     if progress:
@@ -335,13 +354,13 @@ def run_study(
                     + fallback.reason
                     for fallback in fallbacks
                 ),
+                int(measure["ids"].size),
             )
 
         results.append(cached(name, measured))
     if progress:
         progress(total, total, "done")
-    passage_tokens = int(measured_reference["ids"].size) if measured_reference else None
-    return ChatStudy(ref, tuple(results), passage_tokens)
+    return ChatStudy(ref, tuple(results))
 
 
 def answers(

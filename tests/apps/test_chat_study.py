@@ -55,6 +55,10 @@ def test_a_study_reads_back_from_the_cache_without_the_model(model, monkeypatch,
     monkeypatch.setattr(chat, "load", lambda *a: pytest.fail("the model was loaded for a warm study"))
     warm = chat_study.run_study(["q8_0"], cache=True, **short)
     assert warm.rows() == cold.rows() and warm.formats == cold.formats
+    # the token count is the tokenizer's, and a warm study says it as the cold one did
+    tokens = len(model.tokenize(short["passage"]))
+    assert warm.passage_tokens == cold.passage_tokens == tokens
+    assert [result.passage_tokens for result in warm.formats] == [tokens]
 
 
 @pytest.mark.parametrize(
