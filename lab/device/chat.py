@@ -32,6 +32,7 @@ from lab.device.steps import Steps, device_name, mlx_devices, mlx_version
 from lab.errors import LabError
 from lab.formats import FORMATS, mlx_layout
 from lab.formats.registry import Format, get
+from lab.numbers import format_number
 from lab.study import cache as result_cache
 from lab.study import chat_study, shipped_gguf
 from lab.study.chat.gguf_model import LINEARS
@@ -95,7 +96,7 @@ class ChatDeviceReport:
             parts.append(
                 f"**{shown(run.device)} ({shown(run.device_name)})**: every Linear's output {verdict} the "
                 f"float32 accumulation bound (at most {run.bound_used:.1%} of it used, in "
-                f"{shown(run.worst_linear)}; largest difference {run.max_abs_diff:.3g})."
+                f"{shown(run.worst_linear)}; largest difference {format_number(run.max_abs_diff, 3)})."
             )
             rows = ["| prompt | the same tokens | largest logit difference | the lab's margin where they part |"]
             rows.append("|---:|---|---:|---:|")
@@ -105,8 +106,8 @@ class ChatDeviceReport:
                     if answer.first_divergence is None
                     else f"the first {answer.first_divergence}"
                 )
-                margin = "-" if answer.lab_margin is None else f"{answer.lab_margin:.3g}"
-                rows.append(f"| {index} | {same} | {answer.max_logit_diff:.3g} | {margin} |")
+                margin = "—" if answer.lab_margin is None else format_number(answer.lab_margin, 3)
+                rows.append(f"| {index} | {same} | {format_number(answer.max_logit_diff, 3)} | {margin} |")
             parts.append("\n".join(rows))
             if run.refusals:
                 parts.append("MLX refused: " + "; ".join(shown(refusal) for refusal in run.refusals))

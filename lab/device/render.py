@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lab.device.report import non_finite_summary
-from lab.numbers import position_text
+from lab.numbers import format_number, position_text
 
 if TYPE_CHECKING:
     from lab.device.report import (
@@ -98,7 +98,7 @@ def _run_markdown(run: DeviceRun) -> list[str]:
 
 
 def _number(value) -> str:
-    return "—" if value is None else f"{value:.6g}"
+    return "—" if value is None else format_number(value, 6)
 
 
 def _comparison_table(comparisons) -> list[str]:
@@ -139,10 +139,10 @@ def _difference_details(comparison: Comparison, original: np.ndarray | None = No
     # scales and biases are listed one per group; codes and weights one per element
     item = "scale group" if comparison.unit in ("scale", "bias") else "element"
     for d in comparison.differences:
-        before = "" if original is None else f" {float(original[d.index]):.9g} |"
+        before = "" if original is None else f" {format_number(float(original[d.index]), 9)} |"
         lines.append(
             f"| {position_text(d.index, item)} | {position_text(d.group, _group_word(comparison))} |{before} "
-            f"{d.reference:.9g} | {d.mlx:.9g} | {d.signed_difference:.3g} |"
+            f"{format_number(d.reference, 9)} | {format_number(d.mlx, 9)} | {format_number(d.signed_difference, 3)} |"
         )
     return lines + [""]
 
@@ -164,7 +164,7 @@ def _breakdown_lines(breakdown: Breakdown) -> list[str]:
     ]
     lines += [
         f"| {position_text(group, breakdown.label)} | {int(breakdown.not_identical[group])} | "
-        f"{int(breakdown.beyond_rounding[group])} | {float(breakdown.max_abs_diff[group]):.3g} |"
+        f"{int(breakdown.beyond_rounding[group])} | {format_number(float(breakdown.max_abs_diff[group]), 3)} |"
         for group in groups[:NAMED_GROUPS]
     ]
     if len(groups) > NAMED_GROUPS:
@@ -178,7 +178,7 @@ def _round_trip_lines(round_trip: RoundTrip) -> list[str]:
     lines = [
         f"*MLX's own round trip (mx.quantize, then mx.dequantize with dtype=float32) against the lab's "
         f"(quantize, then dequantize()): {comparison.verdict}.* Largest distance from the original "
-        f"weights: lab {round_trip.lab_max_error:.6g}, MLX {round_trip.mlx_max_error:.6g}.",
+        f"weights: lab {format_number(round_trip.lab_max_error, 6)}, MLX {format_number(round_trip.mlx_max_error, 6)}.",
         "",
     ]
     return lines + _difference_details(comparison, original=round_trip.original)
@@ -189,7 +189,7 @@ def _non_finite_lines(flag: NonFinite) -> list[str]:
         return []
     shown = flag.first[:NAMED_GROUPS]
     located = "; ".join(
-        f"{position_text(value.index)} = {value.value:g} ({position_text(value.group, 'scale group')}, {value.scale})"
+        f"{position_text(value.index)} = {format_number(value.value, 6)} ({position_text(value.group, 'scale group')}, {value.scale})"
         for value in shown
     )
     more = f" and {flag.count - len(shown)} more" if flag.count > len(shown) else ""
@@ -208,10 +208,10 @@ def _matmul_markdown(matmul: MatmulComparison) -> list[str]:
     flat = list(np.ndindex(matmul.y_reference.shape))
     for index in flat[:LISTED_DIFFERENCES]:
         lines.append(
-            f"| {position_text(index, 'output')} | {matmul.y_reference[index]:.9g} | {matmul.y_mlx[index]:.9g} | "
-            f"{matmul.signed_error[index]:.3g} | {matmul.relative_error[index]:.3g} | "
-            f"{matmul.accumulation_bound[index]:.3g} |"
-            + (f" {matmul.quantization_error[index]:.3g} |" if with_original else "")
+            f"| {position_text(index, 'output')} | {format_number(matmul.y_reference[index], 9)} | {format_number(matmul.y_mlx[index], 9)} | "
+            f"{format_number(matmul.signed_error[index], 3)} | {format_number(matmul.relative_error[index], 3)} | "
+            f"{format_number(matmul.accumulation_bound[index], 3)} |"
+            + (f" {format_number(matmul.quantization_error[index], 3)} |" if with_original else "")
         )
     if len(flat) > LISTED_DIFFERENCES:
         lines.append(f"| … {len(flat) - LISTED_DIFFERENCES} more |")

@@ -620,7 +620,19 @@ def test_mlx_round_trip_where_the_scale_rules_part(mx):
         assert (d.reference, d.mlx) == (lab_round_trip[d.index], mlx_round_trip[d.index])
     markdown = device.report_markdown(report)
     row, element = listed[0]
-    assert f"| row {row}, element {element} | row 0, scale group 0 | {w[row, element]:.9g} |" in markdown
+    # numbers are written with a real minus sign (U+2212), which never breaks a table cell on a phone
+    original = f"{w[row, element]:.9g}".replace("-", "\u2212")
+    assert f"| row {row}, element {element} | row 0, scale group 0 | {original} |" in markdown
+    round_trip_table = markdown[markdown.index("MLX's own round trip") :]
+    rows = [line for line in round_trip_table.splitlines() if line.startswith("| row ")]
+    assert rows and re.findall(r"(?<=[\de])-|-(?=[\d.])", "\n".join(rows)) == []
+    negative = [d for d in comparison.differences if d.signed_difference < 0]
+    assert negative  # the ceil rule's round trip lands on both sides of the floor rule's
+    for d in comparison.differences:
+        cells = next(line for line in rows if line.startswith(f"| row {d.index[0]}, element {d.index[1]} |")).split(
+            " | "
+        )
+        assert float(cells[-1].rstrip(" |").replace("\u2212", "-")) == pytest.approx(d.signed_difference, rel=5e-3)
 
 
 def test_mlx_round_trip_flags_the_non_finite_values_mlx_returns(mx):
