@@ -120,14 +120,6 @@ DRAWN = (
 )
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("chart-site")
-    sitebuild.build(directory, notebooks=[sitebuild.NOTEBOOKS / f"{name}.py" for name in NOTEBOOKS])
-    with static_server(directory) as url:
-        yield url
-
-
 def _gallery_calls() -> list[tuple[str, list]]:
     """Charts whose legends and labels depend on the data, each called with data that makes them
     widest: the course's notebooks draw them with whatever their dropdowns start on (notebook 10:

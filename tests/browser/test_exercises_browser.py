@@ -19,8 +19,6 @@ from chromium import COUNT_CREATED, browser_page, chromium_path, open_standalone
 from playwright.sync_api import expect
 
 from bench.harness.chromium import chromium as launch_chromium
-from bench.harness.static_server import static_server
-from widgets.build import site as sitebuild
 
 pytestmark = pytest.mark.browser
 
@@ -373,12 +371,10 @@ def test_a_hostile_store_is_set_aside_and_shows_only_as_text(pages):
         assert log.blocked == [] and log.console_errors == []
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("course")
-    sitebuild.build(directory, notebooks=[sitebuild.NOTEBOOKS / "01_one_nibble.py"])
-    with static_server(directory) as url:
-        yield f"{url}/01_one_nibble.html"
+@pytest.fixture
+def course(server):
+    """Notebook 1's course page on the site every browser test shares (tests/browser/conftest.py)."""
+    return f"{server}/01_one_nibble.html"
 
 
 def test_a_course_page_keeps_the_students_numbers_and_progress_across_a_reload(course):

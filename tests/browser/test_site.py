@@ -12,33 +12,30 @@ import pytest
 from chromium import browser_page
 from playwright.sync_api import expect
 
-from bench.harness.static_server import static_server
 from widgets.build import site as sitebuild
 
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("site")
-    sitebuild.build(directory)
-    return directory
+def test_every_page_loads_offline_with_no_errors_and_links_its_neighbours(site, server):
+    """Every page once, on a 1440 px screen in a light theme (the phone and dark case is the test
+    below): no request leaves the machine, no file is missing, nothing shows as raw Markdown; each
+    course page links the pages before and after it, follows the reader's theme, keeps its prose
+    and marimo's controls at 16 px or more and never scrolls sideways."""
+    from lab.teach import course
 
-
-@pytest.fixture(scope="module")
-def server(site):
-    with static_server(site) as url:
-        yield url
-
-
-def test_every_page_loads_offline_with_no_errors(site, server):
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if "assets/" not in p.as_posix())
     assert "index.html" in pages and "01_one_nibble.html" in pages and "explainers/q4k-explorer.html" in pages
+    in_order = [file.removesuffix(".py") + ".html" for file, _, _ in course.NOTEBOOKS]
+    assert set(in_order) <= set(pages)
     with browser_page() as (page, log):
+        page.set_viewport_size({"width": 1440, "height": 900})
+        page.emulate_media(color_scheme="light")
         # The build copies only the part of marimo's front-end a page can load; a file it left out
         # shows up as a 404.
         failed = []
         page.on("response", lambda response: response.status >= 400 and failed.append(response.url))
+        controls_seen = 0
         for name in pages:
             page.goto(f"{server}/{name}")
             page.wait_for_load_state("networkidle")
@@ -57,6 +54,17 @@ def test_every_page_loads_offline_with_no_errors(site, server):
             text = page.locator("body").inner_text()
             unrendered = re.findall(r"\|:?-{3}:?\||&#\d+;", text)
             assert unrendered == [], f"{name} shows Markdown as text: {unrendered[:5]}"
+            if name not in in_order:
+                continue
+            position = in_order.index(name)
+            previous = in_order[position - 1] if position else "index.html"
+            # Inside #root: the banner's own link to index.html does not count.
+            page.locator(f'#root a[href="{previous}"]').first.wait_for(timeout=20000)
+            if position + 1 < len(in_order):
+                assert page.locator(f'#root a[href="{in_order[position + 1]}"]').count() >= 1, name
+            assert page.locator('a[href^="?file="]').count() == 0, name
+            controls_seen += _check_theme_and_sizes(page, name, "light")
+        assert controls_seen > 10  # the seeds, sliders and dropdowns of notebooks 2-11
 
 
 def test_site_copies_only_the_front_end_its_pages_can_load(site):
@@ -217,22 +225,6 @@ def test_course_page_opened_from_disk_says_to_serve_it(site):
         assert "python3 labctl.py serve" in fallback.inner_text()
 
 
-def test_every_course_page_links_its_neighbours(server):
-    from lab.teach import course
-
-    pages = [file.removesuffix(".py") + ".html" for file, _, _ in course.NOTEBOOKS]
-    with browser_page() as (page, log):
-        for position, name in enumerate(pages):
-            page.goto(f"{server}/{name}")
-            previous = pages[position - 1] if position else "index.html"
-            # Inside #root: the banner's own link to index.html does not count.
-            page.locator(f'#root a[href="{previous}"]').first.wait_for(timeout=20000)
-            if position + 1 < len(pages):
-                assert page.locator(f'#root a[href="{pages[position + 1]}"]').count() >= 1, name
-            assert page.locator('a[href^="?file="]').count() == 0, name
-        assert log.blocked == []
-
-
 def test_index_says_how_course_pages_open(site):
     index = (site / "index.html").read_text()
     assert "python3 labctl.py serve" in index and "open straight from disk" in index
@@ -303,23 +295,30 @@ CONTROL_SIZES = """() => [...document.querySelectorAll("marimo-number, marimo-sl
   .map((element) => ({ text: (element.value ?? element.textContent).slice(0, 40), px: parseFloat(getComputedStyle(element).fontSize) }))"""
 
 
-@pytest.mark.parametrize(("width", "scheme"), [(390, "dark"), (1440, "light")])
-def test_course_pages_follow_the_readers_theme_with_prose_at_16_px(server, width, scheme):
+def _check_theme_and_sizes(page, name: str, scheme: str) -> int:
+    """Asserts that course page `name`, open in `page`, follows `scheme` with its prose and marimo's
+    controls at 16 px or more and no sideways scroll; returns how many controls it measured."""
+    page.wait_for_selector(".markdown.prose", timeout=20000)
+    measured = page.evaluate(PROSE_SIZES)
+    assert measured["count"] > 3 and measured["smallest"] >= 16, (name, measured)
+    assert measured["theme"] == scheme and not measured["sideways"], (name, measured)
+    controls = page.evaluate(CONTROL_SIZES)
+    assert [control for control in controls if control["px"] < 16] == [], name
+    return len(controls)
+
+
+def test_course_pages_follow_a_dark_theme_on_a_phone_with_prose_at_16_px(server):
+    """The other end from the first test's 1440 px light screen: a 390 px phone in dark mode."""
     from lab.teach import course
 
     with browser_page() as (page, log):
-        page.set_viewport_size({"width": width, "height": 900})
-        page.emulate_media(color_scheme=scheme)
+        page.set_viewport_size({"width": 390, "height": 900})
+        page.emulate_media(color_scheme="dark")
         controls_seen = 0
         for file, _, _ in course.NOTEBOOKS:
-            page.goto(f"{server}/{file.removesuffix('.py')}.html")
-            page.wait_for_selector(".markdown.prose", timeout=20000)
-            measured = page.evaluate(PROSE_SIZES)
-            assert measured["count"] > 3 and measured["smallest"] >= 16, (file, measured)
-            assert measured["theme"] == scheme and not measured["sideways"], (file, measured)
-            controls = page.evaluate(CONTROL_SIZES)
-            assert [control for control in controls if control["px"] < 16] == [], file
-            controls_seen += len(controls)
+            name = file.removesuffix(".py") + ".html"
+            page.goto(f"{server}/{name}")
+            controls_seen += _check_theme_and_sizes(page, name, "dark")
         assert controls_seen > 10  # the seeds, sliders and dropdowns of notebooks 2-11
         assert log.blocked == [] and log.console_errors == []
 
