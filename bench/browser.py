@@ -16,6 +16,8 @@ timed tests.
                        the kernel): from navigation start until every cell has run and the
                        notebook's neighbour links (its last output) are on the page. Once with
                        an empty result cache (noted), then the median of three with it warm.
+  site weight          the built site's size, cold loads from loopback, and the first course page
+                       over a slow link (1.6 Mbit/s, 300 ms) from serve's own server: bench/site.py.
 """
 
 from __future__ import annotations
@@ -275,6 +277,7 @@ def run(out: Path) -> int:
         with tempfile.TemporaryDirectory(prefix="four-bit-lab-site-") as folder:
             sitebuild.build(Path(folder))
             rows += site.size_rows(Path(folder)) + site.cold_load_rows(new_page, Path(folder))
+            rows += site.throttled_load_rows(new_page, Path(folder))
     info["load_average_at_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     text = table(rows)
     print(text)
