@@ -121,3 +121,24 @@ def pages(tmp_path_factory):
     directory = tmp_path_factory.mktemp("standalone")
     standalone.write_all(directory)
     return directory
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory):
+    """The folder of a full `labctl.py site` build (every course page, the index and the
+    explainers), built once for every browser test that reads it: a build takes about a minute on
+    two cores, and three test files used to make their own."""
+    from widgets.build import site as sitebuild
+
+    directory = tmp_path_factory.mktemp("site")
+    sitebuild.build(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def server(site):
+    """The built site over HTTP on loopback, as the static server of the bench sees it."""
+    from bench.harness.static_server import static_server
+
+    with static_server(site) as url:
+        yield url

@@ -373,7 +373,7 @@ def test_a_hostile_store_is_set_aside_and_shows_only_as_text(pages):
 
 @pytest.fixture
 def course(server):
-    """Notebook 1's course page on the site every browser test shares (tests/browser/conftest.py)."""
+    """Notebook 1's course page on the site every browser test shares (tests/conftest.py)."""
     return f"{server}/01_one_nibble.html"
 
 
