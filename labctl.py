@@ -16,6 +16,9 @@
     python3 labctl.py explainer NAME [--state '#…'] -o FILE.html
                                write one explainer as one self-contained file, opening with the
                                state copied from its page's Copy link (widgets/build/standalone.py)
+    python3 labctl.py export PATH.py -o DIR [--course]
+                               set up, then build one notebook (the course's or your own) into DIR as an
+                               offline page, marimo's front-end beside it (widgets/build/export.py)
     python3 labctl.py bench    set up, then run the benchmark (python -m bench.run)
 
 Set-up is idempotent: the virtual environment is (re)installed only when pyproject.toml changed.
@@ -256,6 +259,8 @@ def main(argv: list[str]) -> int:
         "handouts": print_handouts,
         # in the caller's folder, so that -o FILE.html is where the caller means
         "explainer": lambda python, extra: subprocess.call([str(python), "-m", "widgets.build.standalone", *extra]),
+        # in the caller's folder, so that PATH.py and -o DIR are where the caller means
+        "export": lambda python, extra: subprocess.call([str(python), "-m", "widgets.build.export", *extra]),
         "setup": lambda python, extra: 0,
     }
     if not argv or argv[0] not in commands:

@@ -92,15 +92,16 @@ class SiteBuildError(RuntimeError):
     """The site could not be built offline-clean; the message says which page and why."""
 
 
-def export_notebook(notebook: Path) -> str:
-    """A notebook as static HTML with its outputs and without its code."""
+def export_notebook(notebook: Path, cwd: Path | None = ROOT) -> str:
+    """A notebook as static HTML with its outputs and without its code, run by marimo in `cwd`
+    (the caller's own folder when None, as for an author's notebook)."""
     with tempfile.TemporaryDirectory(prefix="four-bit-lab-export-") as scratch:
         exported = Path(scratch) / f"{notebook.stem}.html"
         result = subprocess.run(
             [sys.executable, "-m", "marimo", "export", "html", "--no-include-code", str(notebook), "-o", str(exported)],
             capture_output=True,
             text=True,
-            cwd=ROOT,
+            cwd=cwd,
         )
         page = exported.read_text(encoding="utf-8") if exported.exists() else ""
     if result.returncode != 0 or "<html" not in page:
@@ -264,14 +265,27 @@ FALLBACK = (
 ROOT_DIV = '<div id="root"></div>'
 
 
-def mark_static(page: str, name: str) -> str:
-    """Add the static-page banner, the disabled-control rules and the from-disk fallback."""
+# An author's page (widgets/build/export.py) stands alone: it has no course around it to point to.
+AUTHOR_FALLBACK = (
+    '<div class="lab-fallback"><h1>This page needs a local web server</h1><p>Browsers do not run '
+    "this page's scripts when it is opened straight from disk. In the folder that holds it run "
+    "<code>python3 -m http.server --bind 127.0.0.1</code> and open this page's name under the "
+    "address it prints.</p></div>"
+)
+# Written into every page the export command writes, so that exporting again may replace that
+# page, and only that page: a file of the same name without it is the author's own.
+EXPORT_MARK = '<meta name="generator" content="the four-bit lab\'s export">'
+
+
+def mark_static(page: str, name: str, banner: str = STATIC_BANNER, fallback: str = FALLBACK) -> str:
+    """Add the static-page banner (none when empty), the disabled-control rules and the from-disk
+    fallback."""
     if page.count(ROOT_DIV) != 1 or page.count("</head>") != 1:
         raise SiteBuildError(
             f"{name}: the export has no single empty #root in its body; marimo's export format has changed"
         )
     page = page.replace("</head>", STATIC_STYLE + "</head>", 1)
-    return page.replace(ROOT_DIV, STATIC_BANNER + f'<div id="root">{FALLBACK}</div>', 1)
+    return page.replace(ROOT_DIV, banner + f'<div id="root">{fallback}</div>', 1)
 
 
 def external_references(page: str) -> list[str]:
@@ -284,14 +298,15 @@ def external_references(page: str) -> list[str]:
     return found
 
 
-def check_offline(site: Path) -> None:
-    """Fail if any page the build wrote names a non-relative address.
+def check_offline(site: Path, pages: list[Path] | None = None) -> None:
+    """Fail if any page the build wrote (`pages`, else every page in `site`) names a non-relative
+    address.
 
     marimo's copied bundle (assets/marimo) is not scanned: its code mentions hosts for features
     the lab's pages never use, which the browser tests confirm by counting blocked requests.
     """
     problems = []
-    for path in sorted(site.rglob("*.html")):
+    for path in sorted(pages if pages is not None else site.rglob("*.html")):
         if ASSET_DIR in path.relative_to(site).as_posix():
             continue
         hits = external_references(path.read_text(encoding="utf-8"))
@@ -348,35 +363,67 @@ pages the widgets work, but marimo's sliders and dropdowns are fixed; the live l
 """
 
 
-def build(site: Path = ROOT / "site", notebooks: list[Path] | None = None) -> list[Path]:
-    """Build the site into `site` and return the pages written. Raises SiteBuildError."""
+def build(
+    site: Path = ROOT / "site",
+    notebooks: list[Path] | None = None,
+    *,
+    course_chrome: bool = True,
+    pages_only: bool = False,
+    cwd: Path | None = ROOT,
+) -> list[Path]:
+    """Build the site into `site` and return the pages written. Raises SiteBuildError.
+
+    The defaults are the course: its banner and Contents link, links between notebooks as sibling
+    pages, the explainers and the index, into a folder the build owns and clears. `course_chrome`
+    False leaves out the banner and the notebook links and gives the stand-alone from-disk note.
+    `pages_only` (an author's export into a folder of their own) writes the notebooks' pages,
+    marked with EXPORT_MARK, marimo's front-end under assets/marimo and a favicon.ico where there
+    is none, and deletes nothing. `cwd` is where marimo runs the notebooks (the caller's folder
+    when None).
+    """
     notebooks = (
         notebooks
         if notebooks is not None
         else [NOTEBOOKS / file for file, _, _ in course.NOTEBOOKS if (NOTEBOOKS / file).exists()]
     )
-    for generated in ("assets", "explainers"):
-        shutil.rmtree(site / generated, ignore_errors=True)
-    for old_page in site.glob("*.html"):
-        old_page.unlink()
-    site.mkdir(parents=True, exist_ok=True)
-    written = []
-    assets: set[str] = set()
+    if not pages_only:
+        for generated in ("assets", "explainers"):
+            shutil.rmtree(site / generated, ignore_errors=True)
+        for old_page in site.glob("*.html"):
+            old_page.unlink()
+    pages = {}
     for notebook in notebooks:
         name = notebook.stem
-        page = export_notebook(notebook)
-        page = stable_ids(link_notebooks(mark_static(localise_frontend(page, name), name)), name)
+        page = localise_frontend(export_notebook(notebook, cwd), name)
+        if course_chrome:
+            page = link_notebooks(mark_static(page, name))
+        else:
+            page = mark_static(page, name, banner="", fallback=AUTHOR_FALLBACK)
+        if pages_only:
+            if page.count("<head>") != 1:
+                raise SiteBuildError(f"{name}: the export has no single <head>; marimo's export format has changed")
+            # first in the head, where check_folder reads it without reading the whole page
+            page = page.replace("<head>", "<head>" + EXPORT_MARK, 1)
+            # checked before anything is written: a refused export leaves the author's folder as it was
+            if hits := external_references(page):
+                raise SiteBuildError(f"{name}: the page names non-relative URLs: {', '.join(sorted(set(hits))[:5])}")
+        pages[site / f"{name}.html"] = stable_ids(page, name)
+    site.mkdir(parents=True, exist_ok=True)
+    assets: set[str] = set()
+    for path, page in pages.items():
         assets |= page_assets(page)
-        path = site / f"{name}.html"
         path.write_text(page, encoding="utf-8")
-        written.append(path)
+    written = list(pages)
     copy_assets(site, assets)
+    # Browsers ask every served page's origin for /favicon.ico; without one the pages log a 404.
+    # marimo's own icon, which the course pages already name; an author's own icon stays.
+    if not pages_only or not (site / "favicon.ico").exists():
+        shutil.copyfile(MARIMO_STATIC / "favicon.ico", site / "favicon.ico")
+    if pages_only:
+        return written
     written += standalone.write_all(site / "explainers")
     (site / "index.html").write_text(index_page(), encoding="utf-8")
     written.append(site / "index.html")
-    # Browsers ask every served page's origin for /favicon.ico; without one the index and the
-    # explainers log a 404. marimo's own icon, which the course pages already name.
-    shutil.copyfile(MARIMO_STATIC / "favicon.ico", site / "favicon.ico")
     check_offline(site)
     return written
 

@@ -1,0 +1,220 @@
+"""`python -m widgets.build.export PATH.py -o DIR`: an author's own notebook, outside the course's
+folder, as an offline page without the course around it; bad input refused in the lab's words with
+exit status 2 and nothing written; the author's own files in DIR left as they were."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from widgets.build import export, site
+
+# An author's notebook: one cell imports marimo and a lab widget, the other shows it.
+AUTHOR_NOTEBOOK = textwrap.dedent(
+    """\
+    import marimo
+
+    app = marimo.App()
+
+
+    @app.cell
+    def _():
+        import marimo as mo
+
+        from widgets import NibbleDecoder
+
+        return NibbleDecoder, mo
+
+
+    @app.cell
+    def _(NibbleDecoder, mo):
+        decoder = mo.ui.anywidget(NibbleDecoder(code=0b0101))
+        decoder
+        return
+
+
+    if __name__ == "__main__":
+        app.run()
+    """
+)
+FAILING_NOTEBOOK = textwrap.dedent(
+    """\
+    import marimo
+
+    app = marimo.App()
+
+
+    @app.cell
+    def _():
+        raise ValueError("the author's own mistake")
+        return
+
+
+    if __name__ == "__main__":
+        app.run()
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """An author's folder holding the notebook, and an output folder that already holds the
+    author's own files, exported into once."""
+    author = tmp_path_factory.mktemp("author")
+    notebook = author / "own.py"
+    notebook.write_text(AUTHOR_NOTEBOOK, encoding="utf-8")
+    out = author / "public"
+    (out / "assets").mkdir(parents=True)
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    (out / "index.html").write_text("<p>my own index</p>", encoding="utf-8")
+    (out / "assets" / "mine.css").write_text("p { color: red }", encoding="utf-8")
+    status = export.main([str(notebook), "-o", str(out)])
+    return notebook, out, status
+
+
+@pytest.mark.slow
+def test_an_authors_notebook_exports_into_an_offline_page_without_the_course(exported, capsys):
+    notebook, out, status = exported
+    assert status == 0
+    page = (out / "own.html").read_text(encoding="utf-8")
+    # the widget's model and its state are in the page, for the front-end to draw with no kernel
+    assert '"_anywidget_id": "widgets.NibbleDecoder"' in page and '"code": 5' in page
+    assert "lab-static-banner" not in page.split("</head>", 1)[1]
+    assert 'href="index.html"' not in page and "labctl.py serve" not in page
+    assert site.AUTHOR_FALLBACK in page and site.EXPORT_MARK in page
+    assert site.CDN_PREFIX.search(page) is None
+    site.check_offline(out, [out / "own.html"])
+    assert site.external_references(page) == []
+    named = site.page_assets(page)
+    assert named and all((out / site.ASSET_DIR / asset).is_file() for asset in named)
+    # nothing of the course: no explainers, no course index
+    assert not (out / "explainers").exists()
+    assert (out / "favicon.ico").read_bytes() == (site.MARIMO_STATIC / "favicon.ico").read_bytes()
+
+
+@pytest.mark.slow
+def test_the_authors_own_files_in_the_folder_are_left_as_they_were(exported):
+    _, out, status = exported
+    assert status == 0
+    assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
+    assert (out / "index.html").read_text(encoding="utf-8") == "<p>my own index</p>"
+    assert (out / "assets" / "mine.css").read_text(encoding="utf-8") == "p { color: red }"
+
+
+@pytest.mark.slow
+def test_exporting_again_replaces_the_page_it_wrote_with_the_same_bytes(exported, capsys):
+    notebook, out, _ = exported
+    first = (out / "own.html").read_bytes()
+    assert export.main([str(notebook), "-o", str(out)]) == 0
+    assert (out / "own.html").read_bytes() == first
+    said = capsys.readouterr().out
+    assert f"python3 -m http.server --bind 127.0.0.1 --directory {out}" in said
+
+
+def test_a_page_of_the_same_name_that_the_export_did_not_write_is_refused(tmp_path, capsys):
+    notebook = tmp_path / "own.py"
+    notebook.write_text(AUTHOR_NOTEBOOK, encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "own.html").write_text("<p>written by hand</p>", encoding="utf-8")
+    assert export.main([str(notebook), "-o", str(out)]) == 2
+    assert "is already there and this command did not write it" in capsys.readouterr().err
+    assert (out / "own.html").read_text(encoding="utf-8") == "<p>written by hand</p>"
+    assert sorted(p.name for p in out.iterdir()) == ["own.html"]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        ("missing.py", None, "missing.py: there is no such file"),
+        ("plain.py", 'print("hello")\n', "plain.py is not a marimo notebook: it has no `app = marimo.App()`"),
+        ("notes.txt", "import marimo\n", "notes.txt is not a marimo notebook: export takes a notebook's .py file"),
+        (
+            "cut.py",
+            "import marimo\napp = marimo.App(\n",
+            "cut.py, line 2: Python cannot read it ('(' was never closed)",
+        ),
+        ("latin.py", b"# caf\xe9\n", "latin.py is not UTF-8 text"),
+        ("no_cells.py", "import marimo\napp = marimo.App()\n", "no_cells.py is not a marimo notebook"),
+        ("<b>x</b>\u202e.py", None, "<b>x</b>\\u202e.py: there is no such file"),
+    ],
+)
+def test_a_path_that_is_not_a_marimo_notebook_is_refused_in_words(tmp_path, capsys, name, text, says):
+    path = tmp_path / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    elif text is not None:
+        path.write_text(text, encoding="utf-8")
+    out = tmp_path / "out"
+    assert export.main([str(path), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("export: ") and says in err
+    assert "Traceback" not in err
+    assert not out.exists()
+
+
+def test_a_folder_as_the_notebook_or_a_file_as_the_folder_is_refused(tmp_path, capsys):
+    notebook = tmp_path / "own.py"
+    notebook.write_text(AUTHOR_NOTEBOOK, encoding="utf-8")
+    assert export.main([str(tmp_path), "-o", str(tmp_path / "out")]) == 2
+    assert "is a folder, not a notebook" in capsys.readouterr().err
+    occupied = tmp_path / "taken"
+    occupied.write_text("mine", encoding="utf-8")
+    assert export.main([str(notebook), "-o", str(occupied)]) == 2
+    assert "is a file; -o takes the folder" in capsys.readouterr().err
+    assert occupied.read_text(encoding="utf-8") == "mine"
+
+
+@pytest.mark.slow
+def test_a_notebook_that_fails_when_it_runs_is_refused_with_its_error(tmp_path, capsys):
+    notebook = tmp_path / "broken.py"
+    notebook.write_text(FAILING_NOTEBOOK, encoding="utf-8")
+    out = tmp_path / "out"
+    assert export.main([str(notebook), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"export: {notebook} did not run, so nothing was written: ")
+    assert "the author's own mistake" in err and f"marimo edit {notebook}" in err
+    assert "Traceback" not in err and "Export was successful" not in err
+    assert not out.exists()
+
+
+def test_the_single_file_form_is_refused_with_why_and_what_to_do(tmp_path, capsys):
+    notebook = tmp_path / "own.py"
+    notebook.write_text(AUTHOR_NOTEBOOK, encoding="utf-8")
+    out = tmp_path / "my pages"
+    assert export.main([str(notebook), "-o", str(out), "--single-file"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("--single-file: a marimo page cannot be one file that opens from disk.")
+    assert "browsers refuse module scripts on file:// pages" in err
+    assert f"python3 -m http.server --bind 127.0.0.1 --directory '{out}'" in err
+    assert "then open own.html under the address it prints" in err
+    assert "python3 labctl.py explainer NAME -o FILE.html" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        ([], "usage: export PATH.py -o DIR"),
+        (["own.py"], "usage: export PATH.py -o DIR"),
+        (["own.py", "-o"], "-o needs a folder"),
+        (["own.py", "other.py", "-o", "out"], "usage: export PATH.py -o DIR"),
+        (["own.py", "--open", "-o", "out"], "usage: export PATH.py -o DIR"),
+    ],
+)
+def test_words_the_command_does_not_take_print_its_usage(tmp_path, capsys, argv, says):
+    assert export.main(argv) == 2
+    assert says in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_with_course_the_page_carries_the_courses_banner_and_says_where_its_contents_are(tmp_path, capsys):
+    notebook = tmp_path / "own.py"
+    notebook.write_text(AUTHOR_NOTEBOOK, encoding="utf-8")
+    out = tmp_path / "out"
+    assert export.main([str(notebook), "-o", str(out), "--course"]) == 0
+    page = (out / "own.html").read_text(encoding="utf-8")
+    assert site.STATIC_BANNER in page and site.FALLBACK in page and site.EXPORT_MARK in page
+    assert f"Its banner links to index.html, which {out} lacks" in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == ["assets", "favicon.ico", "own.html"]
