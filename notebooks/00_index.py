@@ -39,5 +39,13 @@ def _(course, mo):
     return
 
 
+@app.cell(hide_code=True)
+def _(mo):
+    from widgets.presenter import PresenterToggle as _PresenterToggle
+
+    mo.ui.anywidget(_PresenterToggle())
+    return
+
+
 if __name__ == "__main__":
     app.run()

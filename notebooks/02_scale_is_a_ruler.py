@@ -134,8 +134,9 @@ def _(mo):
 @app.cell(hide_code=True)
 def _(mo):
     from lab.teach import course as _course
+    from widgets.presenter import PresenterToggle as _PresenterToggle
 
-    mo.md(_course.navigation("02_scale_is_a_ruler.py"))
+    mo.vstack([mo.md(_course.navigation("02_scale_is_a_ruler.py")), mo.ui.anywidget(_PresenterToggle())])
     return
 
 

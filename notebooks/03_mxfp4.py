@@ -228,8 +228,9 @@ def _(mo):
 @app.cell(hide_code=True)
 def _(mo):
     from lab.teach import course as _course
+    from widgets.presenter import PresenterToggle as _PresenterToggle
 
-    mo.md(_course.navigation("03_mxfp4.py"))
+    mo.vstack([mo.md(_course.navigation("03_mxfp4.py")), mo.ui.anywidget(_PresenterToggle())])
     return
 
 

@@ -169,8 +169,9 @@ def _(mo):
 @app.cell(hide_code=True)
 def _(mo):
     from lab.teach import course as _course
+    from widgets.presenter import PresenterToggle as _PresenterToggle
 
-    mo.md(_course.navigation("05_q4k.py"))
+    mo.vstack([mo.md(_course.navigation("05_q4k.py")), mo.ui.anywidget(_PresenterToggle())])
     return
 
 

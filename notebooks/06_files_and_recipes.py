@@ -506,8 +506,9 @@ def _(browsing, mo):
 @app.cell(hide_code=True)
 def _(mo):
     from lab.teach import course as _course
+    from widgets.presenter import PresenterToggle as _PresenterToggle
 
-    mo.md(_course.navigation("06_files_and_recipes.py"))
+    mo.vstack([mo.md(_course.navigation("06_files_and_recipes.py")), mo.ui.anywidget(_PresenterToggle())])
     return
 
 

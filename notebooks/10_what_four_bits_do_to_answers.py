@@ -334,8 +334,9 @@ def _(mo):
 @app.cell(hide_code=True)
 def _(mo):
     from lab.teach import course as _course
+    from widgets.presenter import PresenterToggle as _PresenterToggle
 
-    mo.md(_course.navigation("10_what_four_bits_do_to_answers.py"))
+    mo.vstack([mo.md(_course.navigation("10_what_four_bits_do_to_answers.py")), mo.ui.anywidget(_PresenterToggle())])
     return
 
 

@@ -243,6 +243,7 @@ let mounted = 0;
  */
 export function mountInPlace({ model, el, className, traits, validate, controls = null, figure }) {
   el.classList.add("four-bit-lab", className);
+  startCoursePresenter();
   mounted += 1;
   const prefix = `${className}-${mounted}`;
   const refused = new Map(); // field key -> {text, message, kept}: kept is what the field showed
@@ -347,7 +348,14 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
       type: "button",
       class: "lab-chip lab-presenter-toggle",
       "data-focus": "presenter",
-      onclick: () => setTraits(model, { presenter: model.get("presenter") !== true }),
+      // With the course-wide mode on, the widget shows it as pressed, and pressing it turns the
+      // whole page back, rather than leaving one widget larger than the prose around it.
+      onclick: () => {
+        if (coursePresenter()) {
+          setCoursePresenter(false);
+          if (model.get("presenter") === true) setTraits(model, { presenter: false });
+        } else setTraits(model, { presenter: model.get("presenter") !== true });
+      },
     },
     "Presenter view",
   );
@@ -363,6 +371,16 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
   const problemNode = message("");
   const toolbar = h("div", { class: "lab-toolbar" }, toggle);
   el.replaceChildren(...[toolbar, controlsNode].filter(Boolean));
+
+  // The widget's own presenter view (lab-presenter: 1.5 times its type) or the course-wide one,
+  // which enlarges the whole page around it already (lab-presenter-course only lets it widen).
+  function followPresenter() {
+    const course = coursePresenter();
+    const own = model.get("presenter") === true;
+    el.classList.toggle("lab-presenter", own && !course);
+    el.classList.toggle("lab-presenter-course", course);
+    setAttr(toggle, "aria-pressed", own || course ? "true" : "false");
+  }
 
   let drawn = null; // the figure, {nodes, update}, once it has been drawn
   let drawnFrom = null; // the trait values it shows
@@ -406,9 +424,7 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
 
   function draw() {
     followTheme(el);
-    const presenter = model.get("presenter") === true;
-    el.classList.toggle("lab-presenter", presenter);
-    setAttr(toggle, "aria-pressed", presenter ? "true" : "false");
+    followPresenter();
     const root = el.getRootNode();
     const active = root.activeElement && el.contains(root.activeElement) ? root.activeElement : null;
     const values = Object.fromEntries(traits.map((name) => [name, model.get(name)]));
@@ -453,16 +469,20 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
   const handler = () => (drawsDue ? drawsDue.add(draw) : draw());
   const watched = [...traits, "presenter"];
   for (const name of watched) model.on(`change:${name}`, handler);
-  const stopWatchingTheme = watchTheme(el);
+  const stopWatchingTheme = watchTheme(el, followPresenter);
   return () => {
     stopWatchingTheme();
     for (const name of watched) model.off(`change:${name}`, handler);
   };
 }
 
-// Follow the page's theme while the widget is mounted; returns the function that stops.
-function watchTheme(el) {
-  const themeWatch = new MutationObserver(() => followTheme(el));
+// Follow the page's theme, and the course-wide presenter mode (also a class on the root), while
+// the widget is mounted; returns the function that stops.
+export function watchTheme(el, followPresenter) {
+  const themeWatch = new MutationObserver(() => {
+    followTheme(el);
+    followPresenter();
+  });
   for (const node of [document.documentElement, document.body]) {
     if (node) themeWatch.observe(node, { attributes: true, attributeFilter: ["class", "data-theme"] });
   }
@@ -561,4 +581,48 @@ export function checker(validate) {
       return error.message;
     }
   };
+}
+
+// Course-wide presenter mode, for a projector: a class on the page's root element that
+// notebooks/course.css enlarges the whole page by (prose, tables, charts and widgets in step). The
+// choice is remembered in localStorage, so it follows the teacher from page to page, and a link
+// with ?present or #present (?present=off to leave it) opens a page in it.
+export const COURSE_PRESENTER_CLASS = "lab-course-presenter";
+const PRESENTER_STORAGE_KEY = "four-bit-lab:presenter";
+
+export function coursePresenter() {
+  return document.documentElement.classList.contains(COURSE_PRESENTER_CLASS);
+}
+
+export function setCoursePresenter(on) {
+  document.documentElement.classList.toggle(COURSE_PRESENTER_CLASS, on);
+  try {
+    localStorage.setItem(PRESENTER_STORAGE_KEY, on ? "on" : "off");
+  } catch {
+    // storage refused (a private window): the mode still holds for this page
+  }
+}
+
+/** What the link asks for: true (?present, #present), false (?present=off), or null (nothing). */
+export function presenterFromLink(search, hash) {
+  const asked = new URLSearchParams(search).get("present");
+  if (asked !== null) return !["off", "0", "false", "no"].includes(asked.trim().toLowerCase());
+  return /^#present(?:=on)?$/i.test(hash) ? true : null;
+}
+
+let presenterStarted = false;
+
+/** Set the course-wide mode once per page, from the link, else from what was remembered. */
+export function startCoursePresenter() {
+  if (presenterStarted) return;
+  presenterStarted = true;
+  const fromLink = presenterFromLink(location.search, location.hash);
+  if (fromLink !== null) return setCoursePresenter(fromLink);
+  let remembered = null;
+  try {
+    remembered = localStorage.getItem(PRESENTER_STORAGE_KEY);
+  } catch {
+    remembered = null;
+  }
+  if (remembered === "on") document.documentElement.classList.add(COURSE_PRESENTER_CLASS);
 }
