@@ -1,0 +1,122 @@
+"""A choice whose every outcome is computed in advance (widgets/choice.js), for the course pages.
+
+A marimo menu or slider needs a kernel to recompute what depends on it, so on a static page it
+would do nothing. Where a control has few options (a format menu, a slider's steps, a short list
+of seeds), the notebook instead computes the outcome of every option with its usual cells and
+hands them to `PrecomputedChoice.outcomes`, which marks each panel with the options it belongs
+to; the widget's menus and sliders show the matching panels and hide the rest, in the browser,
+live or static. What a reader sees for an option is what the kernel computed for it.
+
+    choice = PrecomputedChoice("real-weights", [Control("format", "format", ["Q4_K", "NF4"], "Q4_K")])
+    mo.Html(choice.outcomes(["format"], {("Q4_K",): q4k_html, ("NF4",): nf4_html}))
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import anywidget
+import traitlets as t
+
+from lab.text import shown
+
+from ._bundle import bundle, stylesheet
+
+_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+# a menu; a slider over ordered options (its steps); a field for a whole number in a short range
+# (a seed list: options "0", "1", ... in order), which refuses anything else in the lab's words
+KINDS = ("select", "slider", "number")
+MOST_OUTCOMES = 400  # a page carries every outcome, so their number stays small
+# A heading in a panel: marimo's outline lists every heading of the page, hidden or not, and each
+# option's copy would be listed again (with an id repeated as often).
+_HEADING = re.compile(r"<h([1-6])\b[^>]*>(.*?)</h\1>", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Control:
+    """One control: `name` keys its panels, `label` is shown, `options` are the labels it offers."""
+
+    name: str
+    label: str
+    options: Sequence[str]
+    value: str
+    kind: str = "select"
+
+    def __post_init__(self) -> None:
+        if not _NAME.fullmatch(self.name):
+            raise ValueError(f"a control's name is lowercase letters, digits, '-' or '_', not {self.name!r}")
+        if not self.label.strip():
+            raise ValueError(f"control {self.name!r} needs a label")
+        if self.kind not in KINDS:
+            raise ValueError(f"control {self.name!r}: kind is one of {KINDS}, not {self.kind!r}")
+        options = list(self.options)
+        if not options or any(not isinstance(o, str) or not o for o in options) or len(set(options)) != len(options):
+            raise ValueError(f"control {self.name!r}: options are distinct, non-empty texts")
+        whole = all(re.fullmatch(r"0|[1-9][0-9]{0,8}", option) for option in options)
+        if self.kind == "number" and (not whole or options != [str(int(options[0]) + n) for n in range(len(options))]):
+            raise ValueError(f"control {self.name!r}: a number field's options are consecutive whole numbers")
+        if self.value not in options:
+            raise ValueError(f"control {self.name!r}: its value {self.value!r} is not one of its options")
+        object.__setattr__(self, "options", tuple(options))
+
+
+class PrecomputedChoice(anywidget.AnyWidget):
+    """Menus and sliders that switch between outcomes computed in advance (see the module)."""
+
+    _esm = bundle("choice.js")
+    _css = stylesheet()
+    #: links the controls to their panels; unique on a page
+    group = t.Unicode("").tag(sync=True)
+    #: [{name, label, kind, options, value}], as `Control` checked them
+    controls = t.List(t.Dict()).tag(sync=True)
+    #: the option each control shows now, by control name (the browser sets it)
+    values = t.Dict().tag(sync=True)
+
+    def __init__(self, group: str, controls: Sequence[Control]) -> None:
+        if not _NAME.fullmatch(group):
+            raise ValueError(f"a choice's group is lowercase letters, digits, '-' or '_', not {group!r}")
+        names = [control.name for control in controls]
+        if not names or len(set(names)) != len(names):
+            raise ValueError("a choice has one or more controls, with distinct names")
+        self._by_name = {control.name: control for control in controls}
+        super().__init__(
+            group=group,
+            controls=[
+                {"name": c.name, "label": c.label, "kind": c.kind, "options": list(c.options), "value": c.value}
+                for c in controls
+            ],
+            values={c.name: c.value for c in controls},
+        )
+
+    def outcomes(self, depends_on: Sequence[str], views: Mapping[tuple[str, ...], object]) -> str:
+        """HTML holding one panel per combination of the options of the controls `depends_on`
+        names, in that order. `views` maps each combination to what marimo rendered for it
+        (mo.md(...), mo.vstack(...): its `.text` is HTML from the lab's own Markdown, outside text in
+        it already shown()); a plain str is shown literally. Only the current combination shows."""
+        unknown = [name for name in depends_on if name not in self._by_name]
+        if unknown or not depends_on or len(set(depends_on)) != len(depends_on):
+            raise ValueError(f"outcomes depend on distinct controls of this choice, not {list(depends_on)}")
+        wanted = list(itertools.product(*(self._by_name[name].options for name in depends_on)))
+        if len(wanted) > MOST_OUTCOMES:
+            raise ValueError(f"{len(wanted)} outcomes is more than a page should carry ({MOST_OUTCOMES})")
+        if missing := [key for key in wanted if key not in views]:
+            raise ValueError(f"no outcome for {missing[0]} (and {len(missing) - 1} more)")
+        if extra := sorted(set(views) - set(wanted)):
+            raise ValueError(f"an outcome for {extra[0]}, which no control offers")
+        current = tuple(self._by_name[name].value for name in depends_on)
+        panels = []
+        for key in wanted:
+            when = html.escape(json.dumps(dict(zip(depends_on, key, strict=True)), ensure_ascii=False), quote=True)
+            hidden = "" if key == current else " hidden"
+            view = views[key]
+            markup = view.text if hasattr(view, "text") and not isinstance(view, str) else shown(view)
+            markup = _HEADING.sub(r'<p class="lab-outcome-heading" role="heading" aria-level="\1">\2</p>', markup)
+            panels.append(
+                f'<div class="lab-outcome" data-lab-choice="{self.group}" data-lab-when="{when}"{hidden}>{markup}</div>'
+            )
+        return "".join(panels)
