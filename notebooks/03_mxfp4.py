@@ -14,7 +14,6 @@ def _():
 
     from lab import device
     from lab.codes import e2m1, e8m0
-    from lab.errors import LabError
     from lab.formats import mxfp4, rounding
     from lab.numbers import format_number
     from lab.study.metrics import error_metrics
@@ -23,7 +22,6 @@ def _():
     from widgets import OwnershipView
 
     return (
-        LabError,
         OwnershipView,
         block_grid_chart,
         course,
@@ -111,79 +109,130 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(mo):
-    seed = mo.ui.number(start=0, stop=10_000, step=1, value=7, label="random seed")
-    spread = mo.ui.slider(start=-6, stop=6, value=0, label="log₂ of the block's spread", show_value=True)
+def _(format_number, mo):
+    from widgets.choice import Control, PrecomputedChoice
+
+    # Every combination of these settings is computed below (ten seeds, seven spreads, two largest
+    # elements), so the controls work on the static page too.
+    spread_by_step = {format_number(n): n for n in range(-6, 7, 2)}
     # 5 lies in [4, 6): both rules choose exponent 0. 7 lies in (6, 8): floor(log₂ 7) − 2 = 0 but
     # ceil(log₂(7 / 6)) = 1, so the rules choose scale bytes one apart.
-    largest = mo.ui.dropdown(
-        options={"5 (both rules agree)": 5.0, "7 (the rules disagree)": 7.0},
-        value="5 (both rules agree)",
-        label="largest element (× the spread)",
-    )
-    mo.hstack([seed, spread, largest], justify="start", gap=2, wrap=True)
-    return largest, seed, spread
-
-
-@app.cell(hide_code=True)
-def _(LabError, course, largest, mo, np, seed, spread):
-    try:
-        _seed = course.whole_number(seed.value, label="random seed", low=0, high=10_000)
-    except LabError as _refusal:
-        mo.stop(True, mo.callout(mo.md(f"**The lab cannot draw this block.** {_refusal}"), kind="warn"))
-    _rng = np.random.default_rng(_seed)
-    block = (_rng.normal(0, 1, 32) * 2.0**spread.value).astype(np.float32)
-    block[:4] = np.array([0.75, 1.75, -3.5, 5.0], dtype=np.float32) * 2.0**spread.value  # planted midpoints
-    block[4] = largest.value * 2.0**spread.value  # planted largest element: sets amax
-    return (block,)
-
-
-@app.cell(hide_code=True)
-def _(block, course, error_metrics, format_number, mo, mxfp4, np, rounding):
-    _rows = []
-    for _name, _preset in rounding.PRESETS.items():
-        _tensor = mxfp4.quantize(block, rule=_name)
-        _error = error_metrics(block, _tensor.dequantize())
-        _rows.append(
-            f"| `{_name}` | `0x{int(_tensor.scale_bytes[0]):02X}` | {format_number(float(_tensor.scales[0]))} "
-            f"| {' '.join(f'{c:X}' for c in _tensor.codes[:8])} … | {_error['relative_rmse']:.4f} "
-            f"| {format_number(round(_error['max_abs_error'], 6))} |"
-        )
-    _text = mo.md(
-        f"amax = {format_number(float(np.abs(block).max()))}\n\n"
-        "| preset | scale byte | scale | first 8 codes (hex) | relative RMS error | max error |\n|---|---|---|---|---|---|\n"
-        + "\n".join(_rows)
-        + "\n\n"
-        + "\n".join(f"* `{p.name}`: {p.source}" for p in rounding.PRESETS.values())
-    )
-    mo.Html(course.readout(_text))
-    return
-
-
-@app.cell(hide_code=True)
-def _(block, block_grid_chart, course, e2m1, mo, mxfp4):
-    # The grid each rule gives this block: its 15 values at the chosen scale; beyond them, clipping.
-    _charts = []
-    for _rule in ("ocp", "mlx"):
-        _scale = float(mxfp4.quantize(block, rule=_rule).scales[0])
-        _charts.append(mo.as_html(block_grid_chart(block, e2m1.VALUES * _scale, title=f"{_rule} rule: scale {_scale:g}")))
-    _view = mo.vstack([mo.md("### The block on each rule's grid"), *_charts])
-    mo.Html(course.readout(_view))
-    return
-
-
-@app.cell(hide_code=True)
-def _(block, course, device, difference_chart, mo):
-    _device_report = device.run_block("mxfp4", w=block.reshape(1, 32))
-    _chart = difference_chart(_device_report)
-    _report = mo.vstack(
+    largest_by_option = {"5 (both rules agree)": 5.0, "7 (the rules disagree)": 7.0}
+    block_choice = PrecomputedChoice(
+        "mxfp4-block",
         [
-            mo.md("## On device: the same block through MLX\n\nThe lab's `mlx` preset against MLX's own kernels, on every MLX device present."),
-            mo.md(device.report_markdown(_device_report)),
-            *([] if _chart is None else [mo.as_html(_chart)]),
+            Control("seed", "random seed", [str(n) for n in range(10)], "7", kind="number"),
+            Control("spread", "log₂ of the block's spread", list(spread_by_step), "0", kind="slider"),
+            Control("largest", "largest element (× the spread)", list(largest_by_option), "5 (both rules agree)"),
+        ],
+    )
+    mo.ui.anywidget(block_choice)
+    return block_choice, largest_by_option, spread_by_step
+
+
+@app.cell(hide_code=True)
+def _(block_choice, largest_by_option, np, spread_by_step):
+    def _draw(seed, spread, largest):
+        _rng = np.random.default_rng(seed)
+        _block = (_rng.normal(0, 1, 32) * 2.0**spread).astype(np.float32)
+        _block[:4] = np.array([0.75, 1.75, -3.5, 5.0], dtype=np.float32) * 2.0**spread  # planted midpoints
+        _block[4] = largest * 2.0**spread  # planted largest element: sets amax
+        return _block
+
+
+    # keyed as the controls name their options: (seed, spread, largest)
+    blocks = {
+        (_seed, _spread, _largest): _draw(int(_seed), spread_by_step[_spread], largest_by_option[_largest])
+        for _seed in block_choice.controls[0]["options"]
+        for _spread in spread_by_step
+        for _largest in largest_by_option
+    }
+    block = blocks[tuple(block_choice.values[_name] for _name in ("seed", "spread", "largest"))]  # the one shown first
+    return (blocks,)
+
+
+@app.cell(hide_code=True)
+def _(
+    block_choice,
+    blocks,
+    error_metrics,
+    format_number,
+    mo,
+    mxfp4,
+    np,
+    rounding,
+):
+    def _table(block):
+        _rows = []
+        for _name, _preset in rounding.PRESETS.items():
+            _tensor = mxfp4.quantize(block, rule=_name)
+            _error = error_metrics(block, _tensor.dequantize())
+            _rows.append(
+                f"| `{_name}` | `0x{int(_tensor.scale_bytes[0]):02X}` | {format_number(float(_tensor.scales[0]))} "
+                f"| {' '.join(f'{c:X}' for c in _tensor.codes[:8])} … | {_error['relative_rmse']:.4f} "
+                f"| {format_number(round(_error['max_abs_error'], 6))} |"
+            )
+        return mo.md(
+            f"amax = {format_number(float(np.abs(block).max()))}\n\n"
+            "| preset | scale byte | scale | first 8 codes (hex) | relative RMS error | max error |\n|---|---|---|---|---|---|\n"
+            + "\n".join(_rows)
+        )
+
+
+    mo.vstack(
+        [
+            mo.Html(block_choice.outcomes(["seed", "spread", "largest"], {_key: _table(_block) for _key, _block in blocks.items()})),
+            mo.md("\n".join(f"* `{p.name}`: {p.source}" for p in rounding.PRESETS.values())),
         ]
     )
-    mo.Html(course.readout(_report))
+    return
+
+
+@app.cell(hide_code=True)
+def _(block_choice, block_grid_chart, blocks, e2m1, mo, mxfp4):
+    # The grid each rule gives this block: its 15 values at the chosen scale; beyond them, clipping.
+    def _grids(block):
+        _charts = []
+        for _rule in ("ocp", "mlx"):
+            _scale = float(mxfp4.quantize(block, rule=_rule).scales[0])
+            _charts.append(
+                mo.as_html(block_grid_chart(block, e2m1.VALUES * _scale, title=f"{_rule} rule: scale {_scale:g}"))
+            )
+        return mo.vstack(_charts)
+
+
+    mo.vstack(
+        [
+            mo.md("### The block on each rule's grid"),
+            mo.Html(block_choice.outcomes(["seed", "spread", "largest"], {_key: _grids(_block) for _key, _block in blocks.items()})),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(block_choice, blocks, device, difference_chart, mo):
+    def _on_device(block):
+        _device_report = device.run_block("mxfp4", w=block.reshape(1, 32))
+        _chart = difference_chart(_device_report)
+        return mo.vstack(
+            [
+                mo.md(device.report_markdown(_device_report)),
+                *([] if _chart is None else [mo.as_html(_chart)]),
+            ]
+        )
+
+
+    mo.vstack(
+        [
+            mo.md(
+                "## On device: the same block through MLX\n\nThe lab's `mlx` preset against MLX's own kernels, on every MLX device present."
+            ),
+            mo.Html(
+                block_choice.outcomes(["seed", "spread", "largest"], {_key: _on_device(_block) for _key, _block in blocks.items()})
+            ),
+        ]
+    )
     return
 
 

@@ -14,7 +14,6 @@ def _():
 
     from lab import device
     from lab.codes import e2m1, e4m3
-    from lab.errors import LabError
     from lab.formats import nvfp4
     from lab.numbers import format_number
     from lab.study.metrics import error_metrics
@@ -23,7 +22,6 @@ def _():
     from widgets import OwnershipView
 
     return (
-        LabError,
         OwnershipView,
         block_grid_chart,
         course,
@@ -92,62 +90,86 @@ def _(mo):
 
 @app.cell(hide_code=True)
 def _(mo):
-    seed = mo.ui.number(start=0, stop=10_000, step=1, value=3, label="random seed")
-    use_tensor_scale = mo.ui.switch(value=True, label="use an FP32 tensor scale (MLX convention)")
-    mo.hstack([seed, use_tensor_scale])
-    return seed, use_tensor_scale
+    from widgets.choice import Control, PrecomputedChoice
 
-
-@app.cell(hide_code=True)
-def _(
-    LabError,
-    course,
-    error_metrics,
-    format_number,
-    mo,
-    np,
-    nvfp4,
-    seed,
-    use_tensor_scale,
-):
-    try:
-        _seed = course.whole_number(seed.value, label="random seed", low=0, high=10_000)
-    except LabError as _refusal:
-        mo.stop(True, mo.callout(mo.md(f"**The lab cannot draw these weights.** {_refusal}"), kind="warn"))
-    _rng = np.random.default_rng(_seed)
-    weights = (_rng.normal(0, 1, (1, 32)) * np.repeat([0.05, 40.0], 16)).astype(np.float32)
-    global_scale = nvfp4.tensor_amax(weights) if use_tensor_scale.value else None
-    tensor = nvfp4.quantize(weights, global_scale=global_scale)
-    _groups = [error_metrics(weights[0, g * 16 : (g + 1) * 16], tensor.dequantize()[0, g * 16 : (g + 1) * 16]) for g in range(2)]
-    _text = mo.md(
-        f"""
-        Two groups with very different spreads (σ = 0.05 and σ = 40) get their own E4M3 scales:
-        bytes `0x{int(tensor.scale_bytes[0, 0]):02X}` and `0x{int(tensor.scale_bytes[0, 1]):02X}`,
-        decoded {", ".join(format_number(float(v)) for v in tensor.block_scales[0])}, times a tensor
-        factor {format_number(tensor.tensor_factor)}. Relative RMS error per group:
-        {", ".join(f"{group['relative_rmse']:.4f}" for group in _groups)}: each group's error is relative
-        to its own size, because each has its own ruler.
-        """
+    # Every combination is computed below (ten seeds, with and without the tensor scale), so the
+    # controls work on the static page too.
+    with_tensor_scale = {"on (MLX convention)": True, "off": False}
+    tensor_choice = PrecomputedChoice(
+        "nvfp4-tensor",
+        [
+            Control("seed", "random seed", [str(n) for n in range(10)], "3", kind="number"),
+            Control("tensor-scale", "FP32 tensor scale", list(with_tensor_scale), "on (MLX convention)"),
+        ],
     )
-    mo.Html(course.readout(_text))
-    return global_scale, tensor, weights
+    mo.ui.anywidget(tensor_choice)
+    return tensor_choice, with_tensor_scale
 
 
 @app.cell(hide_code=True)
-def _(block_grid_chart, course, e2m1, mo, tensor, weights):
-    # Each group of 16 on its own grid: E2M1's values times its E4M3 scale times the tensor factor.
-    _charts = [
-        mo.as_html(
-            block_grid_chart(
-                weights[0, _g * 16 : (_g + 1) * 16],
-                e2m1.VALUES * float(tensor.block_scales[0, _g]) * tensor.tensor_factor,
-                title=f"group {_g}: scale {float(tensor.block_scales[0, _g]) * tensor.tensor_factor:.4g}",
-            )
+def _(np, nvfp4, tensor_choice, with_tensor_scale):
+    def _draw(seed, use_tensor_scale):
+        _rng = np.random.default_rng(seed)
+        _weights = (_rng.normal(0, 1, (1, 32)) * np.repeat([0.05, 40.0], 16)).astype(np.float32)
+        _global_scale = nvfp4.tensor_amax(_weights) if use_tensor_scale else None
+        return _weights, _global_scale, nvfp4.quantize(_weights, global_scale=_global_scale)
+
+
+    # keyed as the controls name their options: (seed, tensor scale) -> (weights, global scale, tensor)
+    drawn = {
+        (_seed, _scale): _draw(int(_seed), with_tensor_scale[_scale])
+        for _seed in tensor_choice.controls[0]["options"]
+        for _scale in with_tensor_scale
+    }
+    weights, global_scale, tensor = drawn[(tensor_choice.values["seed"], tensor_choice.values["tensor-scale"])]  # shown first
+    return (drawn,)
+
+
+@app.cell(hide_code=True)
+def _(drawn, error_metrics, format_number, mo, tensor_choice):
+    def _summary(weights, tensor):
+        _groups = [
+            error_metrics(weights[0, g * 16 : (g + 1) * 16], tensor.dequantize()[0, g * 16 : (g + 1) * 16]) for g in range(2)
+        ]
+        return mo.md(
+            f"""
+            Two groups with very different spreads (σ = 0.05 and σ = 40) get their own E4M3 scales:
+            bytes `0x{int(tensor.scale_bytes[0, 0]):02X}` and `0x{int(tensor.scale_bytes[0, 1]):02X}`,
+            decoded {", ".join(format_number(float(v)) for v in tensor.block_scales[0])}, times a tensor
+            factor {format_number(tensor.tensor_factor)}. Relative RMS error per group:
+            {", ".join(f"{group['relative_rmse']:.4f}" for group in _groups)}: each group's error is relative
+            to its own size, because each has its own ruler.
+            """
         )
-        for _g in range(2)
-    ]
-    _view = mo.vstack([mo.md("### Each group on its own grid"), *_charts])
-    mo.Html(course.readout(_view))
+
+
+    mo.Html(tensor_choice.outcomes(["seed", "tensor-scale"], {_key: _summary(_w, _t) for _key, (_w, _, _t) in drawn.items()}))
+    return
+
+
+@app.cell(hide_code=True)
+def _(block_grid_chart, drawn, e2m1, mo, tensor_choice):
+    # Each group of 16 on its own grid: E2M1's values times its E4M3 scale times the tensor factor.
+    def _grids(weights, tensor):
+        _charts = [
+            mo.as_html(
+                block_grid_chart(
+                    weights[0, _g * 16 : (_g + 1) * 16],
+                    e2m1.VALUES * float(tensor.block_scales[0, _g]) * tensor.tensor_factor,
+                    title=f"group {_g}: scale {float(tensor.block_scales[0, _g]) * tensor.tensor_factor:.4g}",
+                )
+            )
+            for _g in range(2)
+        ]
+        return mo.vstack(_charts)
+
+
+    mo.vstack(
+        [
+            mo.md("### Each group on its own grid"),
+            mo.Html(tensor_choice.outcomes(["seed", "tensor-scale"], {_key: _grids(_w, _t) for _key, (_w, _, _t) in drawn.items()})),
+        ]
+    )
     return
 
 
@@ -187,17 +209,21 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(course, device, difference_chart, global_scale, mo, weights):
-    _device_report = device.run_block("nvfp4", w=weights, global_scale=global_scale)
-    _chart = difference_chart(_device_report)
-    _report = mo.vstack(
+def _(device, difference_chart, drawn, mo, tensor_choice):
+    def _on_device(weights, global_scale):
+        _device_report = device.run_block("nvfp4", w=weights, global_scale=global_scale)
+        _chart = difference_chart(_device_report)
+        return mo.vstack([mo.md(device.report_markdown(_device_report)), *([] if _chart is None else [mo.as_html(_chart)])])
+
+
+    mo.vstack(
         [
             mo.md("## On device: the same tensor through MLX"),
-            mo.md(device.report_markdown(_device_report)),
-            *([] if _chart is None else [mo.as_html(_chart)]),
+            mo.Html(
+                tensor_choice.outcomes(["seed", "tensor-scale"], {_key: _on_device(_w, _g) for _key, (_w, _g, _) in drawn.items()})
+            ),
         ]
     )
-    mo.Html(course.readout(_report))
     return
 
 

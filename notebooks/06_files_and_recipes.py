@@ -244,7 +244,7 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(gguf_browser, mo, real_path):
+def _(course, gguf_browser, mo, real_path):
     _cap = gguf_browser.UPLOAD_LIMIT // 1024**2
     # marimo refuses a larger file itself, before it is sent: one cap, the lab's
     own_upload = mo.ui.file(
@@ -269,9 +269,16 @@ def _(gguf_browser, mo, real_path):
                 path wins over an upload; with neither, the file chosen here is open.
                 """
             ),
-            file_choice,
-            own_upload,
-            own_path,
+            mo.Html(
+                course.live_only(
+                    mo.vstack([file_choice, own_upload, own_path]),
+                    instead=mo.md(
+                        f"This page was built with {next(iter(_sources))} open. A page without a server "
+                        "cannot open another file: on a computer with the lab, `python3 labctl.py open` "
+                        "lets you upload one, type a path or switch files here."
+                    ),
+                )
+            ),
         ]
     )
     return file_choice, own_path, own_upload
@@ -368,7 +375,7 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(browsing, mo, own_tensors, traced_tensor, visible):
+def _(browsing, course, mo, own_tensors, traced_tensor, visible):
     # marimo draws an option's label as text; visible() spells out what would hide in it
     _options = {f"{visible(row.name, 160)} · {row.type_name}": row.name for row in own_tensors}
     _first = {"toy": traced_tensor, "real": "blk.0.attn_output.weight"}.get(browsing)
@@ -376,17 +383,30 @@ def _(browsing, mo, own_tensors, traced_tensor, visible):
     tensor_choice = mo.ui.dropdown(
         options=_options, value=(_traced or list(_options))[0] if _options else None, label="tensor"
     )
-    tensor_choice
+    mo.Html(course.live_only(tensor_choice))
     return (tensor_choice,)
 
 
 @app.cell(hide_code=True)
-def _(mo, own_tensors, tensor_choice):
+def _(code_name, course, mo, own_tensors, tensor_choice):
     block_count = next((row.blocks for row in own_tensors if row.name == tensor_choice.value), 1)
+    _first_block = 0
     block_choice = mo.ui.number(
-        start=0, stop=max(block_count - 1, 0), step=1, value=0, label=f"block (0 to {block_count - 1})"
+        start=0, stop=max(block_count - 1, 0), step=1, value=_first_block, label=f"block (0 to {block_count - 1})"
     )
-    block_choice
+    mo.Html(
+        course.live_only(
+            block_choice,
+            instead=None
+            if tensor_choice.value is None
+            else mo.md(
+                f"Open here: {code_name(tensor_choice.value)}, block {_first_block} of its {block_count}. "
+                f"A page without a server cannot read another: the live lab (`python3 labctl.py open`) "
+                f"picks any of the file's {len(own_tensors)} tensors and any block here. The explorer "
+                "below works on this one."
+            ),
+        )
+    )
     return block_choice, block_count
 
 
@@ -487,7 +507,7 @@ def _(browsing, mo):
        depends on the converter, its version and the architecture.)*
     """
     _real = r"""
-    1. Open `blk.0.attn_q.weight`. Why is it Q5_0 and not Q4_K? *(Check: its rows are 640 weights,
+    1. Find `blk.0.attn_q.weight` in the inventory. Why is it Q5_0 and not Q4_K? *(Check: its rows are 640 weights,
        2.5 super-blocks of 256; llama.cpp's fallback for a Q4_K it cannot store is Q5_0.)*
     2. `token_embd.weight` alone is most of the file. Why is it Q8_0? *(Hint: it is also the output
        layer, which the recipe keeps in Q6_K, and Q6_K's fallback is Q8_0.)*

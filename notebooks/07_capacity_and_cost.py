@@ -9,10 +9,10 @@ def _():
     import marimo as mo
 
     from lab.numbers import format_number
-    from lab.teach import course, sizes
+    from lab.teach import sizes
     from lab.teach.charts import bits_per_weight_chart
 
-    return bits_per_weight_chart, course, format_number, mo, sizes
+    return bits_per_weight_chart, format_number, mo, sizes
 
 
 @app.cell(hide_code=True)
@@ -41,21 +41,34 @@ def _(format_number, mo, sizes):
 
 
 @app.cell(hide_code=True)
-def _(mo):
-    weights_in_billions = mo.ui.slider(start=0.5, stop=70, step=0.5, value=7, label="weights (billions)", show_value=True)
-    weights_in_billions
-    return (weights_in_billions,)
+def _(format_number, mo):
+    from widgets.choice import Control, PrecomputedChoice
+
+    # Every step of the slider is computed below, so it works on the static page too.
+    billions_by_step = {format_number(n / 2): n / 2 for n in range(1, 141)}  # 0.5 to 70 billion, by 0.5
+    weights_in_billions = PrecomputedChoice(
+        "capacity", [Control("billions", "weights (billions)", list(billions_by_step), "7", kind="slider")]
+    )
+    mo.ui.anywidget(weights_in_billions)
+    return billions_by_step, weights_in_billions
 
 
 @app.cell(hide_code=True)
-def _(course, format_number, mo, sizes, weights_in_billions):
-    _n = int(weights_in_billions.value * 1e9)
-    _rows = "\n".join(
-        f"| {name} | {format_number(bpw)} | {format_number(round(sizes.payload_gigabytes(_n, bpw), 6))} GB |"
-        for name, bpw in sizes.FORMAT_BITS_PER_WEIGHT.items()
+def _(billions_by_step, format_number, mo, sizes, weights_in_billions):
+    def _view(billions):
+        _n = int(billions_by_step[billions] * 1e9)
+        _rows = "\n".join(
+            f"| {name} | {format_number(bpw)} | {format_number(round(sizes.payload_gigabytes(_n, bpw), 6))} GB |"
+            for name, bpw in sizes.FORMAT_BITS_PER_WEIGHT.items()
+        )
+        return mo.md(f"**{billions} B weights:**\n\n| format | bits/weight | payload |\n|---|---|---|\n{_rows}")
+
+
+    mo.Html(
+        weights_in_billions.outcomes(
+            ["billions"], {(_step,): _view(_step) for _step in billions_by_step}
+        )
     )
-    _text = mo.md(f"**{format_number(weights_in_billions.value)} B weights:**\n\n| format | bits/weight | payload |\n|---|---|---|\n{_rows}")
-    mo.Html(course.readout(_text))
     return
 
 

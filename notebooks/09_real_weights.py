@@ -10,13 +10,11 @@ def _():
 
     from lab.numbers import format_number
     from lab.study import real_weights
-    from lab.teach import course
     from lab.teach.charts import outlier_chart, tensor_error_chart
     from lab.text import code_name
 
     return (
         code_name,
-        course,
         format_number,
         mo,
         outlier_chart,
@@ -89,58 +87,73 @@ def _(format_number, mo, report):
 
 @app.cell(hide_code=True)
 def _(mo, report):
-    format_choice = mo.ui.dropdown(
-        options=[row["format"] for row in report.summary_records()], value="Q4_K", label="format"
+    from widgets.choice import Control, PrecomputedChoice
+
+    # Every format's view below is computed here, so the menu works on the static page too.
+    format_choice = PrecomputedChoice(
+        "real-weights",
+        [Control("format", "format", [row["format"] for row in report.summary_records()], "Q4_K")],
     )
-    format_choice
+    mo.ui.anywidget(format_choice)
     return (format_choice,)
 
 
 @app.cell(hide_code=True)
-def _(course, format_choice, mo, outlier_chart, report, tensor_error_chart):
+def _(
+    code_name,
+    format_choice,
+    format_number,
+    mo,
+    outlier_chart,
+    report,
+    tensor_error_chart,
+):
     _records = report.records()
-    _view = mo.vstack(
+
+
+    def _view(name):
+        _chosen = [row for row in _records if row["format"] == name]
+        _measured = sorted((row for row in _chosen if not row["skipped"]), key=lambda row: -row["relative_rmse"])
+        _rows = "\n".join(
+            f"| {code_name(row['tensor'])} | {'×'.join(str(n) for n in row['shape'])} | "
+            f"{row['relative_rmse']:.4f} | {format_number(round(row['max_abs_error'], 4))} | {row['outlier_share']:.3%} |"
+            for row in _measured
+        )
+        # Skipped tensors are listed under their reason, below the table: a long reason in a table
+        # column made every row of it tall on a phone.
+        _reasons = {}
+        for _row in _chosen:
+            if _row["skipped"]:
+                _reasons.setdefault(_row["skipped"].removeprefix("skipped: "), []).append(code_name(_row["tensor"]))
+        _skipped = "".join(
+            f"\n\n**Skipped, {len(_names)} of {len(_chosen)}**, {_reason}: {', '.join(_names)}."
+            for _reason, _names in _reasons.items()
+        )
+        return mo.vstack(
+            [
+                mo.md(f"**{name}.** Each bar is one tensor, coloured by its role in the layer; the scatter asks whether tensors with more outliers lose more."),
+                mo.as_html(tensor_error_chart(_records, name)),
+                mo.as_html(outlier_chart(_records, name)),
+                mo.md(
+                    f"**{name}, tensor by tensor,** worst first.\n\n| tensor | shape | relative RMSE | max error | outlier share |\n|---|---|---|---|---|\n"
+                    + _rows
+                    + _skipped
+                ),
+            ]
+        )
+
+
+    mo.vstack(
         [
             mo.md(
-                f"## {format_choice.value} at a glance\n\nEach bar is one tensor, coloured by its role in the layer; "
-                "the scatter asks whether tensors with more outliers lose more."
+                "## One format at a glance, tensor by tensor\n\nA skipped tensor is one the format "
+                "cannot take: Q4_K needs rows that are a multiple of 256, MLX's affine modes a multiple of the "
+                "group size (MLX's converter silently leaves such layers in float; a GGUF converter stores them "
+                "in another type)."
             ),
-            mo.as_html(tensor_error_chart(_records, format_choice.value)),
-            mo.as_html(outlier_chart(_records, format_choice.value)),
+            mo.Html(format_choice.outcomes(["format"], {(_name,): _view(_name) for _name in format_choice.controls[0]["options"]})),
         ]
     )
-    mo.Html(course.readout(_view))
-    return
-
-
-@app.cell(hide_code=True)
-def _(code_name, course, format_choice, format_number, mo, report):
-    _records = [row for row in report.records() if row["format"] == format_choice.value]
-    _measured = sorted((row for row in _records if not row["skipped"]), key=lambda row: -row["relative_rmse"])
-    _rows = "\n".join(
-        f"| {code_name(row['tensor'])} | {'×'.join(str(n) for n in row['shape'])} | "
-        f"{row['relative_rmse']:.4f} | {format_number(round(row['max_abs_error'], 4))} | {row['outlier_share']:.3%} |"
-        for row in _measured
-    )
-    # Skipped tensors are listed under their reason, below the table: a long reason in a table
-    # column made every row of it tall on a phone.
-    _reasons = {}
-    for _row in _records:
-        if _row["skipped"]:
-            _reasons.setdefault(_row["skipped"].removeprefix("skipped: "), []).append(code_name(_row["tensor"]))
-    _skipped = "".join(
-        f"\n\n**Skipped, {len(_names)} of {len(_records)}**, {_reason}: {', '.join(_names)}."
-        for _reason, _names in _reasons.items()
-    )
-    _text = mo.md(
-        f"## Tensor by tensor: {format_choice.value}\n\nWorst first. A skipped tensor is one this format "
-        "cannot take: Q4_K needs rows that are a multiple of 256, MLX's affine modes a multiple of the "
-        "group size (MLX's converter silently leaves such layers in float; a GGUF converter stores them "
-        "in another type).\n\n| tensor | shape | relative RMSE | max error | outlier share |\n|---|---|---|---|---|\n"
-        + _rows
-        + _skipped
-    )
-    mo.Html(course.readout(_text))
     return
 
 

@@ -12,10 +12,11 @@ def _():
     from lab.numbers import format_signed
     from lab.study import behaviour, real_weights
     from lab.teach import charts
-    from lab.teach.prepare import FIRST_FORMAT
+    from lab.teach.prepare import COMPARED_FORMATS, FIRST_FORMAT
     from lab.text import code_name
 
     return (
+        COMPARED_FORMATS,
         FIRST_FORMAT,
         behaviour,
         charts,
@@ -74,14 +75,19 @@ def _(behaviour, mo):
 
 
 @app.cell(hide_code=True)
-def _(FIRST_FORMAT, mo, study):
-    format_choice = mo.ui.dropdown(
-        options={row["title"]: row["format"] for row in study if row["format"] != "fp32"},
-        value=next(row["title"] for row in study if row["format"] == FIRST_FORMAT),
-        label="format",
+def _(COMPARED_FORMATS, FIRST_FORMAT, mo, study):
+    from widgets.choice import Control, PrecomputedChoice
+
+    # Each format this menu offers is computed in advance, all the way down the page, so the menu
+    # works on the static page too (lab.teach.prepare fills the cache for them).
+    title_of = {row["format"]: row["title"] for row in study}
+    format_choice = PrecomputedChoice(
+        "answers", [Control("format", "format", [title_of[name] for name in COMPARED_FORMATS], title_of[FIRST_FORMAT])]
     )
-    format_choice
-    return (format_choice,)
+    compared = {title_of[name]: name for name in COMPARED_FORMATS}  # menu option -> format name
+    chosen, chosen_title = FIRST_FORMAT, title_of[FIRST_FORMAT]  # what the page shows first
+    mo.ui.anywidget(format_choice)
+    return chosen, chosen_title, compared, format_choice
 
 
 @app.cell(hide_code=True)
@@ -97,18 +103,22 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(behaviour, charts, format_choice, study):
-    chosen = format_choice.value
-    chosen_title = next(row["title"] for row in study if row["format"] == chosen)
-    similarity = behaviour.format_similarity(chosen, cache=True)
-    _labels = [sentence[:28] + "…" for sentence in behaviour.SIMILARITY_SENTENCES]
-    charts.similarity_heatmaps_chart(similarity.fp32, similarity.quantized, _labels, chosen_title)
-    return chosen, chosen_title, similarity
+def _(behaviour, charts, chosen, compared, format_choice, mo):
+    similarity = behaviour.format_similarity(chosen, cache=True)  # the one shown first
 
 
-@app.cell(hide_code=True)
-def _(behaviour, charts, chosen_title, similarity):
-    charts.per_sentence_cosine_chart(similarity.per_sentence, list(behaviour.SIMILARITY_SENTENCES), chosen_title)
+    def _similarity(title):
+        _similarity = behaviour.format_similarity(compared[title], cache=True)
+        _labels = [sentence[:28] + "…" for sentence in behaviour.SIMILARITY_SENTENCES]
+        return mo.vstack(
+            [
+                charts.similarity_heatmaps_chart(_similarity.fp32, _similarity.quantized, _labels, title),
+                charts.per_sentence_cosine_chart(_similarity.per_sentence, list(behaviour.SIMILARITY_SENTENCES), title),
+            ]
+        )
+
+
+    mo.Html(format_choice.outcomes(["format"], {(_title,): _similarity(_title) for _title in compared}))
     return
 
 
@@ -172,108 +182,139 @@ def _(behaviour, mo, study):
 
 
 @app.cell(hide_code=True)
-def _(behaviour, chosen):
-    answers = behaviour.retrieval_answers(chosen, cache=True)
-    return (answers,)
+def _(behaviour, charts, chosen, compared, format_choice, format_signed, mo):
+    answers = behaviour.retrieval_answers(chosen, cache=True)  # the margins shown first
 
 
-@app.cell(hide_code=True)
-def _(answers, format_signed, mo):
-    def _listed(indices, heading):
-        if not len(indices):
-            return ""
-        _records = answers.records()
-        _lines = "\n".join(f"- *{_records[i]['question']}* answered with: {_records[i]['picked']}" for i in indices)
-        return f"\n\n**{heading}**\n\n{_lines}"
+    def _answers(title):
+        _shown = behaviour.retrieval_answers(compared[title], cache=True)
 
-    mo.md(
-        "### Behind top-1: how close each answer was\n\n"
-        "Top-1 only asks whether the right passage came first. The margin says by how much, so it "
-        "shows damage long before an answer flips. "
-        f"With **{answers.format_title}**, {answers.closer} of {len(answers.questions)} questions came "
-        f"closer to a wrong answer, and the median change of a question's margin was "
-        f"{format_signed(answers.median_shift, 3, plus=True)}; "
-        f"{len(answers.lost)} answers were lost and {len(answers.gained)} gained. "
-        "Pick another format at the top of the page and watch the cloud sink below the diagonal."
-        + _listed(answers.lost, f"Right in float32, wrong in {answers.format_title}")
-        + _listed(answers.gained, f"Wrong in float32, right in {answers.format_title}")
-    )
-    return
+        def _listed(indices, heading):
+            if not len(indices):
+                return ""
+            _records = _shown.records()
+            _lines = "\n".join(f"- *{_records[i]['question']}* answered with: {_records[i]['picked']}" for i in indices)
+            return f"\n\n**{heading}**\n\n{_lines}"
 
-
-@app.cell(hide_code=True)
-def _(answers, charts):
-    charts.retrieval_margins_chart(answers.records(), answers.format_title)
-    return
-
-
-@app.cell(hide_code=True)
-def _(behaviour, chosen, mo):
-    # Cached per format in lab.study.behaviour, in memory and (cache=True) on disk: choosing a
-    # format again recomputes nothing, and neither does opening this page again.
-    with mo.status.progress_bar(
-        total=36, title="Weight error and output error, Linear by Linear", remove_on_exit=True
-    ) as _bar:
-        layers = behaviour.layer_study(
-            chosen, progress=lambda done, total, name: _bar.update(subtitle=name), cache=True
+        return mo.vstack(
+            [
+                mo.md(
+                    f"With **{_shown.format_title}**, {_shown.closer} of {len(_shown.questions)} questions came "
+                    f"closer to a wrong answer, and the median change of a question's margin was "
+                    f"{format_signed(_shown.median_shift, 3, plus=True)}; "
+                    f"{len(_shown.lost)} answers were lost and {len(_shown.gained)} gained. "
+                    "Pick another format at the top of the page and watch the cloud sink below the diagonal."
+                    + _listed(_shown.lost, f"Right in float32, wrong in {_shown.format_title}")
+                    + _listed(_shown.gained, f"Wrong in float32, right in {_shown.format_title}")
+                ),
+                charts.retrieval_margins_chart(_shown.records(), _shown.format_title),
+            ]
         )
-    return (layers,)
 
 
-@app.cell(hide_code=True)
-def _(code_name, format_signed, layers, mo):
-    _moved = "\n".join(
-        f"| {code_name(row['layer'].removeprefix('encoder.'))} | {row['weight_error']:.4f} | {int(row['weight_rank'])} "
-        f"| {row['output_error']:.4f} | {int(row['output_rank'])} | {row['peak_to_median']:.1f} |"
-        for row in layers.records()
-        if row["disagreeing"]
-    )
-    _kept = f" {len(layers.kept_float)} Linears stayed float32 and are left out." if layers.kept_float else ""
-    mo.md(
-        "## 3 · Which layers does it hurt, and why?\n\n"
-        f"Every Linear sees the same real inputs: the float32 model's activations on the 64 passages, "
-        f"{layers.tokens} tokens. For each one the lab measures the weight error ‖Ŵ − W‖/‖W‖ and the "
-        "output error ‖(Ŵ − W)x‖/‖Wx‖, ranks the layers by each (1 = worst), and compares the two "
-        f"rankings.{_kept}\n\n"
-        f"**Spearman's rank correlation between them: {format_signed(layers.spearman, 2)}.** "
-        "A value near 1 would mean weight error predicts output error; here it does not. The layers "
-        "whose rank moves most:\n\n"
-        "| Linear | weight error | weight rank | output error | output rank | peak / median channel RMS |\n"
-        "|---|---:|---:|---:|---:|---:|\n" + _moved
-    )
-    return
-
-
-@app.cell(hide_code=True)
-def _(charts, chosen_title, layers):
-    charts.layer_errors_chart(layers.records(), chosen_title)
-    return
-
-
-@app.cell(hide_code=True)
-def _(charts, layers, mo):
-    outliers = layers.outliers[layers.disagreeing[0]]
-    _channels = ", ".join(f"{channel} (RMS {outliers.rms[channel]:.2f})" for channel in outliers.top_channels.tolist())
-    _layer = next(row for row in layers.records() if row["layer"] == outliers.layer)
-    _carry = "error than of its signal" if outliers.error_share > outliers.signal_share else "signal than of its error"
-    _side = "below" if _layer["output_error"] < _layer["weight_error"] else "above"
     mo.vstack(
         [
             mo.md(
-                f"### The inputs of `{outliers.layer.removeprefix('encoder.')}`\n\n"
-                "Each bar is one input channel's activation RMS over every token. A few channels are "
-                f"far larger than the rest: the largest is {outliers.peak_to_median:.1f} × the median. "
-                f"Top channels: {_channels}.\n\n"
-                f"These {outliers.top_channels.size} channels are {outliers.channel_share:.1%} of the "
-                f"inputs. Their terms alone make {outliers.error_share:.1%} of ‖ΔW·x‖² and "
-                f"{outliers.signal_share:.1%} of ‖W·x‖²: they carry more of this layer's {_carry}. "
-                f"Its relative output error, {_layer['output_error']:.4f}, is {_side} its weight error, "
-                f"{_layer['weight_error']:.4f}.\n\n"
-                "A few large channels do not settle that on their own. The output error weighs each "
-                "weight's error by every input that meets it, so what decides is how ΔW lines up with all "
-                "of the inputs: the input, not the weights alone."
+                "### Behind top-1: how close each answer was\n\n"
+                "Top-1 only asks whether the right passage came first. The margin says by how much, so it "
+                "shows damage long before an answer flips."
             ),
-            charts.channel_outliers_chart(outliers.rms, outliers.top_channels, outliers.layer),
+            mo.Html(format_choice.outcomes(["format"], {(_title,): _answers(_title) for _title in compared})),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(behaviour, chosen_title, compared, mo):
+    # Cached per format in lab.study.behaviour, in memory and (cache=True) on disk: opening this
+    # page again recomputes nothing.
+    with mo.status.progress_bar(
+        total=len(compared), title="Weight error and output error, Linear by Linear", remove_on_exit=True
+    ) as _bar:
+        layer_studies = {}
+        for _title, _name in compared.items():
+            layer_studies[_title] = behaviour.layer_study(_name, cache=True)
+            _bar.update(subtitle=_title)
+    layers = layer_studies[chosen_title]  # the study shown first
+    return layer_studies, layers
+
+
+@app.cell(hide_code=True)
+def _(charts, code_name, format_choice, format_signed, layer_studies, mo):
+    def _layers(title):
+        layers = layer_studies[title]
+        _moved = "\n".join(
+            f"| {code_name(row['layer'].removeprefix('encoder.'))} | {row['weight_error']:.4f} | {int(row['weight_rank'])} "
+            f"| {row['output_error']:.4f} | {int(row['output_rank'])} | {row['peak_to_median']:.1f} |"
+            for row in layers.records()
+            if row["disagreeing"]
+        )
+        _kept = f" {len(layers.kept_float)} Linears stayed float32 and are left out." if layers.kept_float else ""
+        return mo.vstack(
+            [
+                mo.md(
+                    f"**{title}.** Every Linear sees the same real inputs: the float32 model's activations on the 64 passages, "
+                    f"{layers.tokens} tokens. For each one the lab measures the weight error ‖Ŵ − W‖/‖W‖ and the "
+                    "output error ‖(Ŵ − W)x‖/‖Wx‖, ranks the layers by each (1 = worst), and compares the two "
+                    f"rankings.{_kept}\n\n"
+                    f"**Spearman's rank correlation between them: {format_signed(layers.spearman, 2)}.** "
+                    "A value near 1 would mean weight error predicts output error; here it does not. The layers "
+                    "whose rank moves most:\n\n"
+                    "| Linear | weight error | weight rank | output error | output rank | peak / median channel RMS |\n"
+                    "|---|---:|---:|---:|---:|---:|\n" + _moved
+                ),
+                charts.layer_errors_chart(layers.records(), title),
+            ]
+        )
+
+
+    mo.vstack(
+        [
+            mo.md("## 3 · Which layers does it hurt, and why?"),
+            mo.Html(format_choice.outcomes(["format"], {(_title,): _layers(_title) for _title in layer_studies})),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(charts, format_choice, layer_studies, layers, mo):
+    outliers = layers.outliers[layers.disagreeing[0]]  # the layer shown first
+
+
+    def _inputs(title):
+        _layers = layer_studies[title]
+        _outliers = _layers.outliers[_layers.disagreeing[0]]
+        _channels = ", ".join(f"{channel} (RMS {_outliers.rms[channel]:.2f})" for channel in _outliers.top_channels.tolist())
+        _layer = next(row for row in _layers.records() if row["layer"] == _outliers.layer)
+        _carry = "error than of its signal" if _outliers.error_share > _outliers.signal_share else "signal than of its error"
+        _side = "below" if _layer["output_error"] < _layer["weight_error"] else "above"
+        return mo.vstack(
+            [
+                mo.md(
+                    f"**The inputs of `{_outliers.layer.removeprefix('encoder.')}`,** the Linear whose rank moves most "
+                    f"under {title}. Each bar is one input channel's activation RMS over every token. A few channels are "
+                    f"far larger than the rest: the largest is {_outliers.peak_to_median:.1f} × the median. "
+                    f"Top channels: {_channels}.\n\n"
+                    f"These {_outliers.top_channels.size} channels are {_outliers.channel_share:.1%} of the "
+                    f"inputs. Their terms alone make {_outliers.error_share:.1%} of ‖ΔW·x‖² and "
+                    f"{_outliers.signal_share:.1%} of ‖W·x‖²: they carry more of this layer's {_carry}. "
+                    f"Its relative output error, {_layer['output_error']:.4f}, is {_side} its weight error, "
+                    f"{_layer['weight_error']:.4f}.\n\n"
+                    "A few large channels do not settle that on their own. The output error weighs each "
+                    "weight's error by every input that meets it, so what decides is how ΔW lines up with all "
+                    "of the inputs: the input, not the weights alone."
+                ),
+                charts.channel_outliers_chart(_outliers.rms, _outliers.top_channels, _outliers.layer),
+            ]
+        )
+
+
+    mo.vstack(
+        [
+            mo.md("### Where the output error comes from: the inputs"),
+            mo.Html(format_choice.outcomes(["format"], {(_title,): _inputs(_title) for _title in layer_studies})),
         ]
     )
     return
@@ -296,20 +337,14 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(mo, run_model):
-    @mo.cache
-    def device_report(name):
-        return run_model(name, cache=True)
-
-    return (device_report,)
-
-
-@app.cell(hide_code=True)
-def _(chosen, device_report, mo):
-    with mo.status.progress_bar(total=1, title="Running the model's Linears on MLX", remove_on_exit=True) as _bar:
-        device = device_report(chosen)
-        _bar.update()
-    mo.md(device.to_markdown())
+def _(chosen, compared, format_choice, mo, run_model):
+    with mo.status.progress_bar(total=len(compared), title="Running the model's Linears on MLX", remove_on_exit=True) as _bar:
+        _reports = {}
+        for _title, _name in compared.items():
+            _reports[(_title,)] = run_model(_name, cache=True)
+            _bar.update(subtitle=_title)
+    device = next(_report for _report in _reports.values() if _report.format == chosen)  # the one shown first
+    mo.Html(format_choice.outcomes(["format"], {_key: mo.md(_report.to_markdown()) for _key, _report in _reports.items()}))
     return
 
 

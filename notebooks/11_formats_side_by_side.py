@@ -45,15 +45,30 @@ def _(compare):
 
 
 @app.cell(hide_code=True)
-def _(mo, weights):
-    source_pick = mo.ui.dropdown(options=list(weights), value=list(weights)[0], label="weights")
-    return (source_pick,)
+def _(weights):
+    from widgets.choice import Control, PrecomputedChoice
+
+    # Every source's chart is computed below, so the menu works on the static page too.
+    source_pick = PrecomputedChoice("pareto", [Control("source", "weights", list(weights), list(weights)[0])])
+    return Control, PrecomputedChoice, source_pick
 
 
 @app.cell(hide_code=True)
-def _(error_rows, mo, pareto_chart, source_pick):
-    _front = [row["title"] for row in error_rows if row["source"] == source_pick.value and row["on_front"]]
-    _skipped = sorted({row["title"] for row in error_rows if row["source"] == source_pick.value and row["skipped"]})
+def _(error_rows, mo, pareto_chart, source_pick, weights):
+    def _view(source):
+        _front = [row["title"] for row in error_rows if row["source"] == source and row["on_front"]]
+        _skipped = sorted({row["title"] for row in error_rows if row["source"] == source and row["skipped"]})
+        return mo.vstack(
+            [
+                pareto_chart(error_rows, source),
+                mo.md(
+                    f"On the front here: {', '.join(_front)}."
+                    + (f" Rows too short for the blocks of: {', '.join(_skipped)}." if _skipped else "")
+                ),
+            ]
+        )
+
+
     mo.vstack(
         [
             mo.md(
@@ -63,12 +78,8 @@ def _(error_rows, mo, pareto_chart, source_pick):
                 "three all-MiniLM-L6-v2 weights; the synthetic ones are N(0, 1) and a heavy-tailed "
                 "Student t with 3 degrees of freedom."
             ),
-            source_pick,
-            pareto_chart(error_rows, source_pick.value),
-            mo.md(
-                f"On the front here: {', '.join(_front)}."
-                + (f" Rows too short for the blocks of: {', '.join(_skipped)}." if _skipped else "")
-            ),
+            mo.ui.anywidget(source_pick),
+            mo.Html(source_pick.outcomes(["source"], {(_source,): _view(_source) for _source in weights})),
         ]
     )
     return
@@ -94,23 +105,36 @@ def _(block_outlier_chart, compare, mo):
 
 
 @app.cell(hide_code=True)
-def _(mo):
-    payload_pick = mo.ui.slider(0, 15, value=0, label="position in the payload (byte index)", show_value=True)
+def _(Control, PrecomputedChoice):
+    # All 16 positions are traced below, so the slider works on the static page too.
+    payload_pick = PrecomputedChoice(
+        "byte-trace",
+        [Control("position", "position in the payload (byte index)", [str(n) for n in range(16)], "0", kind="slider")],
+    )
     return (payload_pick,)
 
 
 @app.cell(hide_code=True)
 def _(compare, format_number, mo, payload_pick):
-    trace = compare.byte_trace(0xA5, payload_pick.value)
-    _rows = "\n".join(
-        f"| {row['title']} | {row['block_byte']} | {row['nibble']} ({row['nibble_value']}) | {row['weight']} "
-        f"| {row['code']} | {format_number(row['value'], 6)} | {row['owner']} |"
-        for row in trace
-    )
+    def _table(position):
+        _trace = compare.byte_trace(0xA5, position)
+        _rows = "\n".join(
+            f"| {row['title']} | {row['block_byte']} | {row['nibble']} ({row['nibble_value']}) | {row['weight']} "
+            f"| {row['code']} | {format_number(row['value'], 6)} | {row['owner']} |"
+            for row in _trace
+        )
+        return mo.md(
+            "| format | block byte | nibble | weight | code | value | owned by |\n"
+            "|---|---|---|---|---|---|---|\n" + _rows
+        )
+
+
+    trace = compare.byte_trace(0xA5, 0)  # the position the slider starts at
+    _layouts = len({row["title"] for row in trace})
     mo.vstack(
         [
             mo.md(
-                f"## One byte, {len({row['title'] for row in trace})} layouts\n\nThe byte 0xA5 (low nibble 5, high nibble 10) "
+                f"## One byte, {_layouts} layouts\n\nThe byte 0xA5 (low nibble 5, high nibble 10) "
                 "written at the same position in the payload of one block of each GGUF layout; the "
                 "slider picks the position, counted in bytes from the payload's start. Where its "
                 "nibbles land is read from the lab's decoder, by setting one nibble at a time; the "
@@ -122,11 +146,8 @@ def _(compare, format_number, mo, payload_pick):
                 "in the qh bytes. Q3_K and Q2_K are not here: their payload bytes hold four 2-bit codes "
                 "each, not two nibbles (notebook 6's block explorer shows them)."
             ),
-            payload_pick,
-            mo.md(
-                "| format | block byte | nibble | weight | code | value | owned by |\n"
-                "|---|---|---|---|---|---|---|\n" + _rows
-            ),
+            mo.ui.anywidget(payload_pick),
+            mo.Html(payload_pick.outcomes(["position"], {(str(_n),): _table(_n) for _n in range(16)})),
         ]
     )
     return

@@ -268,7 +268,7 @@ def _(LabError, chat_study, course, mo, shown, study):
 
 
 @app.cell(hide_code=True)
-def _(FORMATS, mo):
+def _(FORMATS, course, mo):
     prompt_box = mo.ui.text_area(
         placeholder="Type a prompt of your own", label="your prompt", full_width=True, max_length=2000
     )
@@ -284,9 +284,16 @@ def _(FORMATS, mo):
                 "## Your own prompt\n\nThe model answers greedily, once with the file's weights and once "
                 "per format you pick. The first answer loads the model (a few seconds)."
             ),
-            prompt_box,
-            prompt_formats,
-            prompt_run,
+            mo.Html(
+                course.live_only(
+                    mo.vstack([prompt_box, prompt_formats, prompt_run]),
+                    instead=mo.md(
+                        "A prompt of your own runs the chat model, and a page without a server cannot: "
+                        "on a computer with the lab, `python3 labctl.py open` answers it here. The answers "
+                        "above were computed when this page was built."
+                    ),
+                )
+            ),
         ]
     )
     return prompt_box, prompt_formats, prompt_run
@@ -304,7 +311,7 @@ def _(
     prompt_run,
     shown,
 ):
-    mo.stop(not prompt_run.value, mo.md("*Type a prompt and press **answer it**.*"))
+    mo.stop(not prompt_run.value, mo.Html(course.live_only(mo.md("*Type a prompt and press **answer it**.*"))))
     from lab.study import chat as _chat
 
     _model = _chat.load()
@@ -327,7 +334,7 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(FORMATS, mo):
+def _(FORMATS, course, mo):
     from lab.device import chat as device_chat
 
     device_format = mo.ui.dropdown(
@@ -351,8 +358,15 @@ def _(FORMATS, mo):
                 about a minute a device.
                 """
             ),
-            device_format,
-            device_run,
+            mo.Html(
+                course.live_only(
+                    mo.vstack([device_format, device_run]),
+                    instead=mo.md(
+                        "This check runs the model on MLX, which a page without a server cannot: on a "
+                        "computer with the lab, `python3 labctl.py open` runs it here."
+                    ),
+                )
+            ),
         ]
     )
     return device_chat, device_format, device_run
@@ -360,7 +374,7 @@ def _(FORMATS, mo):
 
 @app.cell(hide_code=True)
 def _(course, device_chat, device_format, device_run, mo):
-    mo.stop(not device_run.value, mo.md("*Pick a format and press **run it on MLX**.*"))
+    mo.stop(not device_run.value, mo.Html(course.live_only(mo.md("*Pick a format and press **run it on MLX**.*"))))
     with mo.status.spinner(title="Every Linear through mx.quantized_matmul"):
         _report = device_chat.run_chat(device_format.value, cache=True)
     mo.Html(course.readout(mo.md(_report.to_markdown())))
@@ -385,7 +399,8 @@ def _(mo):
        bits lost in the table of notebook 11?
     2. Find a format whose same-top-token rate is above 90 % yet whose answer to prompt 1 departs
        within a few tokens. What does that say about judging a format by one number?
-    3. Type a prompt of your own that ends mid-sentence. Does Q4_0 finish it the way the reference does?
+    3. In the live lab (a prompt of your own needs the model running): type a prompt that ends
+       mid-sentence. Does Q4_0 finish it the way the reference does?
     """)
     return
 

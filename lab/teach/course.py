@@ -117,6 +117,22 @@ def table(header: list[str], rows: list[list[str]]) -> Safe:
 
 
 READOUT_CLASS = "lab-readout"
+#: what only a kernel can do (open a file, run a model on a typed prompt): hidden on the static
+#: site, where LIVE_ONLY_NOTE_CLASS says what the page shows instead and how to get the live lab
+LIVE_ONLY_CLASS = "lab-live-only"
+LIVE_ONLY_NOTE_CLASS = "lab-static-only"
+
+
+def _markup(rendered) -> str:
+    return rendered.text if hasattr(rendered, "text") and not isinstance(rendered, str) else shown(rendered)
+
+
+def live_only(rendered, instead=None) -> str:
+    """Wrap controls that need the kernel, with `instead` (rendered like them, or plain text, shown
+    literally) for the static page, which hides the controls: there a control that does nothing is
+    never shown, and the reader learns what the live lab would do here."""
+    note = "" if instead is None else f'<div class="{LIVE_ONLY_NOTE_CLASS}" role="note">{_markup(instead)}</div>'
+    return f'<div class="{LIVE_ONLY_CLASS}">{_markup(rendered)}</div>{note}'
 
 
 def readout(rendered) -> str:
@@ -126,9 +142,8 @@ def readout(rendered) -> str:
     `rendered` is what marimo rendered (mo.md(...), mo.as_html(...): its `.text` is HTML built from
     the lab's own Markdown, outside text in it already shown()), or Safe markup; plain text is
     shown literally."""
-    markup = rendered.text if hasattr(rendered, "text") and not isinstance(rendered, str) else shown(rendered)
     # a plain str: this goes straight into mo.Html, whose serializer takes only str itself
-    return f'<div class="{READOUT_CLASS}">{markup}</div>'
+    return f'<div class="{READOUT_CLASS}">{_markup(rendered)}</div>'
 
 
 def whole_number(value, *, label: str, low: int, high: int) -> int:

@@ -1,7 +1,7 @@
 """What `labctl.py open` computes before it opens the course, so that no page's first visit waits
-for a model study: notebook 10's retrieval study in every format, and what that page shows first
-for the format its dropdown starts on (the similarity matrices, the answers, the layer study and
-the MLX pane). Each result goes to the disk cache (lab.study.cache) the notebook reads, so a second
+for a model study: notebook 10's retrieval study in every format, and what that page shows for
+each format its menu offers (the similarity matrices, the answers, the layer study and the MLX
+pane). Each result goes to the disk cache (lab.study.cache) the notebook reads, so a second
 run reads everything back in about a second and the page opens in seconds instead of minutes.
 
     python -m lab.teach.prepare     prints one line per step; exits 0, also when there is nothing to do
@@ -16,8 +16,12 @@ from collections.abc import Callable
 from lab.device.model import run_model
 from lab.study import behaviour, real_weights
 
-#: the format notebook 10's dropdown starts on; the notebook reads it from here
+#: the format notebook 10's menu starts on; the notebook reads it from here
 FIRST_FORMAT = "mxfp4"
+#: the formats notebook 10's menu offers for a closer look, each computed in advance so the menu
+#: works on the static page: the 4-bit formats the article compares, and 2-bit affine, where the
+#: answers break
+COMPARED_FORMATS = ("mxfp4", "nvfp4", "affine4_g64", "affine4_g128", "q4k", "q4_0", "iq4_nl", "nf4", "affine2_g64")
 
 
 def prepare_notebook_10(say: Callable[[str], object] = print) -> list[str]:
@@ -32,10 +36,10 @@ def prepare_notebook_10(say: Callable[[str], object] = print) -> list[str]:
         "retrieval study": lambda: behaviour.retrieval_study(
             progress=lambda done, total, name: say(f"  retrieval study: {done} of {total} ({name})"), cache=True
         ),
-        "similarity": lambda: behaviour.format_similarity(FIRST_FORMAT, cache=True),
-        "answers": lambda: behaviour.retrieval_answers(FIRST_FORMAT, cache=True),
-        "layer study": lambda: behaviour.layer_study(FIRST_FORMAT, cache=True),
-        "MLX pane": lambda: run_model(FIRST_FORMAT, cache=True),
+        "similarity": lambda: [behaviour.format_similarity(name, cache=True) for name in COMPARED_FORMATS],
+        "answers": lambda: [behaviour.retrieval_answers(name, cache=True) for name in COMPARED_FORMATS],
+        "layer study": lambda: [behaviour.layer_study(name, cache=True) for name in COMPARED_FORMATS],
+        "MLX pane": lambda: [run_model(name, cache=True) for name in COMPARED_FORMATS],
     }
     say(f"preparing notebook 10 (once: {len(names)} formats of the embedding model; later runs read them back)")
     for step, compute in steps.items():

@@ -298,8 +298,10 @@ def test_after_preparing_notebook_10_its_first_visit_computes_nothing(monkeypatc
     monkeypatch.setattr(behaviour, "captured_inputs", no_model)
     study = behaviour.retrieval_study(cache=True)
     assert [row["format"] for row in study] == list(behaviour.study_formats())
-    first = prepare.FIRST_FORMAT
-    assert behaviour.format_similarity(first, cache=True).quantized.shape[0] == len(behaviour.SIMILARITY_SENTENCES)
-    assert len(behaviour.retrieval_answers(first, cache=True).questions) == len(retrieval_data.QUERIES)
-    assert behaviour.layer_study(first, cache=True).format == first
-    assert device_model.run_model(first, cache=True).format == first
+    assert prepare.FIRST_FORMAT in prepare.COMPARED_FORMATS
+    assert set(prepare.COMPARED_FORMATS) <= set(behaviour.study_formats())
+    for name in prepare.COMPARED_FORMATS:  # everything the page's menu offers
+        assert behaviour.format_similarity(name, cache=True).quantized.shape[0] == len(behaviour.SIMILARITY_SENTENCES)
+        assert len(behaviour.retrieval_answers(name, cache=True).questions) == len(retrieval_data.QUERIES)
+        assert behaviour.layer_study(name, cache=True).format == name
+        assert device_model.run_model(name, cache=True).format == name

@@ -86,7 +86,9 @@ def test_07_capacity_and_cost():
     defs = run_notebook("07_capacity_and_cost.py")
     table = defs["sizes"].seven_billion_table()
     assert (table["BF16"], table["ideal 4-bit"], table["Q4_K"]) == (14.0, 3.5, 3.9375)
-    assert defs["weights_in_billions"].value == 7
+    assert defs["weights_in_billions"].values == {"billions": "7"}
+    steps = defs["billions_by_step"]
+    assert (len(steps), steps["0.5"], steps["7"], steps["70"]) == (140, 0.5, 7.0, 70.0)
 
 
 def test_marimo_check_is_clean():

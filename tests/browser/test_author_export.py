@@ -5,8 +5,12 @@ Opened from disk it says it needs a server, which is why the export has no singl
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from chromium import browser_page
+from playwright.sync_api import expect
 
 from bench.harness.static_server import static_server
 from tests.apps.test_export_cli import AUTHOR_NOTEBOOK
@@ -70,3 +74,29 @@ def test_opened_from_disk_the_exported_page_says_it_needs_a_server(author_page):
         assert page.get_by_test_id("e2m1-value").count() == 0
         assert "python3 -m http.server --bind 127.0.0.1" in page.locator("body").inner_text()
         assert log.blocked == []
+
+
+def _readme_choice_notebook() -> str:
+    """The README's example of a precomputed choice, as the notebook an author would paste it into."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.DOTALL)
+    example = next(block for block in blocks if "PrecomputedChoice(" in block)
+    head = "import marimo\n\napp = marimo.App()\n\n\n@app.cell\ndef _():\n    import marimo as mo\n\n    return (mo,)\n\n\n"
+    return head + example
+
+
+def test_the_readmes_precomputed_choice_works_on_an_exported_page(tmp_path):
+    """The README's example, exported as an author would: its slider switches outcomes with no kernel."""
+    notebook = tmp_path / "bits.py"
+    notebook.write_text(_readme_choice_notebook(), encoding="utf-8")
+    out = tmp_path / "public"
+    assert export.main([str(notebook), "-o", str(out)]) == 0
+    with static_server(out) as url, browser_page() as (page, log):
+        page.goto(f"{url}/bits.html")
+        slider = page.get_by_role("slider", name="bits per weight")
+        slider.wait_for(timeout=30000)
+        expect(page.get_by_text("4 bits: 16 levels")).to_be_visible()
+        slider.press("End")
+        expect(page.get_by_text("8 bits: 256 levels")).to_be_visible()
+        expect(page.get_by_text("4 bits: 16 levels")).to_be_hidden()
+        assert log.blocked == [] and log.console_errors == []

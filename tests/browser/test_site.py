@@ -12,6 +12,7 @@ import pytest
 from chromium import browser_page
 from playwright.sync_api import expect
 
+from tests.browser.test_static_controls import assert_no_control_needs_a_kernel
 from widgets.build import site as sitebuild
 
 pytestmark = pytest.mark.browser
@@ -35,7 +36,7 @@ def test_every_page_loads_offline_with_no_errors_and_links_its_neighbours(site, 
         # shows up as a 404.
         failed = []
         page.on("response", lambda response: response.status >= 400 and failed.append(response.url))
-        controls_seen = 0
+        controls_seen = hidden_controls = 0
         for name in pages:
             page.goto(f"{server}/{name}")
             page.wait_for_load_state("networkidle")
@@ -64,7 +65,9 @@ def test_every_page_loads_offline_with_no_errors_and_links_its_neighbours(site, 
                 assert page.locator(f'#root a[href="{in_order[position + 1]}"]').count() >= 1, name
             assert page.locator('a[href^="?file="]').count() == 0, name
             controls_seen += _check_theme_and_sizes(page, name, "light")
-        assert controls_seen > 10  # the seeds, sliders and dropdowns of notebooks 2-11
+            hidden_controls += assert_no_control_needs_a_kernel(page, name)
+        assert controls_seen > 10  # the seeds, sliders and menus of notebooks 3-11
+        assert hidden_controls >= 5  # notebook 6's file, tensor and block; notebook 12's prompt and device run
 
 
 def test_site_copies_only_the_front_end_its_pages_can_load(site):
@@ -169,25 +172,27 @@ def test_build_fails_loudly_if_the_export_format_changes():
 
 
 def test_static_course_page_is_honest_about_what_moves(server):
-    """marimo's controls are disabled and say so, readouts are labelled as build-time, the banner
-    names the live lab, and the from-disk fallback is gone once the app has mounted."""
+    """No marimo control is left to do nothing: the block's settings are the lab's own choice, which
+    works here; the readout that follows a widget through the kernel is labelled as build-time; the
+    banner names the live lab, and the from-disk fallback is gone once the app has mounted."""
     with browser_page() as (page, log):
         page.goto(f"{server}/03_mxfp4.html")
         page.get_by_role("textbox", name="E8M0 scale byte").wait_for(timeout=20000)
         banner = page.locator(".lab-static-banner")
         assert banner.is_visible() and "python3 labctl.py open" in banner.inner_text()
         assert page.locator(".lab-fallback").count() == 0
-        controls = page.evaluate(
-            f"() => [...document.querySelectorAll({json.dumps(sitebuild.CONTROLS)})]"
-            ".map(e => [e.tagName, e.inert, e.getAttribute('aria-disabled')])"
-        )
-        assert {tag for tag, _, _ in controls} >= {"MARIMO-NUMBER", "MARIMO-SLIDER", "MARIMO-DROPDOWN"}
-        assert all(inert and disabled == "true" for _, inert, disabled in controls), controls
+        assert page.evaluate(f"() => document.querySelectorAll({json.dumps(sitebuild.CONTROLS)}).length") == 0
+        choice = page.locator('.lab-choice[data-lab-group="mxfp4-block"]')
+        for label in ("random seed", "log₂ of the block's spread", "largest element (× the spread)"):
+            control = choice.get_by_label(label)
+            expect(control).to_be_enabled()
+            assert control.evaluate("(node) => !node.closest('[inert]')"), label
         labels = page.evaluate(
             "() => [...document.querySelectorAll('.lab-readout')].map(e => getComputedStyle(e, '::before').content)"
         )
-        assert len(labels) >= 3 and all("Computed at build time for the settings shown" in label for label in labels)
-        # The lab's own widget stays live beside the disabled controls.
+        # the one readout that follows the ownership widget through the kernel
+        assert len(labels) == 1 and "Computed at build time for the settings shown" in labels[0]
+        # The lab's own widget stays live beside the choice.
         field = page.get_by_role("textbox", name="E8M0 scale byte")
         field.fill("0x80")
         field.press("Enter")
@@ -207,11 +212,11 @@ def test_the_banner_is_one_line_on_a_phone_and_names_the_live_lab_on_a_computer(
         text = banner.inner_text()
         line = float(banner.evaluate("(node) => parseFloat(getComputedStyle(node).lineHeight)"))
         if width == 390:
-            assert "labctl" not in text and "Widgets live" in text and "Contents" in text
+            assert "labctl" not in text and "all controls work" in text and "Contents" in text
             assert banner.bounding_box()["height"] <= line + 16  # one line and its padding
             assert banner.evaluate("(node) => node.scrollWidth <= node.clientWidth")  # nothing cut off
         else:
-            assert "python3 labctl.py open" in text and "Widgets live" not in text
+            assert "python3 labctl.py open" in text and "every control works in your browser" in text
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         assert log.blocked == []
 
@@ -288,11 +293,15 @@ PROSE_SIZES = """() => {
 }"""
 
 
-# The labels, fields and values of marimo's own controls, each inside its control's shadow root.
-CONTROL_SIZES = """() => [...document.querySelectorAll("marimo-number, marimo-slider, marimo-dropdown, marimo-switch")]
-  .flatMap((control) => [...(control.shadowRoot ?? control).querySelectorAll(".mo-label :is(label, input, select, .text-xs)")])
-  .filter((element) => element.offsetParent !== null)
-  .map((element) => ({ text: (element.value ?? element.textContent).slice(0, 40), px: parseFloat(getComputedStyle(element).fontSize) }))"""
+# The labels, fields and values of the page's controls: the lab's precomputed choices and any of
+# marimo's own left visible, each inside its widget's or control's shadow root.
+CONTROL_SIZES = """() => {
+  const hosts = [...document.querySelectorAll("*")].filter((node) => node.shadowRoot);
+  return hosts.flatMap((host) => [...host.shadowRoot.querySelectorAll(
+      ".lab-choice :is(label, label > span, select, input, output), .mo-label :is(label, input, select, .text-xs)")])
+    .filter((element) => element.checkVisibility())
+    .map((element) => ({ text: (element.value ?? element.textContent).slice(0, 40), px: parseFloat(getComputedStyle(element).fontSize) }));
+}"""
 
 
 def _check_theme_and_sizes(page, name: str, scheme: str) -> int:
@@ -319,7 +328,7 @@ def test_course_pages_follow_a_dark_theme_on_a_phone_with_prose_at_16_px(server)
             name = file.removesuffix(".py") + ".html"
             page.goto(f"{server}/{name}")
             controls_seen += _check_theme_and_sizes(page, name, "dark")
-        assert controls_seen > 10  # the seeds, sliders and dropdowns of notebooks 2-11
+        assert controls_seen > 10  # the seeds, sliders and menus of notebooks 3-11
         assert log.blocked == [] and log.console_errors == []
 
 
@@ -336,7 +345,8 @@ def test_a_charts_menu_offers_downloads_and_nothing_online(server):
         assert log.blocked == [] and log.console_errors == []
 
 
-TABLE_FADES = """() => [...document.querySelectorAll(".markdown.prose table")].map((table) => {
+# The tables in view (a precomputed choice's other options wait hidden, each with its own).
+TABLE_FADES = """() => [...document.querySelectorAll(".markdown.prose table")].filter((t) => t.checkVisibility()).map((table) => {
   const style = getComputedStyle(table);
   return {
     scrolls: table.scrollWidth > table.clientWidth,
@@ -352,13 +362,13 @@ def test_a_wide_table_on_a_phone_fades_where_it_scrolls(server):
     with browser_page() as (page, log):
         page.set_viewport_size({"width": 390, "height": 900})
         page.goto(f"{server}/03_mxfp4.html")
-        page.wait_for_selector(".markdown.prose table", timeout=20000)
+        page.wait_for_selector(".markdown.prose table:visible", timeout=20000)
         tables = page.evaluate(TABLE_FADES)
         wide = [index for index, table in enumerate(tables) if table["scrolls"]]
         assert len(wide) >= 2, tables
         for table in tables:
             assert table["start"] == 0 and (table["end"] > 20 if table["scrolls"] else table["end"] == 0), tables
-        table = page.locator(".markdown.prose table").nth(wide[0])
+        table = page.locator(".markdown.prose table:visible").nth(wide[0])
         table.evaluate("(table) => { table.scrollLeft = (table.scrollWidth - table.clientWidth) / 2 }")
         page.wait_for_timeout(200)
         middle = page.evaluate(TABLE_FADES)[wide[0]]
@@ -368,6 +378,6 @@ def test_a_wide_table_on_a_phone_fades_where_it_scrolls(server):
         assert page.evaluate(TABLE_FADES)[wide[0]] == {"scrolls": True, "start": 0, "end": 0}
         page.set_viewport_size({"width": 1440, "height": 900})
         page.reload()
-        page.wait_for_selector(".markdown.prose table", timeout=20000)
+        page.wait_for_selector(".markdown.prose table:visible", timeout=20000)
         assert page.evaluate(TABLE_FADES) == [{"scrolls": False, "start": 0, "end": 0}] * len(tables)
         assert log.blocked == [] and log.console_errors == []

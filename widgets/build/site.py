@@ -109,6 +109,12 @@ def export_notebook(notebook: Path, cwd: Path | None = ROOT) -> str:
     return page
 
 
+# marimo's page preloads two background images (gradient and noise, some 420 KB) that only its
+# screen for a lost kernel draws, which a static page never shows: on a classroom's wifi the preload
+# is most of a cold load's bytes. The images stay in the site, for the stylesheet that names them.
+IMAGE_PRELOAD = re.compile(r'<link rel="preload"[^>]*\bas="image"[^>]*>\s*')
+
+
 def localise_frontend(page: str, name: str) -> str:
     versions = {match.group("version") for match in CDN_PREFIX.finditer(page)}
     if not versions:
@@ -124,7 +130,7 @@ def localise_frontend(page: str, name: str) -> str:
     for asset in page_assets(page):
         if not (MARIMO_STATIC / asset).is_file():
             raise SiteBuildError(f"{name}: the page needs {asset}, which the installed marimo does not ship")
-    return VEGA_SCHEMA.sub("./schema/", page)
+    return IMAGE_PRELOAD.sub("", VEGA_SCHEMA.sub("./schema/", page))
 
 
 def page_assets(page: str) -> set[str]:
@@ -196,12 +202,17 @@ def link_notebooks(page: str) -> str:
     return re.sub(r"\?file=(\d\d_[a-z0-9_]+)\.py", r"\1.html", page)
 
 
-# marimo's UI elements that only a kernel can act on (the lab's anywidgets are not among them).
-CONTROLS = "marimo-slider, marimo-number, marimo-dropdown, marimo-switch, marimo-checkbox, marimo-radio, marimo-text, marimo-button"
-# Injected into every exported notebook. In a static page marimo's own controls (sliders,
-# dropdowns, switches, number fields) have no kernel behind them: moving one recomputes nothing.
-# They are shown disabled, and readouts the notebooks mark with course.READOUT_CLASS are labelled
-# as computed at build time. The lab's widgets run in the browser and stay live.
+# marimo's UI elements, all of which need a kernel to act on. A course page shows none: its menus and
+# sliders are the lab's precomputed choices (widgets/choice.py), and what only a kernel can do
+# (open a file of your own, answer a typed prompt) the notebooks wrap in course.live_only, which
+# a static page hides in favour of the note beside it; the browser tests fail on any other. An
+# author's own notebook may still use them: there they are shown disabled, and say so.
+CONTROLS = (
+    "marimo-slider, marimo-number, marimo-dropdown, marimo-switch, marimo-checkbox, marimo-radio, marimo-text, "
+    "marimo-text-area, marimo-multiselect, marimo-button, marimo-file"
+)
+# Injected into every exported notebook. Readouts the notebooks mark with course.READOUT_CLASS
+# follow a lab widget through the kernel, so they are labelled as computed at build time.
 STATIC_STYLE = f"""<style id="lab-static-style">
 /* marimo's app fills #root from an absolutely placed layer and scrolls there; the banner takes its
    own row above, and #root, made the containing block, keeps that layer below the banner. */
@@ -217,6 +228,9 @@ body {{ display: flex; flex-direction: column; height: 100vh; margin: 0; }}
   .lab-banner-long {{ display: none; }}
 }}
 .lab-fallback {{ font: 19px/1.5 system-ui, sans-serif; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; }}
+/* Only a kernel can act on these: hidden, with the note the notebook gave in their place. */
+.{course.LIVE_ONLY_CLASS} {{ display: none !important; }}
+.{course.LIVE_ONLY_NOTE_CLASS} {{ display: block; border-left: 3px solid #e69f00; padding-left: 0.5rem; margin: 0.5rem 0; }}
 /* marimo draws its controls as display: contents elements, which take no opacity or filter; give
    them (and their wrapper, which carries the note) a box of their own. */
 marimo-ui-element:has(> :is({CONTROLS})) {{ display: inline-flex !important; flex-direction: column;
@@ -247,10 +261,10 @@ new MutationObserver(() => {{
 # live lab in; a wider screen also says how to get the live lab.
 STATIC_BANNER = (
     '<div class="lab-static-banner" role="note">'
-    '<span class="lab-banner-short">Widgets live; menus fixed as built</span>'
-    "<span class=\"lab-banner-long\"><strong>Static page:</strong> the lab's widgets work; marimo's "
-    "sliders and menus stay where the page was built (readouts say so). On a computer with the lab, "
-    "<code>python3 labctl.py open</code> runs it live</span>"
+    '<span class="lab-banner-short">Static page: all controls work</span>'
+    '<span class="lab-banner-long"><strong>Static page:</strong> every control works in your browser. '
+    "Opening a file of your own or typing a prompt needs the live lab: on a computer with it, "
+    "<code>python3 labctl.py open</code></span>"
     ' \u00b7 <a href="index.html">Contents</a></div>'
 )
 # Shown until marimo's app mounts: React replaces everything inside #root when it renders. Opened
