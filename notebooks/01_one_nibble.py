@@ -11,13 +11,12 @@ def _():
     from lab.codes import e2m1, nibble
     from lab.formats import iq4_nl, nf4, q4_0
     from lab.numbers import format_float32, format_number
-    from lab.teach import course
     from lab.teach.charts import e2m1_ruler_chart
     from widgets import NibbleDecoder
+    from widgets.choice import outcome_panels
 
     return (
         NibbleDecoder,
-        course,
         e2m1,
         e2m1_ruler_chart,
         format_float32,
@@ -26,6 +25,7 @@ def _():
         mo,
         nf4,
         nibble,
+        outcome_panels,
         q4_0,
     )
 
@@ -52,47 +52,59 @@ def _(mo):
 
 @app.cell(hide_code=True)
 def _(NibbleDecoder, mo):
-    decoder = mo.ui.anywidget(NibbleDecoder(code=0b0101))
+    # outcomes: the by-hand working below is written for all sixteen codes and follows the widget,
+    # live and on the static page alike
+    decoder = mo.ui.anywidget(NibbleDecoder(code=0b0101, outcomes="nibble-by-hand"))
     decoder
     return (decoder,)
 
 
 @app.cell(hide_code=True)
 def _(
-    course,
     decoder,
     e2m1,
     format_float32,
     format_number,
+    iq4_nl,
     mo,
     nf4,
     nibble,
+    outcome_panels,
     q4_0,
 ):
-    code = decoder.widget.code
-    parts = e2m1.explain(code)
-    readings = nibble.three_decoders(code)
-    _text = mo.md(
-        f"""
-        ### Doing `{parts['bits']}` by hand
+    def _by_hand(code):
+        parts = e2m1.explain(code)
+        readings = nibble.three_decoders(code)
+        return mo.md(
+            f"""
+            ### Doing `{parts['bits']}` by hand
 
-        | field | bits | value |
-        |---|---|---|
-        | sign | `{parts['bits'][0]}` | {parts['sign']} |
-        | exponent | `{parts['bits'][1:3]}` | {parts['exponent_field']} (bias 1) |
-        | fraction | `{parts['bits'][3]}` | {parts['fraction']} |
+            | field | bits | value |
+            |---|---|---|
+            | sign | `{parts['bits'][0]}` | {parts['sign']} |
+            | exponent | `{parts['bits'][1:3]}` | {parts['exponent_field']} (bias 1) |
+            | fraction | `{parts['bits'][3]}` | {parts['fraction']} |
 
-        This code is **{parts['kind']}**, so the rule is
-        `{parts['formula']}`.
+            This code is **{parts['kind']}**, so the rule is
+            `{parts['formula']}`.
 
-        Read as UINT4 it is **{format_number(readings['uint4'])}**; as INT4 it is
-        **{format_number(readings['int4'])}**; as Q4_0 it is {code} − {q4_0.CODE_OFFSET} =
-        **{format_number(decoder.widget.q4_0)}**; as NF4 it is level {code},
-        **{format_float32(nf4.LEVELS[code])}**; as IQ4_NL it is codebook entry {code},
-        **{format_number(decoder.widget.iq4_nl)}**.
-        """
+            Read as UINT4 it is **{format_number(readings['uint4'])}**; as INT4 it is
+            **{format_number(readings['int4'])}**; as Q4_0 it is {code} − {q4_0.CODE_OFFSET} =
+            **{format_number(code - q4_0.CODE_OFFSET)}**; as NF4 it is level {code},
+            **{format_float32(nf4.LEVELS[code])}**; as IQ4_NL it is codebook entry {code},
+            **{format_number(int(iq4_nl.KVALUES[code]))}**.
+            """
+        )
+
+
+    mo.Html(
+        outcome_panels(
+            "nibble-by-hand",
+            {"code": [str(_code) for _code in range(16)]},
+            {"code": str(decoder.widget.code)},
+            {(str(_code),): _by_hand(_code) for _code in range(16)},
+        )
     )
-    mo.Html(course.readout(_text))
     return
 
 

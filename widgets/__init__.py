@@ -44,9 +44,14 @@ class _LabWidget(anywidget.AnyWidget):
     _css = stylesheet()
     #: presenter view: everything drawn 1.5 times larger, for a projector (an input, kept in the link)
     presenter = t.Bool(False).tag(sync=True)
+    #: the group of outcome panels (widgets.choice.outcome_panels) this figure shows, keyed by its
+    #: input traits' values, so prose computed for each value follows the figure; "" for none
+    outcomes = t.Unicode("").tag(sync=True)
 
     #: the synced traits: all the browser draws from (and the standalone pages keep in the link)
     _inputs: tuple[str, ...] = ()
+    #: synced traits that tie a figure to its page, not to its state (a link never carries them)
+    _page_traits: tuple[str, ...] = ("outcomes",)
 
 
 class _DerivingWidget(_LabWidget):

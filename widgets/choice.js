@@ -8,28 +8,7 @@
 // The panels are ordinary notebook output in the page (not in this widget's shadow root), so the
 // page's own styles draw their tables and charts; the widget finds them through the document.
 import { visibleText } from "./codec/text.js";
-import { h, setAttr, setText, watchTheme } from "./ui.js";
-
-/** Whether a panel's conditions hold for the current values. */
-export function panelShown(when, values) {
-  return Object.entries(when).every(([name, option]) => values[name] === option);
-}
-
-/** The panels of a group in a document (or any node): [{node, when}], skipping unreadable marks. */
-export function groupPanels(root, group) {
-  const panels = [];
-  for (const node of root.querySelectorAll("[data-lab-choice]")) {
-    if (node.getAttribute("data-lab-choice") !== group) continue;
-    let when = null;
-    try {
-      when = JSON.parse(node.getAttribute("data-lab-when") ?? "");
-    } catch {
-      when = null;
-    }
-    if (when !== null && typeof when === "object" && !Array.isArray(when)) panels.push({ node, when });
-  }
-  return panels;
-}
+import { followOutcomes, h, setAttr, setText, showOutcomes, watchTheme } from "./ui.js";
 
 /** A number field's typed text as one of its options, or null with the refusal to show, worded as
  * the lab's Python words a number field's (lab.teach.course.whole_number). */
@@ -115,22 +94,9 @@ function render({ model, el }) {
   );
 
   function apply() {
-    const panels = groupPanels(document, group);
-    let shown = 0;
-    let changed = false;
-    for (const { node, when } of panels) {
-      const on = panelShown(when, values);
-      if (node.hidden === on) {
-        node.hidden = !on;
-        changed = true;
-      }
-      shown += on ? 1 : 0;
-    }
-    const refused = Object.values(values).includes(null);  // a field says why, beside itself
-    setText(status, panels.length === 0 || shown > 0 || refused ? "" : "This choice has no outcome on this page.");
-    // Charts drawn in a hidden panel measured no width; a resize makes them measure again. Only on
-    // a change: the charts' redraw is itself a change to the page, which calls apply() again.
-    if (changed) window.dispatchEvent(new Event("resize"));
+    const { shown, panels } = showOutcomes(group, values);
+    const refused = Object.values(values).includes(null); // a field says why, beside itself
+    setText(status, panels === 0 || shown > 0 || refused ? "" : "This choice has no outcome on this page.");
   }
 
   function follow() {
@@ -144,20 +110,11 @@ function render({ model, el }) {
   });
   el.replaceChildren(h("div", { class: "lab-row lab-choice-row" }, controls.map((part) => part.node)), status);
   // marimo may draw the panels after this widget (or redraw them when their cell re-runs live).
-  let due = false;
-  const pageWatch = new MutationObserver(() => {
-    if (due) return;
-    due = true;
-    requestAnimationFrame(() => {
-      due = false;
-      apply();
-    });
-  });
-  pageWatch.observe(document.body, { childList: true, subtree: true });
+  const stopFollowing = followOutcomes(group, () => values);
   apply();
   const stopTheme = watchTheme(el, () => {});
   return () => {
-    pageWatch.disconnect();
+    stopFollowing();
     stopTheme();
   };
 }

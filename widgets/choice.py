@@ -101,22 +101,45 @@ class PrecomputedChoice(anywidget.AnyWidget):
         unknown = [name for name in depends_on if name not in self._by_name]
         if unknown or not depends_on or len(set(depends_on)) != len(depends_on):
             raise ValueError(f"outcomes depend on distinct controls of this choice, not {list(depends_on)}")
-        wanted = list(itertools.product(*(self._by_name[name].options for name in depends_on)))
-        if len(wanted) > MOST_OUTCOMES:
-            raise ValueError(f"{len(wanted)} outcomes is more than a page should carry ({MOST_OUTCOMES})")
-        if missing := [key for key in wanted if key not in views]:
-            raise ValueError(f"no outcome for {missing[0]} (and {len(missing) - 1} more)")
-        if extra := sorted(set(views) - set(wanted)):
-            raise ValueError(f"an outcome for {extra[0]}, which no control offers")
-        current = tuple(self._by_name[name].value for name in depends_on)
-        panels = []
-        for key in wanted:
-            when = html.escape(json.dumps(dict(zip(depends_on, key, strict=True)), ensure_ascii=False), quote=True)
-            hidden = "" if key == current else " hidden"
-            view = views[key]
-            markup = view.text if hasattr(view, "text") and not isinstance(view, str) else shown(view)
-            markup = _HEADING.sub(r'<p class="lab-outcome-heading" role="heading" aria-level="\1">\2</p>', markup)
-            panels.append(
-                f'<div class="lab-outcome" data-lab-choice="{self.group}" data-lab-when="{when}"{hidden}>{markup}</div>'
-            )
-        return "".join(panels)
+        return outcome_panels(
+            self.group,
+            {name: self._by_name[name].options for name in depends_on},
+            {name: self._by_name[name].value for name in depends_on},
+            views,
+        )
+
+
+def outcome_panels(
+    group: str,
+    options: Mapping[str, Sequence[str]],
+    current: Mapping[str, str],
+    views: Mapping[tuple[str, ...], object],
+) -> str:
+    """HTML holding one panel per combination of `options` (name -> the options, in order), marked
+    for `group`; `views` as for PrecomputedChoice.outcomes, keyed in the order of `options`. The
+    panel for `current` shows. A PrecomputedChoice's controls show the others, or a lab widget
+    whose `outcomes` trait names the group, keyed by its input traits (widgets.NibbleDecoder's code)."""
+    if not _NAME.fullmatch(group):
+        raise ValueError(f"a group is lowercase letters, digits, '-' or '_', not {group!r}")
+    names = list(options)
+    wanted = list(itertools.product(*(options[name] for name in names)))
+    if len(wanted) > MOST_OUTCOMES:
+        raise ValueError(f"{len(wanted)} outcomes is more than a page should carry ({MOST_OUTCOMES})")
+    if missing := [key for key in wanted if key not in views]:
+        raise ValueError(f"no outcome for {missing[0]} (and {len(missing) - 1} more)")
+    if extra := sorted(set(views) - set(wanted)):
+        raise ValueError(f"an outcome for {extra[0]}, which no control offers")
+    shown_first = tuple(current.get(name) for name in names)
+    if shown_first not in views:
+        raise ValueError(f"the current values {shown_first} are not among the outcomes")
+    panels = []
+    for key in wanted:
+        when = html.escape(json.dumps(dict(zip(names, key, strict=True)), ensure_ascii=False), quote=True)
+        hidden = "" if key == shown_first else " hidden"
+        view = views[key]
+        markup = view.text if hasattr(view, "text") and not isinstance(view, str) else shown(view)
+        markup = _HEADING.sub(r'<p class="lab-outcome-heading" role="heading" aria-level="\1">\2</p>', markup)
+        panels.append(
+            f'<div class="lab-outcome" data-lab-choice="{group}" data-lab-when="{when}"{hidden}>{markup}</div>'
+        )
+    return "".join(panels)

@@ -241,6 +241,68 @@ let mounted = 0;
  * Nodes stay where they are, so focus, caret, scroll and pointer capture stay with them.
  * Returns the cleanup anywidget expects.
  */
+// Outcome panels (widgets/choice.py): notebook output computed in advance for each combination of
+// some widget's values, each panel marked data-lab-choice="<group>" and
+// data-lab-when='{"name": "option", ...}'. They sit in the page, not in a widget's shadow root, so
+// the page's own styles draw them; a widget shows the ones whose conditions hold for its values.
+
+/** Whether a panel's conditions hold for the current values (options are compared as text). */
+export function panelShown(when, values) {
+  return Object.entries(when).every(([name, option]) => values[name] === option);
+}
+
+/** The panels of a group in a document (or any node): [{node, when}], skipping unreadable marks. */
+export function groupPanels(root, group) {
+  const panels = [];
+  for (const node of root.querySelectorAll("[data-lab-choice]")) {
+    if (node.getAttribute("data-lab-choice") !== group) continue;
+    let when = null;
+    try {
+      when = JSON.parse(node.getAttribute("data-lab-when") ?? "");
+    } catch {
+      when = null;
+    }
+    if (when !== null && typeof when === "object" && !Array.isArray(when)) panels.push({ node, when });
+  }
+  return panels;
+}
+
+/** Show the panels of `group` that hold for `values` and hide the rest; returns how many show and
+ * how many there are. Charts drawn while hidden measured no width, so a change sends a resize. */
+export function showOutcomes(group, values) {
+  const panels = groupPanels(document, group);
+  let shown = 0;
+  let changed = false;
+  for (const { node, when } of panels) {
+    const on = panelShown(when, values);
+    if (node.hidden === on) {
+      node.hidden = !on;
+      changed = true;
+    }
+    shown += on ? 1 : 0;
+  }
+  // Only on a change: the charts' redraw is itself a change to the page, which calls this again.
+  if (changed) window.dispatchEvent(new Event("resize"));
+  return { shown, panels: panels.length };
+}
+
+/** Keep `group`'s panels following `values()` while marimo draws or redraws them (a cell that
+ * re-runs live); returns the function that stops. */
+export function followOutcomes(group, values) {
+  let due = false;
+  const pageWatch = new MutationObserver(() => {
+    if (due) return;
+    due = true;
+    requestAnimationFrame(() => {
+      due = false;
+      showOutcomes(group, values());
+    });
+  });
+  pageWatch.observe(document.body, { childList: true, subtree: true });
+  showOutcomes(group, values());
+  return () => pageWatch.disconnect();
+}
+
 export function mountInPlace({ model, el, className, traits, validate, controls = null, figure }) {
   el.classList.add("four-bit-lab", className);
   startCoursePresenter();
@@ -454,6 +516,9 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
         if (problemNode.parentNode !== el) el.append(problemNode);
       }
     } else problemNode.remove();
+    // Prose the notebook computed for each value of this widget follows it (a refused value
+    // shows none: nothing stale stays).
+    if (outcomes) showOutcomes(outcomes, problem ? {} : outcomeValues());
     // Nothing focusable is rebuilt, but a figure taken away takes its focus with it; a control
     // with the same data-focus key gets it back if there is one. A control that a change can take
     // away on its own (a bit the new format lacks) names the one that takes its place in
@@ -464,7 +529,11 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
       (el.querySelector(`[data-focus="${key}"]`) ?? (fallback && el.querySelector(`[data-focus="${fallback}"]`)))?.focus();
     }
   }
+  // The group of outcome panels this widget drives, keyed by its traits' values as text.
+  const outcomes = model.get("outcomes") || null;
+  const outcomeValues = () => Object.fromEntries(traits.map((name) => [name, String(model.get(name))]));
   draw();
+  const stopFollowing = outcomes ? followOutcomes(outcomes, outcomeValues) : () => {};
   // While setTraits is setting several traits, the draw waits for the last of them.
   const handler = () => (drawsDue ? drawsDue.add(draw) : draw());
   const watched = [...traits, "presenter"];
@@ -472,6 +541,7 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
   const stopWatchingTheme = watchTheme(el, followPresenter);
   return () => {
     stopWatchingTheme();
+    stopFollowing();
     for (const name of watched) model.off(`change:${name}`, handler);
   };
 }

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from widgets.choice import MOST_OUTCOMES, Control, PrecomputedChoice
+from widgets.choice import MOST_OUTCOMES, Control, PrecomputedChoice, outcome_panels
 
 
 class _Panels(HTMLParser):
@@ -174,3 +174,21 @@ def test_a_group_name_and_the_control_names_are_checked():
         PrecomputedChoice("g", [Control("a", "a", ["x"], "x"), Control("a", "b", ["y"], "y")])
     with pytest.raises(ValueError, match="distinct names"):
         PrecomputedChoice("g", [])
+
+
+def test_a_widget_can_drive_panels_of_its_own_values():
+    """outcome_panels without a choice: notebook 1's working for each of a nibble's sixteen codes,
+    keyed as the nibble widget's `code` trait reads as text; only the current code's shows."""
+    markup = outcome_panels(
+        "nibble-by-hand",
+        {"code": [str(c) for c in range(16)]},
+        {"code": "5"},
+        {(str(c),): f"code {c}" for c in range(16)},
+    )
+    found = panels(markup)
+    assert [p["when"] for p in found] == [{"code": str(c)} for c in range(16)]
+    assert [p["text"] for p in found if not p["hidden"]] == ["code 5"]
+    with pytest.raises(ValueError, match="current values"):
+        outcome_panels("g", {"code": ["0", "1"]}, {"code": "7"}, {("0",): "a", ("1",): "b"})
+    with pytest.raises(ValueError, match="group"):
+        outcome_panels("G G", {"code": ["0"]}, {"code": "0"}, {("0",): "a"})

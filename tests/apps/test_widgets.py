@@ -40,7 +40,8 @@ def test_a_widget_syncs_its_inputs_and_nothing_it_derives(widget_class):
     """Python sets the inputs and the browser computes what it shows: a derived trait never goes
     over the wire, so no figure can come to rely on Python pushing it."""
     own = set(widget_class.class_traits(sync=True)) - set(anywidget.AnyWidget.class_traits(sync=True))
-    assert own == set(widget_class._inputs)
+    assert own == set(widget_class._inputs) | set(widget_class._page_traits)
+    assert widget_class._page_traits == ("outcomes",)  # the outcome panels a figure drives (ui.js)
     assert not set(widget_class.class_traits(derived=True)) & own
 
 

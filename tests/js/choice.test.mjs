@@ -2,7 +2,7 @@
 // and names the options it was computed for; it shows when every one of them is chosen.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { groupPanels, panelShown } from "../../widgets/choice.js";
+import { groupPanels, panelShown } from "../../widgets/ui.js";
 
 test("a panel shows only when every control it depends on holds its option", () => {
   const values = { source: "tiny GGUF", byte: "3" };
