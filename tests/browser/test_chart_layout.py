@@ -55,7 +55,8 @@ FIND_EMBEDS = """  const embeds = [];
   const walk = (root) => {
     for (const el of root.querySelectorAll("*")) {
       if (el.shadowRoot) walk(el.shadowRoot);
-      if (el.classList.contains("vega-embed")) embeds.push(el);
+      // a chart in view: the other options of a precomputed choice wait hidden, each with its own
+      if (el.classList.contains("vega-embed") && el.checkVisibility()) embeds.push(el);
     }
   };
   walk(document);
@@ -278,13 +279,39 @@ def _crosses(rule: dict, text: dict, margin: float = 1.0) -> bool:
     return (upright and inside_x and overlap_y > 2) or (level and inside_y and overlap_x > 2)
 
 
+# A precomputed choice's last option in each of its menus and sliders (widgets/choice.js): its charts
+# were drawn while hidden, and must lay out again once shown.
+LAST_OPTIONS = """() => {
+  const hosts = [...document.querySelectorAll("*")].filter((node) => node.shadowRoot);
+  let moved = 0;
+  for (const root of hosts.map((host) => host.shadowRoot)) {
+    for (const select of root.querySelectorAll(".lab-choice select")) {
+      select.value = select.options[select.options.length - 1].value;
+      select.dispatchEvent(new Event("change"));
+      moved += 1;
+    }
+    for (const slider of root.querySelectorAll('.lab-choice input[type="range"]')) {
+      slider.value = slider.max;
+      slider.dispatchEvent(new Event("input"));
+      moved += 1;
+    }
+  }
+  return moved;
+}"""
+
+
 def _measure(url: str, name: str) -> dict[str, list[dict]]:
-    """Every chart on the page at `url`, measured at each of PASSES, with screenshots."""
+    """Every chart on the page at `url`, measured at each of PASSES, with screenshots; a page with
+    precomputed choices is measured again with each control on its last option."""
     measured = {}
     with browser_page() as (page, log):
         for size, (width, height, theme) in PASSES.items():
             _open(page, url, width, height, theme)
             measured[size] = page.evaluate(MEASURE)
+            if page.evaluate(LAST_OPTIONS):
+                page.wait_for_function(DRAWN, timeout=30000)
+                page.wait_for_timeout(500)  # the charts shown lay out again on the resize
+                measured[f"{size} (last options)"] = page.evaluate(MEASURE)
             SHOTS.mkdir(parents=True, exist_ok=True)
             # A screenshot shows only what the page's scrolling area shows: make it tall enough
             # for the tallest chart (the widths measured above do not depend on the height).
@@ -299,10 +326,16 @@ def _measure(url: str, name: str) -> dict[str, list[dict]]:
 
 
 def _check(measured: dict[str, list[dict]], name: str) -> None:
+    if "phone (last options)" in measured:
+        _check(
+            {"phone": measured["phone (last options)"], "wide": measured["wide (last options)"]},
+            f"{name}, last options",
+        )
     phone, wide = measured["phone"], measured["wide"]
     problems = [
         problem
         for size, page_charts in measured.items()
+        if size in ("phone", "wide")
         for i, chart in enumerate(page_charts)
         for problem in _problems(chart, name, i, size)
     ]
