@@ -10,11 +10,11 @@ def _():
     import numpy as np
 
     from lab.numbers import format_number
-    from lab.teach import course, scale
+    from lab.teach import scale
     from lab.teach.charts import error_vs_scale_chart
     from widgets import ScaleLab
 
-    return ScaleLab, course, error_vs_scale_chart, format_number, mo, np, scale
+    return ScaleLab, error_vs_scale_chart, format_number, mo, np, scale
 
 
 @app.cell(hide_code=True)
@@ -38,19 +38,6 @@ def _(mo):
 def _(ScaleLab, mo):
     lab_row = mo.ui.anywidget(ScaleLab())
     lab_row
-    return (lab_row,)
-
-
-@app.cell(hide_code=True)
-def _(course, format_number, lab_row, mo):
-    _w = lab_row.widget
-    _text = (
-        f"At scale **{format_number(_w.scale)}**: y = **{format_number(_w.y)}**, ŷ = **{format_number(_w.y_hat)}**, "
-        f"Δy = **{format_number(_w.delta_y)}**."
-        if not _w.message
-        else f"**Fix the input:** {_w.message}"
-    )
-    mo.Html(course.readout(mo.md(_text)))
     return
 
 

@@ -13,22 +13,19 @@ def _():
     import numpy as np
 
     from lab import device
-    from lab.codes import e2m1, e8m0
+    from lab.codes import e2m1
     from lab.formats import mxfp4, rounding
     from lab.numbers import format_number
     from lab.study.metrics import error_metrics
-    from lab.teach import course
     from lab.teach.charts import block_grid_chart, difference_chart
     from widgets import OwnershipView
 
     return (
         OwnershipView,
         block_grid_chart,
-        course,
         device,
         difference_chart,
         e2m1,
-        e8m0,
         error_metrics,
         format_number,
         mo,
@@ -59,14 +56,6 @@ def _(mo):
 def _(OwnershipView, mo):
     ownership = mo.ui.anywidget(OwnershipView())
     ownership
-    return (ownership,)
-
-
-@app.cell(hide_code=True)
-def _(course, e8m0, mo, ownership):
-    _byte = ownership.widget.mx_scale_byte
-    _text = mo.md(f"**Scale byte by hand:** {e8m0.explain(_byte)['formula']}. **Traced element:** {ownership.widget.mx_formula}.")
-    mo.Html(course.readout(_text))
     return
 
 

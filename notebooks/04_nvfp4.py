@@ -17,14 +17,13 @@ def _():
     from lab.formats import nvfp4
     from lab.numbers import format_number
     from lab.study.metrics import error_metrics
-    from lab.teach import course, sizes
+    from lab.teach import sizes
     from lab.teach.charts import block_grid_chart, difference_chart
     from widgets import OwnershipView
 
     return (
         OwnershipView,
         block_grid_chart,
-        course,
         device,
         difference_chart,
         e2m1,
@@ -64,12 +63,6 @@ def _(e4m3, mo):
 def _(OwnershipView, mo):
     ownership = mo.ui.anywidget(OwnershipView())
     ownership
-    return (ownership,)
-
-
-@app.cell(hide_code=True)
-def _(course, mo, ownership):
-    mo.Html(course.readout(mo.md(f"**Traced element:** {ownership.widget.nv_formula}")))
     return
 
 

@@ -172,9 +172,10 @@ def test_build_fails_loudly_if_the_export_format_changes():
 
 
 def test_static_course_page_is_honest_about_what_moves(server):
-    """No marimo control is left to do nothing: the block's settings are the lab's own choice, which
-    works here; the readout that follows a widget through the kernel is labelled as build-time; the
-    banner names the live lab, and the from-disk fallback is gone once the app has mounted."""
+    """No marimo control is left to do nothing: notebook 3's block settings are the lab's own choice,
+    which works here, and nothing on that page waits for a kernel; notebook 5's readouts, which
+    follow its explorer through the kernel, are labelled as build-time; the banner names the live
+    lab, and the from-disk fallback is gone once the app has mounted."""
     with browser_page() as (page, log):
         page.goto(f"{server}/03_mxfp4.html")
         page.get_by_role("textbox", name="E8M0 scale byte").wait_for(timeout=20000)
@@ -187,16 +188,20 @@ def test_static_course_page_is_honest_about_what_moves(server):
             control = choice.get_by_label(label)
             expect(control).to_be_enabled()
             assert control.evaluate("(node) => !node.closest('[inert]')"), label
-        labels = page.evaluate(
-            "() => [...document.querySelectorAll('.lab-readout')].map(e => getComputedStyle(e, '::before').content)"
-        )
-        # the one readout that follows the ownership widget through the kernel
-        assert len(labels) == 1 and "Computed at build time for the settings shown" in labels[0]
+        # nothing here waits for a kernel: the page has no build-time readout left
+        assert page.locator(".lab-readout").count() == 0
         # The lab's own widget stays live beside the choice.
         field = page.get_by_role("textbox", name="E8M0 scale byte")
         field.fill("0x80")
         field.press("Enter")
         assert _widget_text(page, "mx-scale").endswith("= 2")
+        # Notebook 5's readouts follow its explorer through the kernel, and say so.
+        page.goto(f"{server}/05_q4k.html")
+        page.locator(".lab-readout").first.wait_for(timeout=20000)
+        labels = page.evaluate(
+            "() => [...document.querySelectorAll('.lab-readout')].map(e => getComputedStyle(e, '::before').content)"
+        )
+        assert len(labels) >= 3 and all("Computed at build time for the settings shown" in label for label in labels)
         assert log.blocked == [] and log.console_errors == []
 
 
