@@ -51,7 +51,7 @@ def test_a_seed_that_is_not_a_whole_number_is_refused_beside_it():
         amax = page.get_by_text("amax =").locator("visible=true")
         amax.first.wait_for(timeout=60000)
         field = page.get_by_role("textbox", name="random seed")
-        wanted = "random seed: type a whole number from 0 to 9"
+        wanted = "random seed: type a whole number from 3 to 7"
         for entry, refusal in [("3.7", f"{wanted}, not 3.7."), ("", f"{wanted}; the field is empty.")]:
             field.fill(entry)
             field.press("Enter")

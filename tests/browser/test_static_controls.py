@@ -191,7 +191,7 @@ def _capacity(driven):
 def _mxfp4(driven):
     texts, settings = driven["mxfp4-block"]
     assert settings == {"seed": "7", "spread": "0", "largest": "5 (both rules agree)"}
-    assert list(texts["seed"]) == [str(n) for n in range(10)]
+    assert list(texts["seed"]) == [str(n) for n in range(3, 8)]
     for spread, text in texts["spread"].items():
         power = int(spread.replace("\u2212", "-"))
         # amax is the planted largest element, 5 × 2^spread; floor rule: 127 + ⌊log₂ 5⌋ − 2 + spread;
@@ -271,10 +271,12 @@ def test_a_seed_outside_the_list_is_refused_beside_its_field_and_nothing_stale_s
         widget = page.locator('.lab-choice[data-lab-group="mxfp4-block"]')
         field = widget.locator('input[inputmode="numeric"]')
         field.wait_for(timeout=30000)
-        for typed in ("3.7", "", "10", "-1", "seven", "<b>1</b>"):
+        wanted = "random seed: type a whole number from 3 to 7"
+        for typed in ("3.7", "", "2", "8", "-1", "seven", "<b>1</b>"):
             field.fill(typed)
             field.press("Enter")
-            expect(widget.get_by_role("alert")).to_have_text("random seed: type a whole number from 0 to 9")
+            refusal = f"{wanted}; the field is empty." if typed == "" else f"{wanted}, not {typed}."
+            expect(widget.get_by_role("alert")).to_have_text(refusal)
             expect(field).to_have_attribute("aria-invalid", "true")
             assert [p for p in page.evaluate(PANELS, "mxfp4-block") if p["shown"]] == [], typed
         field.fill(" 4 ")
