@@ -279,7 +279,7 @@ def _(charts, code_name, format_choice, format_signed, layer_studies, mo):
 
 
 @app.cell(hide_code=True)
-def _(charts, format_choice, layer_studies, layers, mo):
+def _(charts, code_name, format_choice, layer_studies, layers, mo):
     outliers = layers.outliers[layers.disagreeing[0]]  # the layer shown first
 
 
@@ -293,7 +293,7 @@ def _(charts, format_choice, layer_studies, layers, mo):
         return mo.vstack(
             [
                 mo.md(
-                    f"**The inputs of `{_outliers.layer.removeprefix('encoder.')}`,** the Linear whose rank moves most "
+                    f"**The inputs of {code_name(_outliers.layer.removeprefix('encoder.'))},** the Linear whose rank moves most "
                     f"under {title}. Each bar is one input channel's activation RMS over every token. A few channels are "
                     f"far larger than the rest: the largest is {_outliers.peak_to_median:.1f} × the median. "
                     f"Top channels: {_channels}.\n\n"

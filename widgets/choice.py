@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import anywidget
 import traitlets as t
 
-from lab.text import shown
+from lab.teach.course import markup
 
 from ._bundle import bundle, stylesheet
 
@@ -136,10 +136,10 @@ def outcome_panels(
     for key in wanted:
         when = html.escape(json.dumps(dict(zip(names, key, strict=True)), ensure_ascii=False), quote=True)
         hidden = "" if key == shown_first else " hidden"
-        view = views[key]
-        markup = view.text if hasattr(view, "text") and not isinstance(view, str) else shown(view)
-        markup = _HEADING.sub(r'<p class="lab-outcome-heading" role="heading" aria-level="\1">\2</p>', markup)
+        content = _HEADING.sub(
+            r'<p class="lab-outcome-heading" role="heading" aria-level="\1">\2</p>', markup(views[key])
+        )
         panels.append(
-            f'<div class="lab-outcome" data-lab-choice="{group}" data-lab-when="{when}"{hidden}>{markup}</div>'
+            f'<div class="lab-outcome" data-lab-choice="{group}" data-lab-when="{when}"{hidden}>{content}</div>'
         )
     return "".join(panels)

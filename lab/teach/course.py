@@ -123,7 +123,9 @@ LIVE_ONLY_CLASS = "lab-live-only"
 LIVE_ONLY_NOTE_CLASS = "lab-static-only"
 
 
-def _markup(rendered) -> str:
+def markup(rendered) -> str:
+    """What marimo rendered (its `.text`: HTML from the lab's own Markdown, outside text in it
+    already shown()) or Safe markup, as HTML; any other text shown literally."""
     return rendered.text if hasattr(rendered, "text") and not isinstance(rendered, str) else shown(rendered)
 
 
@@ -131,8 +133,8 @@ def live_only(rendered, instead=None) -> str:
     """Wrap controls that need the kernel, with `instead` (rendered like them, or plain text, shown
     literally) for the static page, which hides the controls: there a control that does nothing is
     never shown, and the reader learns what the live lab would do here."""
-    note = "" if instead is None else f'<div class="{LIVE_ONLY_NOTE_CLASS}" role="note">{_markup(instead)}</div>'
-    return f'<div class="{LIVE_ONLY_CLASS}">{_markup(rendered)}</div>{note}'
+    note = "" if instead is None else f'<div class="{LIVE_ONLY_NOTE_CLASS}" role="note">{markup(instead)}</div>'
+    return f'<div class="{LIVE_ONLY_CLASS}">{markup(rendered)}</div>{note}'
 
 
 def readout(rendered) -> str:
@@ -143,7 +145,7 @@ def readout(rendered) -> str:
     the lab's own Markdown, outside text in it already shown()), or Safe markup; plain text is
     shown literally."""
     # a plain str: this goes straight into mo.Html, whose serializer takes only str itself
-    return f'<div class="{READOUT_CLASS}">{_markup(rendered)}</div>'
+    return f'<div class="{READOUT_CLASS}">{markup(rendered)}</div>'
 
 
 def whole_number(value, *, label: str, low: int, high: int) -> int:

@@ -30,14 +30,6 @@ def run_notebook(name: str, defs: dict | None = None) -> dict:
     return run_notebook_with_outputs(name, defs)[1]
 
 
-def shown_widget(outputs: list, kind: type):
-    """The widget of class `kind` a cell shows as its output (a figure no later cell reads is not
-    among the notebook's definitions)."""
-    found = [output.widget for output in outputs if isinstance(getattr(output, "widget", None), kind)]
-    assert len(found) == 1, (kind.__name__, len(found))
-    return found[0]
-
-
 def test_every_course_notebook_exists_and_is_listed():
     from lab.teach import course
 
@@ -61,29 +53,23 @@ def test_01_one_nibble():
 
 
 def test_02_scale_is_a_ruler():
-    from widgets import ScaleLab
-
-    widget = shown_widget(run_notebook_with_outputs("02_scale_is_a_ruler.py")[0], ScaleLab)
+    widget = run_notebook("02_scale_is_a_ruler.py")["lab_row"].widget
     assert widget.y == pytest.approx(-1.75) and widget.delta_y == pytest.approx(-0.25)
     widget.scale = 0.125
     assert widget.w_hat == [-0.75, 0.25, 0.75, 0.75] and widget.delta_y == pytest.approx(0.125)
 
 
 def test_03_mxfp4():
-    from widgets import OwnershipView
-
-    outputs, defs = run_notebook_with_outputs("03_mxfp4.py")
-    ownership = shown_widget(outputs, OwnershipView)
+    defs = run_notebook("03_mxfp4.py")
+    ownership = defs["ownership"].widget
     assert ownership.mx_scale == 0.5 and ownership.mx_formula == "3 \u00d7 0.5 = 1.5"
     assert defs["mxfp4"].BITS_PER_WEIGHT == 4.25
     assert defs["block"].shape == (32,)
 
 
 def test_04_nvfp4():
-    from widgets import OwnershipView
-
-    outputs, defs = run_notebook_with_outputs("04_nvfp4.py")
-    assert shown_widget(outputs, OwnershipView).nv_formula == "3 \u00d7 0.3125 \u00d7 1 = 0.9375"
+    defs = run_notebook("04_nvfp4.py")
+    assert defs["ownership"].widget.nv_formula == "3 \u00d7 0.3125 \u00d7 1 = 0.9375"
     assert defs["tensor"].bits_per_weight == 4.5 + 32 / 32
     assert defs["global_scale"] == pytest.approx(float(abs(defs["weights"]).max()))
 
