@@ -29,7 +29,7 @@ import zxingcpp
 from serving import BIG_ASSET, ROOM_ADDRESSES, ROOM_HOSTNAME, fetch, get_page, make_site, start_server, stop_server
 
 from lab.text import shown
-from widgets.build import serve
+from widgets.build import room, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -444,7 +444,7 @@ def test_lan_prints_every_address_with_the_port_and_the_first_ones_qr_code(site,
     assert listened == [("::" if dual_stack else "0.0.0.0", 0)]
     expected = [f"http://192.0.2.10:{port}/"] + ([f"http://[2001:db8::10]:{port}/"] if dual_stack else [])
     assert [line.strip() for line in lines if line.startswith("  http://") and "workshop" not in line] == expected
-    assert f"  http://workshop-laptop:{port}/  ({serve.HOSTNAME_NOTE})" in lines
+    assert f"  http://workshop-laptop:{port}/  ({room.HOSTNAME_NOTE})" in lines
     start = lines.index(f"or scan this code for http://192.0.2.10:{port}/:")
     end = lines.index(f"the code and every address on one page, for the projector: http://127.0.0.1:{port}/room")
     printed = _qr_rows(lines[start + 1 : end])
@@ -459,16 +459,16 @@ def test_lan_prints_every_address_with_the_port_and_the_first_ones_qr_code(site,
 
 def test_lan_with_no_address_says_so_in_one_line_and_draws_no_code(site, monkeypatch, capsys):
     lines, port, _ = _serve_lan_output(site, monkeypatch, capsys, [])
-    assert lines.count(serve.NO_ADDRESS) == 1
-    assert "join the room's Wi-Fi or network" in serve.NO_ADDRESS
-    assert not any(set(line) & set(serve.HALF_BLOCKS.values()) - {" "} for line in lines)
-    assert f"  http://workshop-laptop:{port}/  ({serve.HOSTNAME_NOTE})" in lines
+    assert lines.count(room.NO_ADDRESS) == 1
+    assert "join the room's Wi-Fi or network" in room.NO_ADDRESS
+    assert not any(set(line) & set(room.HALF_BLOCKS.values()) - {" "} for line in lines)
+    assert f"  http://workshop-laptop:{port}/  ({room.HOSTNAME_NOTE})" in lines
 
 
 def test_the_coloured_qr_code_is_the_plain_one_drawn_black_on_white():
     url = "http://192.0.2.10:8765/"
-    coloured = serve.terminal_qr(url, colour=True).splitlines()
-    plain = serve.terminal_qr(url, colour=False).splitlines()
+    coloured = room.terminal_qr(url, colour=True).splitlines()
+    plain = room.terminal_qr(url, colour=False).splitlines()
     assert all(line.startswith("\x1b[30;107m") and line.endswith("\x1b[0m") for line in coloured)
     assert [line[len("\x1b[30;107m") : -len("\x1b[0m")] for line in coloured] == plain
 
@@ -517,7 +517,7 @@ def test_the_room_page_is_answered_only_with_lan_and_only_to_allowed_hosts(serve
 def test_room_addresses_leave_out_loopback_link_local_and_repeats_ipv4_first():
     listed = ["::1", "127.0.0.1", "fe80::fc:ff:fe00:1", "2001:db8::10", "192.0.2.10", "0.0.0.0", "192.0.2.10"]
     listed += ["fd00::2", "169.254.7.1", "ff02::1", "2001:DB8:0::10"]
-    assert serve.room_addresses(listed) == ["192.0.2.10", "169.254.7.1", "2001:db8::10", "fd00::2"]
+    assert room.room_addresses(listed) == ["192.0.2.10", "169.254.7.1", "2001:db8::10", "fd00::2"]
 
 
 def test_ipv6_addresses_are_read_from_proc_net_if_inet6():
@@ -526,11 +526,11 @@ def test_ipv6_addresses_are_read_from_proc_net_if_inet6():
         "00000000000000000000000000000001 01 80 10 80       lo\n"
         "20010db8000000000000000000000010 04 40 00 82     eth0\n"
     )
-    assert serve.addresses_from_if_inet6(text) == ["fe80::fc:ff:fe00:1", "::1", "2001:db8::10"]
+    assert room.addresses_from_if_inet6(text) == ["fe80::fc:ff:fe00:1", "::1", "2001:db8::10"]
 
 
 def test_lan_addresses_of_this_machine_are_strings_none_of_them_loopback():
-    addresses = serve.lan_addresses()  # read from the system; nothing is sent to any of them
+    addresses = room.lan_addresses()  # read from the system; nothing is sent to any of them
     assert isinstance(addresses, list)
     for address in addresses:
         assert isinstance(address, str)

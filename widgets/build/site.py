@@ -36,7 +36,7 @@ from pathlib import Path
 import marimo
 
 from lab.teach import course
-from widgets.build import serve, standalone
+from widgets.build import room, serve, standalone
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: widgets/build/site.py
 NOTEBOOKS = ROOT / "notebooks"
@@ -350,7 +350,7 @@ def index_page() -> str:
 <link rel="icon" href="favicon.ico">
 <style>
 /* the index follows the reader's theme, as the course pages do */
-{serve.THEME_CSS}
+{room.THEME_CSS}
 body {{ font-family: system-ui, sans-serif; font-size: 19px; line-height: 1.5; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; }}
 li {{ margin: 0.4rem 0; }}
 </style>
