@@ -10,6 +10,9 @@
                                ones (pytest -m "not browser and not slow"), for the development loop
     python3 labctl.py site     set up, then build the static offline site into site/
     python3 labctl.py serve    serve the built site on 127.0.0.1 (for pages that need HTTP)
+    python3 labctl.py serve --lan [--class]
+                               serve it to a workshop room (every address, a QR code), and with
+                               --class the teacher's view of the room's answers (widgets/build/classroom.py)
     python3 labctl.py handouts [--seed N] [-o DIR]
                                set up, then print notebooks 1..8's exercises as A4 worksheets and answer
                                keys (PDF, through headless Chromium) into DIR (default ./handouts)

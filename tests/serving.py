@@ -57,16 +57,16 @@ def get_page(port, path, host=None):
         connection.close()
 
 
-def fetch(port, path, headers=(), method="GET", host=None):
-    """(status, headers, body) of one request with exactly `headers` besides Host: http.client
-    adds no Accept-Encoding of its own."""
+def fetch(port, path, headers=(), method="GET", host=None, body=None):
+    """(status, headers, body) of one request with exactly `headers` besides Host (and `body`, sent
+    as it is, with no Content-Length of its own): http.client adds no Accept-Encoding of its own."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
         connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
         connection.putheader("Host", host if host is not None else f"127.0.0.1:{port}")
         for name, value in headers:
             connection.putheader(name, value)
-        connection.endheaders()
+        connection.endheaders(body)
         response = connection.getresponse()
         return response.status, response.headers, response.read()
     finally:

@@ -9,9 +9,13 @@
 // nothing. Seed 0 stands for the student's own numbers: this browser's seed, drawn at random the
 // first time and kept in localStorage with the rounds and answers of each (topic, seed) worked
 // on, so a reload (a course page has no link to carry them) shows the same numbers and progress.
+// On a page of a class (serve --class) a name field joins the seed's, and every checked answer
+// is also sent to the teacher's screen (class_report.js).
 import { formatLabNumber, parseNumber } from "./codec/numbers.js";
 import { EXERCISE_KINDS, exerciseCheck, exerciseInstance, exerciseKinds, exerciseScore, exerciseVerdicts } from "./codec/teach/exercises.js";
 import { visibleText } from "./codec/text.js";
+import { classReporter } from "./class_report.js";
+import { pageStorage } from "./page_storage.js";
 import { h, mountInPlace, setTraits, setText, setAttr, setAttrs, resize, checker } from "./ui.js";
 
 const KNOWN = new Set(EXERCISE_KINDS.map((entry) => entry.kind));
@@ -123,21 +127,9 @@ export function drawSeed(source = globalThis.crypto) {
   return 1 + (word % LARGEST_SEED);
 }
 
-// localStorage, or null where this page may keep nothing (storage turned off, a sandbox): even
-// reading the property can throw.
-function browserStorage() {
-  try {
-    const storage = globalThis.localStorage ?? null;
-    storage?.getItem(STORE_KEY);
-    return storage;
-  } catch {
-    return null;
-  }
-}
-
 // The store as the widget uses it: every call reads it again (another tab may have written it).
 export function keeper() {
-  const storage = browserStorage();
+  const storage = pageStorage(STORE_KEY);
   let drawnHere = null; // the own seed where nothing can be kept (or a write failed)
   let setAside = false;
   const load = () => {
@@ -282,7 +274,7 @@ function feedback() {
 
 // One exercise, built once; `patch(view, number)` draws its instance (again only when the seed or
 // its round changes) and the feedback for the kept answer (again only when that changes).
-function exercise(model, ui, kind) {
+function exercise(model, ui, kind, reporter) {
   let number = 0;
   let instance = null;
   let drawnFor = null; // the seed and round the instance was drawn for, and the answer checked
@@ -297,6 +289,7 @@ function exercise(model, ui, kind) {
       const exact = Object.is(result.typed, -0) ? "-0" : String(result.typed);
       return { ok: false, message: `This answer is ${answer.length} characters long; an answer is at most ${LONGEST_ANSWER}. It reads as ${exact}: type that instead.` };
     }
+    reporter?.report({ kind, seed: model.get("seed"), round: model.get("rounds")[kind] ?? 0, answer });
     return { ok: true, values: checkedTraits(model.get("seed"), model.get("rounds"), { ...model.get("answers"), [kind]: answer }) };
   };
   const result = feedback();
@@ -398,7 +391,7 @@ function seedWords(seed, store) {
 
 // The exercises of the topic, with the count above them. Every kind's exercise is built once (their
 // answer fields belong to the figure); the topic decides which are on the page, in the kinds' order.
-function figure(model, ui, first, store) {
+function figure(model, ui, first, store, reporter) {
   const progress = h("p", { class: "lab-big lab-exercise-progress", "data-testid": "exercise-progress", role: "status" });
   const rule = h(
     "p",
@@ -406,7 +399,7 @@ function figure(model, ui, first, store) {
     "Each exercise counts its last checked answer: a wrong answer after a right one takes the count back down, and an entry refused beside its field (no answer, or one too long to keep) changes nothing.",
   );
   const seedNote = h("p", { class: "lab-caption", "data-testid": "exercise-seed-note" });
-  const exercises = new Map(EXERCISE_KINDS.map(({ kind }) => [kind, exercise(model, ui, kind)]));
+  const exercises = new Map(EXERCISE_KINDS.map(({ kind }) => [kind, exercise(model, ui, kind, reporter)]));
   const list = h("div", { class: "lab-exercise-list" }, progress, rule, seedNote);
   let shown = [];
   function update(view, changed) {
@@ -445,7 +438,7 @@ function readSeed(text) {
 // The seed field and New numbers, above the exercises and there even while the traits have a
 // problem. A seed typed or drawn here becomes this browser's own, and brings the rounds and
 // answers kept for it (none for a new one).
-function seedControls(model, ui, store) {
+function seedControls(model, ui, store, reporter, classNote) {
   const numbersFor = (seed) => {
     const topic = model.get("topic");
     const kept = Number.isInteger(topic) ? store.record(topic, seed) : null;
@@ -481,13 +474,31 @@ function seedControls(model, ui, store) {
   const line = h("div", { class: "lab-exercise-seed-line" });
   input.replaceWith(line);
   line.append(input, fresh);
-  return { node: field };
+  if (reporter === null) return { node: field };
+  // In a class: the name the teacher's screen shows, and what became of the last answer sent.
+  // A name typed now sends the answers already checked, so nothing before it is lost.
+  const nickname = ui.field({
+    key: "nickname",
+    label: "your name on the teacher's screen",
+    value: () => reporter.nickname(),
+    commit: (text) => {
+      const taken = reporter.setNickname(text);
+      if (!taken.ok) return taken;
+      const rounds = model.get("rounds");
+      for (const [kind, answer] of Object.entries(model.get("answers"))) reporter.report({ kind, seed: model.get("seed"), round: rounds[kind] ?? 0, answer });
+      return { ok: true, values: {} };
+    },
+  });
+  return { node: h("div", { class: "lab-exercise-class" }, nickname, classNote, field) };
 }
 
 const TRAITS = ["topic", "seed", "rounds", "answers", "progress"];
 
 function render({ model, el }) {
   const store = keeper();
+  const classNote = h("p", { class: "lab-caption", role: "status", "data-testid": "class-status" });
+  const reporter = classReporter((text) => setText(classNote, text));
+  if (reporter !== null) setText(classNote, "Your teacher follows this class: each answer you check goes to the teacher's screen, under the name above, and nowhere else.");
   const settle = settler(model, store);
   // Before the first draw, so that the exercises are drawn once, for the numbers they keep.
   settle();
@@ -508,9 +519,9 @@ function render({ model, el }) {
     className: "lab-exercises",
     traits: TRAITS,
     validate: validExercises,
-    controls: (ui) => seedControls(model, ui, store),
+    controls: (ui) => seedControls(model, ui, store, reporter, classNote),
     // The exercises, answer fields and all, are the figure: they go while the traits have a problem.
-    figure: (view, ui) => figure(model, ui, view, store),
+    figure: (view, ui) => figure(model, ui, view, store, reporter),
   });
   return () => {
     live = false;

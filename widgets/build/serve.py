@@ -27,6 +27,7 @@ import functools
 import gzip
 import http.server
 import io
+import json
 import os
 import re
 import socket
@@ -37,6 +38,7 @@ import urllib.parse
 from collections import OrderedDict
 from pathlib import Path
 
+from widgets.build.classroom import ANSWERS_PATH, MAX_BODY_BYTES, RESULTS_PATH, TEACHER_PATH, ClassError, Classroom
 from widgets.build.room import ROOM_PATH, lan_addresses, lan_banner, room_page, terminal_has_colour, url_host
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: widgets/build/serve.py
@@ -164,13 +166,16 @@ def site_handler(
     hostname: str = "",
     gzip_cache: GzipCache | None = None,
     timeout_s: float = REQUEST_TIMEOUT_S,
+    classroom: Classroom | None = None,
 ) -> type:
     """A quiet static-file handler for `site`: no folder listings, one well-formed Host header that
     is a loopback name (with `lan` also one of `addresses` or `hostname`) with the served port,
     nothing through a link that leaves `site`, 400 for a path that does not decode, text files
     gzipped from `gzip_cache` when the browser accepts it, cache headers and ETags, the room page
     at /room with `lan`, connections closed after `timeout_s` seconds, and one log line per error,
-    none per hit."""
+    none per hit. With a `classroom` (serve --class) every reply sets its cookie, POST /class/answers
+    takes a student's answer, /class is the teacher's page and /class/results the room's answers
+    for the teacher's token (widgets/build/classroom.py). Any other method gets a 405."""
     real_site = Path(os.path.realpath(site))
     gzip_cache = gzip_cache if gzip_cache is not None else GzipCache()
     lan_names = (*map(url_host, addresses), url_host(hostname)) if lan else ()
@@ -214,6 +219,7 @@ def site_handler(
             self.rfile = io.BufferedReader(self.head)
 
         def handle_one_request(self):
+            self.allowed = None  # the methods a 405 names
             # a timeout ends in the base class, which closes the connection without a reply
             self.head.deadline = time.monotonic() + self.timeout
             super().handle_one_request()
@@ -266,6 +272,14 @@ def site_handler(
                 return None
             if lan and decoded == ROOM_PATH:
                 return self.send_room(room(self.server.server_address[1]))
+            if classroom is not None and decoded == TEACHER_PATH:
+                page, policy = classroom.teacher_page()
+                return self.send_room(page, policy)
+            if classroom is not None and decoded == RESULTS_PATH:
+                try:
+                    return self.send_json(200, classroom.results(self.headers.get("Authorization")))
+                except ClassError as refusal:
+                    return self.send_refusal(refusal)
             path = self.translate_path(self.path)
             # The reply a missing file gets, so it does not tell whether the link's target exists.
             # Who can write into site/ can also swap a link between this check and the open.
@@ -292,12 +306,12 @@ def site_handler(
                 file.close()
                 raise
 
-        def send_room(self, page: bytes):
+        # the room page holds its own style and inline SVG, and loads nothing
+        def send_room(self, page: bytes, policy: str = "default-src 'none'; style-src 'unsafe-inline'"):
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(page)))
-            # the page holds its own style and inline SVG, and loads nothing
-            self.send_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+            self.send_header("Content-Security-Policy", policy)
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
             return io.BytesIO(page)
@@ -341,6 +355,88 @@ def site_handler(
             file.close()
             return io.BytesIO(body)
 
+        def send_json(self, status: int, body: bytes, headers: tuple[tuple[str, str], ...] = ()):
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            for header in headers:
+                self.send_header(*header)
+            self.end_headers()
+            return io.BytesIO(body)
+
+        def send_refusal(self, refusal: ClassError, close: bool = False):
+            """The teacher's view's refusal as JSON, {"error": reason}, which its pages show."""
+            headers = [] if refusal.retry_after_s is None else [("Retry-After", str(refusal.retry_after_s))]
+            if close:  # the body was not read: the connection ends with this reply
+                headers.append(("Connection", "close"))
+            return self.send_json(refusal.status, json.dumps({"error": str(refusal)}).encode("utf-8"), tuple(headers))
+
+        def end_headers(self):
+            if classroom is not None:
+                self.send_header("Set-Cookie", classroom.cookie(self.server.server_address[1]))
+            if self.command not in ("GET", "HEAD"):
+                # a body this server did not read must not be taken for the next request
+                self.close_connection = True
+            if self.allowed:
+                self.send_header("Allow", self.allowed)
+            super().end_headers()
+
+        def do_POST(self):
+            if refusal := self.host_refusal():
+                self.send_error(*refusal)
+                return
+            if classroom is None or urllib.parse.urlsplit(self.path).path != ANSWERS_PATH:
+                self.refuse_method()
+                return
+            reply = self.take_answer()
+            if reply is not None:
+                with reply:
+                    self.copyfile(reply, self.wfile)
+
+        def take_answer(self):
+            """One student's answer: its length checked before a byte of it is read, read within
+            the request's deadline, from a page of this site (Origin), then classroom.answer."""
+            length = self.headers.get("Content-Length", "")
+            if self.headers.get("Transfer-Encoding") or not (length.isascii() and length.isdigit()):
+                return self.send_refusal(ClassError(411, "an answer's post must say its length"), close=True)
+            if int(length) > MAX_BODY_BYTES:
+                return self.send_refusal(
+                    ClassError(413, f"an answer's post is at most {MAX_BODY_BYTES} bytes"), close=True
+                )
+            # the Host was checked: a page of this site sends its own origin with every post
+            if (self.headers.get("Origin") or "").lower() != f"http://{self.headers['Host'].strip().lower()}":
+                return self.send_refusal(ClassError(403, "answers come from the lab's own pages"), close=True)
+            if self.headers.get_content_type() != "application/json":
+                return self.send_refusal(ClassError(415, "an answer is posted as application/json"), close=True)
+            self.head.deadline = time.monotonic() + self.timeout
+            try:
+                body = self.rfile.read(int(length))
+            except (TimeoutError, OSError):
+                self.close_connection = True
+                return None
+            finally:
+                self.head.deadline = None
+            if len(body) != int(length):
+                self.close_connection = True
+                return None
+            try:
+                classroom.answer(self.client_address[0], body)
+            except ClassError as refusal:
+                return self.send_refusal(refusal)
+            self.send_response(204)
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            return None
+
+        def refuse_method(self):
+            self.allowed = "GET, HEAD, POST" if classroom is not None else "GET, HEAD"
+            self.send_error(405, "Method not allowed")
+
+        # http.server answers a method it has no do_ for with a 501; this site only reads (and,
+        # in a class, takes answers), so every other method is the client's error
+        do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_CONNECT = do_TRACE = refuse_method
+
         def log_request(self, code="-", size="-"):
             # one line per error, nothing per successful request
             if isinstance(code, int) and code >= 400:
@@ -363,12 +459,14 @@ def site_server(
     timeout_s: float = REQUEST_TIMEOUT_S,
     max_handlers: int = MAX_HANDLERS,
     gzip_cache_bytes: int = GZIP_CACHE_BYTES,
+    classroom: Classroom | None = None,
 ):
     """A server for `site` listening on `address` (serve_forever runs it; an IPv6 address such as
     "::" also takes IPv4 where the system allows), with site_handler's rules, at most `max_handlers`
     requests handled at once and REQUEST_QUEUE_SIZE more queued. With `lan` the Host header may
     also name each of `addresses` (lan_addresses() when None) or `hostname` (this machine's when
-    None), and /room shows them. Raises OSError when the address cannot be bound."""
+    None), and /room shows them. With a `classroom` it is the teacher's view too (site_handler).
+    Raises OSError when the address cannot be bound."""
 
     class Server(http.server.ThreadingHTTPServer):
         address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
@@ -385,7 +483,9 @@ def site_server(
             self.hostname = (socket.gethostname() if hostname is None else hostname) if lan else ""
             self.gzip_cache = GzipCache(gzip_cache_bytes)
             names = {"addresses": tuple(self.lan_addresses), "hostname": self.hostname}
-            handler = site_handler(site, lan=lan, **names, gzip_cache=self.gzip_cache, timeout_s=timeout_s)
+            handler = site_handler(
+                site, lan=lan, **names, gzip_cache=self.gzip_cache, timeout_s=timeout_s, classroom=classroom
+            )
             super().__init__(address, handler)
             self.free_handlers = threading.BoundedSemaphore(max_handlers)
 
@@ -421,13 +521,15 @@ def serve(
     lan: bool = False,
     addresses: list[str] | None = None,
     hostname: str | None = None,
+    classroom: Classroom | None = None,
 ) -> None:
     """Serve the built site on 127.0.0.1 only, or on every interface with `lan` (for workshops),
-    printing `addresses` (lan_addresses() when None) and `hostname` (this machine's when None).
+    printing `addresses` (lan_addresses() when None) and `hostname` (this machine's when None);
+    with a `classroom` also the teacher's view, whose link is printed once, here.
     Raises ServeError when there is no built site or the port cannot be used."""
     if not (site / "index.html").exists():
         raise ServeError(f"{site} has no index.html; build the site first (python3 labctl.py site)")
-    command = "python3 labctl.py serve" + (" --lan" if lan else "")
+    command = "python3 labctl.py serve" + (" --lan" if lan else "") + (" --class" if classroom else "")
     bind = where = "127.0.0.1"
     if lan:
         # an IPv6 address is printed only where the server listens on IPv6 as well as IPv4
@@ -437,7 +539,7 @@ def serve(
             name for name in (lan_addresses() if addresses is None else addresses) if dual_stack or ":" not in name
         ]
     try:
-        server = site_server(site, (bind, port), lan=lan, addresses=addresses, hostname=hostname)
+        server = site_server(site, (bind, port), lan=lan, addresses=addresses, hostname=hostname, classroom=classroom)
     except OSError as error:
         if error.errno == errno.EADDRINUSE:
             other = port + 1 if port < 65535 else DEFAULT_PORT
@@ -449,12 +551,26 @@ def serve(
     try:
         if lan:
             print(lan_banner(server.lan_addresses, server.hostname, port, colour=terminal_has_colour()))
+        if classroom is not None:
+            print(class_banner(classroom, port))
         print(f"serving {site} at http://127.0.0.1:{port}/ (Ctrl+C to stop)", flush=True)
         server.serve_forever()
     except KeyboardInterrupt:
         print("stopped")
     finally:
         server.server_close()
+
+
+def class_banner(classroom: Classroom, port: int) -> str:
+    """What serve --class prints: the teacher's link, once, and what the students' pages send."""
+    return "\n".join(
+        [
+            "the teacher's view of the room's answers (keep this link to yourself: it carries the token):",
+            f"  {classroom.teacher_link(port)}",
+            "each student's exercises send every answer they check, under the name they type, to this "
+            "server; it keeps them in memory only, and they are gone when it stops",
+        ]
+    )
 
 
 def requested_port(words: list[str]) -> int | None:
@@ -469,18 +585,18 @@ def requested_port(words: list[str]) -> int | None:
 
 
 def main(argv: list[str], site: Path | None = None) -> int:
-    """`serve`'s words after the command itself ([PORT | --port PORT] [--lan]); serves `site`
-    (the repository's site/ when None)."""
-    lan = "--lan" in argv
-    port = requested_port([arg for arg in argv if arg != "--lan"])
+    """`serve`'s words after the command itself ([PORT | --port PORT] [--lan] [--class]); serves
+    `site` (the repository's site/ when None)."""
+    lan, in_class = "--lan" in argv, "--class" in argv
+    port = requested_port([arg for arg in argv if arg not in ("--lan", "--class")])
     if port is None:
         print(
-            f"serve takes a port from 1 to 65535 (PORT or --port PORT) and --lan, got {' '.join(argv)!r}",
+            f"serve takes a port from 1 to 65535 (PORT or --port PORT), --lan and --class, got {' '.join(argv)!r}",
             file=sys.stderr,
         )
         return 2
     try:
-        serve(site if site is not None else ROOT / "site", port, lan=lan)
+        serve(site if site is not None else ROOT / "site", port, lan=lan, classroom=Classroom() if in_class else None)
     except ServeError as error:
         print(error, file=sys.stderr)
         return 1

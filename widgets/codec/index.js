@@ -45,3 +45,4 @@ export * from "./formats/sizes.js";
 export * from "./teach/scale.js";
 export * from "./teach/zoo.js";
 export * from "./teach/exercises.js";
+export * from "./teach/classroom.js";

@@ -1,0 +1,327 @@
+"""The teacher's view (serve --class, widgets/build/classroom.py) over loopback: the token, the
+students' posts and every way a post can be wrong, flooding, two hundred clients at once, and a
+nickname that is HTML coming back as the same text. Every request goes to 127.0.0.1."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import socket
+import threading
+import time
+
+import pytest
+from serving import fetch, make_site, start_server, stop_server
+
+from widgets.build import classroom, serve
+from widgets.build.classroom import ClassError, Classroom, RateLimiter, Register, read_post
+
+TOKEN = "teacher-token-for-the-tests-0123456789"
+ROOM = "0123456789abcdef0123456789abcdef"
+
+
+def post_body(**changes):
+    fields = {
+        "room": ROOM,
+        "student": "a" * 32,
+        "nickname": "Ada",
+        "kind": "nibble-decode",
+        "seed": 7,
+        "round": 0,
+        "answer": "1.5",
+    }
+    return json.dumps({**fields, **changes}).encode("utf-8")
+
+
+@pytest.fixture
+def room_server(tmp_path):
+    """A class server on loopback: its Classroom, and the port."""
+    made = Classroom(token=TOKEN, room=ROOM)
+    server, thread = start_server(make_site(tmp_path), classroom=made)
+    yield made, server.server_address[1]
+    stop_server(server, thread)
+
+
+def send(port, body, headers=None, method="POST", path=classroom.ANSWERS_PATH):
+    origin = f"http://127.0.0.1:{port}"
+    base = {"Origin": origin, "Content-Type": "application/json", "Content-Length": str(len(body))}
+    chosen = {**base, **(headers or {})}
+    chosen = {name: value for name, value in chosen.items() if value is not None}
+    return fetch(port, path, headers=list(chosen.items()), method=method, body=body)
+
+
+def results(port, authorization):
+    headers = [] if authorization is None else [("Authorization", authorization)]
+    status, _, body = fetch(port, classroom.RESULTS_PATH, headers=headers)
+    return status, json.loads(body)
+
+
+def test_the_results_need_the_teachers_token(room_server):
+    _, port = room_server
+    status, body = results(port, None)
+    assert status == 401 and "token" in body["error"]
+    status, body = results(port, "Bearer not-the-token")
+    assert status == 403 and "not this class's token" in body["error"]
+    status, _ = results(port, f"Basic {TOKEN}")
+    assert status == 401
+    status, body = results(port, f"Bearer {TOKEN}")
+    assert status == 200 and body == {"room": ROOM, "students": []}
+
+
+def test_a_posted_answer_is_kept_as_typed_and_a_nickname_of_html_comes_back_as_text(room_server):
+    _, port = room_server
+    nickname = "<b onclick=x>Ada</b>"  # 20 characters, within the 24 a nickname takes
+    status, _, _ = send(port, post_body(nickname=nickname, answer="<b>3</b>"))
+    assert status == 204
+    status, _, _ = send(port, post_body(kind="mxfp4-decode", seed=12, round=3, answer="0x7f"))
+    assert status == 204
+    status, body = results(port, f"Bearer {TOKEN}")
+    assert status == 200
+    [student] = body["students"]
+    assert student["student"] == "a" * 32
+    assert student["nickname"] == "Ada"  # the last one posted is the one shown
+    answers = student["answers"]
+    assert list(answers) == ["nibble-decode", "mxfp4-decode"]
+    assert answers["nibble-decode"]["answer"] == "<b>3</b>"
+    assert {key: answers["mxfp4-decode"][key] for key in ("seed", "round", "answer")} == {
+        "seed": 12,
+        "round": 3,
+        "answer": "0x7f",
+    }
+    assert abs(answers["mxfp4-decode"]["at"] - time.time()) < 60
+    send(port, post_body(nickname=nickname))
+    status, body = results(port, f"Bearer {TOKEN}")
+    assert body["students"][0]["nickname"] == nickname
+
+
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        ({"seed": 0}, "seed"),
+        ({"seed": 2**32}, "seed"),
+        ({"seed": True}, "seed"),
+        ({"seed": 7.0}, "seed"),
+        ({"round": -1}, "round"),
+        ({"kind": "../etc"}, "kind"),
+        ({"kind": ""}, "kind"),
+        ({"student": "A" * 32}, "student"),
+        ({"student": "a" * 31}, "student"),
+        ({"nickname": ""}, "nickname"),
+        ({"nickname": "   "}, "nickname"),
+        ({"nickname": "x" * 25}, "nickname"),
+        ({"nickname": 12}, "nickname"),
+        ({"answer": "9" * 201}, "answer"),
+        ({"answer": None}, "answer"),
+        ({"verdict": "correct"}, "'verdict'"),
+    ],
+)
+def test_a_post_with_a_wrong_field_is_a_400_that_names_it(room_server, changes, says):
+    made, port = room_server
+    status, _, body = send(port, post_body(**changes))
+    assert status == 400
+    assert says in json.loads(body)["error"]
+    assert made.register.snapshot() == {"students": []}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"", b"{", b"[]", b'"text"', b"\xff\xfe", b"[" * 100_000 + b"]" * 100_000, json.dumps({"room": ROOM}).encode()],
+)
+def test_malformed_posts_are_400s(room_server, body):
+    made, port = room_server
+    status, _, reply = send(port, body) if len(body) <= classroom.MAX_BODY_BYTES else send(port, body[:2000])
+    assert status == 400, reply
+    assert json.loads(reply)["error"].startswith("the post")
+    assert made.register.snapshot() == {"students": []}
+
+
+def test_an_oversized_post_is_refused_before_it_is_read(room_server):
+    made, port = room_server
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        head = (
+            f"POST {classroom.ANSWERS_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {10**9}\r\n\r\n"
+        )
+        client.sendall(head.encode())  # and never a byte of the body
+        reply = client.recv(65536).decode()
+    assert reply.startswith("HTTP/1.0 413") or reply.startswith("HTTP/1.1 413")
+    assert "Connection: close" in reply
+    assert made.register.snapshot() == {"students": []}
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"Content-Length": None}, 411),
+        ({"Content-Length": "-1"}, 411),
+        ({"Content-Length": "1e3"}, 411),
+        ({"Transfer-Encoding": "chunked"}, 411),
+        ({"Origin": None}, 403),
+        ({"Origin": "http://evil.example"}, 403),
+        ({"Origin": "null"}, 403),
+        ({"Content-Type": "text/plain"}, 415),
+        ({"Content-Type": "application/x-www-form-urlencoded"}, 415),
+    ],
+)
+def test_a_post_that_is_not_a_pages_json_is_refused(room_server, headers, status):
+    made, port = room_server
+    got, _, body = send(port, post_body(), headers)
+    assert got == status
+    assert json.loads(body)["error"]
+    assert made.register.snapshot() == {"students": []}
+
+
+def test_a_page_of_an_earlier_class_is_told_to_reload(room_server):
+    made, port = room_server
+    status, _, body = send(port, post_body(room="f" * 32))
+    assert status == 409 and "reload" in json.loads(body)["error"]
+    assert made.register.snapshot() == {"students": []}
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH", "OPTIONS", "TRACE"])
+def test_other_methods_are_405_not_501(room_server, method):
+    _, port = room_server
+    status, headers, _ = fetch(port, "/class/answers", method=method)
+    assert status == 405
+    assert headers["Allow"] == "GET, HEAD, POST"
+
+
+def test_a_post_anywhere_else_is_405_and_a_plain_serve_takes_no_posts(room_server, tmp_path):
+    _, port = room_server
+    status, _, _ = send(port, post_body(), path="/index.html")
+    assert status == 405
+    (tmp_path / "plain").mkdir()
+    plain, thread = start_server(make_site(tmp_path / "plain"))
+    try:
+        plain_port = plain.server_address[1]
+        status, headers, _ = send(plain_port, post_body())
+        assert status == 405 and headers["Allow"] == "GET, HEAD"
+        assert headers["Set-Cookie"] is None  # no class, no cookie
+        status, _, _ = fetch(plain_port, classroom.RESULTS_PATH, headers=[("Authorization", f"Bearer {TOKEN}")])
+        assert status == 404
+    finally:
+        stop_server(plain, thread)
+
+
+def test_every_reply_of_a_class_server_names_its_room_in_a_cookie_of_its_port(room_server):
+    _, port = room_server
+    for path in ("/", "/index.html", "/missing", classroom.TEACHER_PATH):
+        _, headers, _ = fetch(port, path)
+        assert headers["Set-Cookie"] == f"four-bit-lab-class-{port}={ROOM}; Path=/; SameSite=Strict"
+
+
+def test_the_teacher_page_runs_only_its_own_script_and_holds_no_token(room_server):
+    _, port = room_server
+    status, headers, body = fetch(port, classroom.TEACHER_PATH)
+    page = body.decode()
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    assert TOKEN not in page
+    [script] = re.findall(r'<script type="module">(.*?)</script>', page, flags=re.DOTALL)
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    policy = headers["Content-Security-Policy"]
+    assert f"script-src 'sha256-{digest}'" in policy
+    assert "default-src 'none'" in policy and "connect-src 'self'" in policy
+    assert "http" not in re.sub(r"https?://www\.w3\.org/[\w/.]*", "", page)  # nothing from outside
+    assert headers["Cache-Control"] == "no-store"
+
+
+def test_a_flood_from_one_address_is_held_to_the_burst_then_the_rate(room_server):
+    made, port = room_server
+    statuses = [send(port, post_body(round=n % 5))[0] for n in range(classroom.POST_BURST + 20)]
+    assert statuses[: classroom.POST_BURST - 5].count(204) == classroom.POST_BURST - 5
+    assert statuses[-10:] == [429] * 10
+    status, headers, body = send(port, post_body())
+    assert status == 429 and 1 <= int(headers["Retry-After"]) <= 1
+    assert "wait" in json.loads(body)["error"]
+    snapshot = made.register.snapshot()
+    assert len(snapshot["students"]) == 1 and len(snapshot["students"][0]["answers"]) == 1
+
+
+def test_two_hundred_students_post_at_once(room_server):
+    made, port = room_server
+    outcomes = []
+
+    def student(n):
+        body = post_body(student=f"{n:032x}", nickname=f"student {n}", seed=n + 1, answer=str(n))
+        outcomes.append(send(port, body)[0])
+
+    threads = [threading.Thread(target=student, args=(n,)) for n in range(200)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert outcomes.count(204) == 200
+    status, body = results(port, f"Bearer {TOKEN}")
+    assert status == 200
+    kept = {student["nickname"]: student["answers"]["nibble-decode"] for student in body["students"]}
+    assert len(kept) == 200
+    assert all(kept[f"student {n}"]["seed"] == n + 1 and kept[f"student {n}"]["answer"] == str(n) for n in range(200))
+
+
+def test_a_full_class_and_a_student_with_too_many_exercises_are_refused_with_403():
+    register = Register(max_students=2, max_answers=3)
+    for n in range(2):
+        register.record(read_post(post_body(student=f"{n:032x}")))
+    with pytest.raises(ClassError) as full:
+        register.record(read_post(post_body(student="f" * 32)))
+    assert full.value.status == 403 and "at most 2 students" in str(full.value)
+    first = f"{0:032x}"
+    for kind in ("k-one", "k-two"):
+        register.record(read_post(post_body(student=first, kind=kind)))
+    register.record(read_post(post_body(student=first, kind="k-two", answer="2")))  # a kept exercise again
+    with pytest.raises(ClassError) as many:
+        register.record(read_post(post_body(student=first, kind="k-three")))
+    assert many.value.status == 403
+    assert list(register.snapshot()["students"][0]["answers"]) == ["nibble-decode", "k-one", "k-two"]
+
+
+def test_the_rate_limiter_refills_at_its_rate_and_forgets_the_oldest_address():
+    limiter = RateLimiter(burst=2, rate=0.5, max_clients=2)
+    assert [limiter.wait_s("a", now=0.0) for _ in range(3)] == [0.0, 0.0, 2.0]
+    assert limiter.wait_s("a", now=1.0) == pytest.approx(1.0)
+    assert limiter.wait_s("a", now=2.0) == 0.0
+    limiter.wait_s("b", now=2.0)
+    limiter.wait_s("c", now=2.0)
+    assert list(limiter.buckets) == ["b", "c"]
+
+
+def test_a_body_trickled_past_the_deadline_closes_the_connection(tmp_path):
+    made = Classroom(token=TOKEN, room=ROOM)
+    server, thread = start_server(make_site(tmp_path), classroom=made, timeout_s=1)
+    port = server.server_address[1]
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+            head = (
+                f"POST {classroom.ANSWERS_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                f"Origin: http://127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+            )
+            client.sendall(head.encode() + b"{")
+            started = time.monotonic()
+            assert client.recv(1024) == b""  # closed, with no reply
+            assert time.monotonic() - started < 5
+    finally:
+        stop_server(server, thread)
+    assert made.register.snapshot() == {"students": []}
+
+
+def test_serve_class_prints_the_teachers_link_once_and_main_takes_the_flag(monkeypatch, capsys):
+    made = Classroom(token=TOKEN, room=ROOM)
+    banner = serve.class_banner(made, 8765)
+    assert f"http://127.0.0.1:8765/class#{TOKEN}" in banner
+    assert "memory only" in banner
+    seen = {}
+    monkeypatch.setattr(serve, "serve", lambda site, port, **kwargs: seen.update(port=port, **kwargs))
+    assert serve.main(["--lan", "--class", "--port", "9000"]) == 0
+    assert seen["port"] == 9000 and seen["lan"] is True and isinstance(seen["classroom"], Classroom)
+    assert serve.main(["--port", "9001"]) == 0
+    assert seen["classroom"] is None
+    assert serve.main(["--class", "--bogus"]) == 2
+    assert "--class" in capsys.readouterr().err
+
+
+def test_each_class_has_its_own_room_and_a_long_random_token():
+    first, second = Classroom(), Classroom()
+    assert first.room != second.room and re.fullmatch(r"[0-9a-f]{32}", first.room)
+    assert first.token != second.token and len(first.token) >= 32

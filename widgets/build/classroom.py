@@ -1,0 +1,294 @@
+"""The teacher's view of a workshop room: `python3 labctl.py serve --lan --class`.
+
+Each student's exercises post every answer they check, under a nickname the student types, to
+POST /class/answers; the teacher opens /class#TOKEN (the link serve prints in the teacher's
+terminal, the token in its fragment so it never reaches a log or a Referer) and sees a grid of
+exercises by student that follows the room live, and can download it as CSV.
+
+What the server keeps is the last answer of each student to each exercise, in memory only: nothing
+is written to disk, and the CSV is made in the teacher's browser. The server never judges an answer:
+it keeps the text the student typed with the seed and round of the question, and the teacher's page
+checks each one again with the exercises' own generator (widgets/codec/teach/exercises.js), as a
+student's page does. A post that claims a verdict, or an answer nobody typed, counts nothing.
+
+Bounds, whatever clients send: a body of at most MAX_BODY_BYTES, read only after its length was
+checked; at most MAX_STUDENTS students of at most MAX_ANSWERS_PER_STUDENT exercises each; posts
+from one address at most POST_BURST at once and POST_RATE_PER_S after that (a token bucket, kept for
+at most MAX_CLIENTS addresses). Every refusal is a 4xx with a one-line reason in the lab's words.
+
+Which room a page belongs to travels in a session cookie (COOKIE) that every reply of this server
+sets: the exercises post only where it is set, so the static site, a plain `serve` and the live
+course post nothing, and a page left open from an earlier class is told so (409) instead of mixing
+two rooms.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import math
+import re
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from lab.text import shown
+from widgets._bundle import bundle
+from widgets.build.room import THEME_CSS
+
+# The paths of the teacher's view; nothing else under /class/ is served.
+TEACHER_PATH = "/class"
+RESULTS_PATH = "/class/results"
+ANSWERS_PATH = "/class/answers"
+COOKIE = "four-bit-lab-class"
+# How often the teacher's page asks for the room's answers, in milliseconds.
+POLL_MS = 3000
+
+# One answer's post is about 300 bytes; this leaves room and no more.
+MAX_BODY_BYTES = 2048
+# A workshop is twenty; a lecture hall a few hundred. One more student is refused, not a first dropped.
+MAX_STUDENTS = 500
+# More than the course's exercise kinds (19), fewer than a flood of invented ones.
+MAX_ANSWERS_PER_STUDENT = 64
+# A nickname fits a grid's column on a phone; the exercises' answer field keeps at most 200 characters.
+MAX_NICKNAME = 24
+MAX_ANSWER = 200
+# Posts from one address: a whole class behind one address (a test on loopback, a NAT) checking
+# answers at once fits the burst; a script posting in a loop is held to a few a second.
+POST_BURST = 240
+POST_RATE_PER_S = 4.0
+# Addresses whose buckets are kept; the one used longest ago is forgotten first.
+MAX_CLIENTS = 4096
+LARGEST_SEED = 2**32 - 1
+LARGEST_ROUND = 2**31 - 1
+
+STUDENT_ID = re.compile(r"[0-9a-f]{32}")
+ROOM_ID = re.compile(r"[0-9a-f]{32}")
+KIND = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?")
+POST_FIELDS = frozenset({"room", "student", "nickname", "kind", "seed", "round", "answer"})
+
+
+class ClassError(ValueError):
+    """A request the teacher's view refuses: `status` (4xx) and a one-line reason."""
+
+    def __init__(self, status: int, reason: str, retry_after_s: int | None = None):
+        super().__init__(reason)
+        self.status, self.retry_after_s = status, retry_after_s
+
+
+def _whole(value, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high
+
+
+def _text(value, longest: int) -> bool:
+    return isinstance(value, str) and len(value) <= longest
+
+
+def read_post(body: bytes) -> dict:
+    """One answer's post, checked field by field; ClassError(400) says what is wrong with it."""
+    try:
+        post = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise ClassError(400, "the post is not JSON text") from None
+    if not isinstance(post, dict):
+        raise ClassError(400, "the post must be one JSON object")
+    if set(post) != POST_FIELDS:
+        unknown = sorted(set(post) - POST_FIELDS)
+        missing = sorted(POST_FIELDS - set(post))
+        what = f"has fields it should not ({', '.join(map(repr, unknown))})" if unknown else f"lacks {missing}"
+        raise ClassError(400, f"the post {what}")
+    checks = [
+        ("room", isinstance(post["room"], str) and ROOM_ID.fullmatch(post["room"]), "32 hex digits"),
+        ("student", isinstance(post["student"], str) and STUDENT_ID.fullmatch(post["student"]), "32 hex digits"),
+        (
+            "nickname",
+            _text(post["nickname"], MAX_NICKNAME) and post["nickname"].strip(),
+            f"1..{MAX_NICKNAME} characters",
+        ),
+        ("kind", isinstance(post["kind"], str) and KIND.fullmatch(post["kind"]), "an exercise's name"),
+        ("seed", _whole(post["seed"], 1, LARGEST_SEED), f"a whole number 1..{LARGEST_SEED}"),
+        ("round", _whole(post["round"], 0, LARGEST_ROUND), f"a whole number 0..{LARGEST_ROUND}"),
+        ("answer", _text(post["answer"], MAX_ANSWER), f"text of at most {MAX_ANSWER} characters"),
+    ]
+    for name, good, wanted in checks:
+        if not good:
+            raise ClassError(400, f"the post's {name} must be {wanted}")
+    post["nickname"] = post["nickname"].strip()
+    return post
+
+
+@dataclass
+class Student:
+    nickname: str
+    # kind -> {seed, round, answer, at}, the exercise answered last at the end
+    answers: OrderedDict = field(default_factory=OrderedDict)
+
+
+class Register:
+    """The room's answers: each student's last answer to each exercise, bounded in count."""
+
+    def __init__(self, max_students: int = MAX_STUDENTS, max_answers: int = MAX_ANSWERS_PER_STUDENT):
+        self.max_students, self.max_answers = max_students, max_answers
+        self.students: dict[str, Student] = {}
+        self.lock = threading.Lock()
+
+    def record(self, post: dict, at: float | None = None) -> None:
+        with self.lock:
+            student = self.students.get(post["student"])
+            if student is None:
+                if len(self.students) >= self.max_students:
+                    raise ClassError(403, f"the class is full: it takes at most {self.max_students} students")
+                student = self.students[post["student"]] = Student(post["nickname"])
+            if post["kind"] not in student.answers and len(student.answers) >= self.max_answers:
+                raise ClassError(403, f"a student answers at most {self.max_answers} exercises here")
+            student.nickname = post["nickname"]  # a student may change it; the grid shows the last
+            student.answers.pop(post["kind"], None)
+            student.answers[post["kind"]] = {
+                "seed": post["seed"],
+                "round": post["round"],
+                "answer": post["answer"],
+                "at": round(time.time() if at is None else at, 3),
+            }
+
+    def snapshot(self) -> dict:
+        """What the teacher's page reads: every student, in the order they first posted."""
+        with self.lock:
+            return {
+                "students": [
+                    {"student": key, "nickname": student.nickname, "answers": dict(student.answers)}
+                    for key, student in self.students.items()
+                ]
+            }
+
+
+class RateLimiter:
+    """A token bucket per client address: `burst` posts at once, then `rate` a second."""
+
+    def __init__(self, burst: float = POST_BURST, rate: float = POST_RATE_PER_S, max_clients: int = MAX_CLIENTS):
+        self.burst, self.rate, self.max_clients = burst, rate, max_clients
+        self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # address -> (tokens, when)
+        self.lock = threading.Lock()
+
+    def wait_s(self, client: str, now: float | None = None) -> float:
+        """0 when `client` may post now (and takes one post from its bucket), else the seconds
+        until it may."""
+        now = time.monotonic() if now is None else now
+        with self.lock:
+            tokens, then = self.buckets.pop(client, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - then) * self.rate)
+            allowed = tokens >= 1
+            self.buckets[client] = (tokens - 1 if allowed else tokens, now)
+            while len(self.buckets) > self.max_clients:
+                self.buckets.popitem(last=False)
+            return 0.0 if allowed else (1 - tokens) / self.rate
+
+
+TEACHER_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>The room's answers</title>
+<style>
+{theme}
+body {{ font-family: system-ui, sans-serif; font-size: clamp(16px, 1.1vw, 24px); line-height: 1.5; margin: 0; padding: 1rem max(1rem, 2vw); }}
+h1 {{ font-size: 1.6em; line-height: 1.2; margin: 0.3rem 0 0.6rem; }}
+button, select {{ font: inherit; padding: 0.3rem 0.8rem; min-height: 44px; color: inherit; background: transparent; border: 2px solid currentColor; border-radius: 6px; }}
+select option {{ color: #1a1a1a; background: #ffffff; }}
+:focus-visible {{ outline: 3px solid #005a8c; outline-offset: 2px; }}
+.bar {{ display: flex; flex-wrap: wrap; gap: 0.6rem 1.2rem; align-items: center; margin: 0.6rem 0; }}
+.scroll {{ overflow-x: auto; max-width: 100%; }}
+table {{ border-collapse: collapse; font-variant-numeric: tabular-nums; }}
+th, td {{ border: 1px solid #8a8a8a; padding: 0.25rem 0.5rem; text-align: center; white-space: nowrap; }}
+th[scope=row] {{ text-align: left; position: sticky; left: 0; background: #ffffff; max-width: 12em; overflow: hidden; text-overflow: ellipsis; }}
+td.right {{ background: #d6ecff; color: #00345a; }}
+td.wrong {{ background: #ffe3c4; color: #5a2a00; }}
+.error {{ color: #a30000; font-weight: 600; }}
+.key {{ list-style: none; padding: 0; columns: 18em; }}
+@media (prefers-color-scheme: dark) {{
+  th[scope=row] {{ background: #181a1b; }}
+  td.right {{ background: #0c3a5e; color: #e6f3ff; }}
+  td.wrong {{ background: #5a3000; color: #fff0e0; }}
+  .error {{ color: #ff9d9d; }}
+  :focus-visible {{ outline-color: #7cc4f4; }}
+}}
+</style>
+</head>
+<body>
+<h1>The room's answers</h1>
+<main id="teacher" data-results="{results}" data-poll-ms="{poll_ms}"><p>Loading the room's answers…</p></main>
+<script type="module">{script}</script>
+</body>
+</html>
+"""
+
+
+def _script_hash(script: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+
+
+class Classroom:
+    """One class: its room id (the cookie), the teacher's token, the register and the rate limit."""
+
+    def __init__(
+        self,
+        token: str | None = None,
+        room: str | None = None,
+        register: Register | None = None,
+        limiter: RateLimiter | None = None,
+    ):
+        self.token = token if token is not None else secrets.token_urlsafe(24)
+        self.room = room if room is not None else secrets.token_hex(16)
+        self.register = register if register is not None else Register()
+        self.limiter = limiter if limiter is not None else RateLimiter()
+        self._page: tuple[bytes, str] | None = None
+
+    def cookie(self, port: int) -> str:
+        """The Set-Cookie value that tells this server's pages their room. A cookie is shared by
+        every port of a host, so its name carries the port: the live course on another port of the
+        same machine does not take itself for a page of this class. Read by the exercises' script,
+        so not HttpOnly; a session cookie, gone with the browser."""
+        return f"{COOKIE}-{port}={self.room}; Path=/; SameSite=Strict"
+
+    def teacher_link(self, port: int) -> str:
+        return f"http://127.0.0.1:{port}{TEACHER_PATH}#{self.token}"
+
+    def teacher_page(self) -> tuple[bytes, str]:
+        """The teacher's page (it holds no answers: its script fetches them with the token) and the
+        Content-Security-Policy that lets exactly its own script run."""
+        if self._page is None:
+            script = bundle("teacher.js").replace("</", "<\\/")
+            page = TEACHER_PAGE.format(theme=THEME_CSS, results=shown(RESULTS_PATH), poll_ms=POLL_MS, script=script)
+            policy = (
+                f"default-src 'none'; script-src '{_script_hash(script)}'; style-src 'unsafe-inline'; "
+                "connect-src 'self'; base-uri 'none'; form-action 'none'"
+            )
+            self._page = (page.encode("utf-8"), policy)
+        return self._page
+
+    def authorised(self, authorization: str | None) -> None:
+        """Raises ClassError 401 without a token and 403 with a wrong one."""
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise ClassError(401, "the room's answers need the teacher's token: open the link serve printed")
+        if not hmac.compare_digest(token.strip().encode("utf-8", "replace"), self.token.encode("utf-8")):
+            raise ClassError(403, "that is not this class's token: open the link serve printed in this run")
+
+    def results(self, authorization: str | None) -> bytes:
+        self.authorised(authorization)
+        return json.dumps({"room": self.room, **self.register.snapshot()}, ensure_ascii=False).encode("utf-8")
+
+    def answer(self, client: str, body: bytes) -> None:
+        """Keep one posted answer from `client` (its address), or raise the ClassError that refuses it."""
+        wait = self.limiter.wait_s(client)
+        if wait > 0:
+            raise ClassError(429, f"too many posts from this device: wait {math.ceil(wait)} s", math.ceil(wait))
+        post = read_post(body)
+        if not hmac.compare_digest(post["room"], self.room):
+            raise ClassError(409, "this page belongs to an earlier class: reload it to join this one")
+        self.register.record(post)

@@ -1,0 +1,83 @@
+// The arithmetic-free part of the teacher's view (serve --class, widgets/build/classroom.py), pure
+// so node tests it: which room a page belongs to, a nickname as typed, each kept answer's verdict
+// checked again with the exercises' own generator, and the room's answers as CSV. The browser
+// glue is widgets/class_report.js (a student's page) and widgets/teacher.js (the teacher's).
+import { EXERCISE_KINDS, exerciseCheck, exerciseInstance } from "./exercises.js";
+import { visibleText } from "../text.js";
+
+/** The longest nickname, in characters (classroom.py's MAX_NICKNAME). */
+export const LONGEST_NICKNAME = 24;
+const CLASS_COOKIE = "four-bit-lab-class";
+const ROOM_ID = /^[0-9a-f]{32}$/;
+
+/**
+ * The room a page served by `serve --class` on `port` belongs to: the value of the cookie that
+ * server sets (its name carries the port, since one host's ports share cookies), or null where
+ * there is no class (a plain serve, the live course, a file).
+ */
+export function classRoomOf(cookieText, port) {
+  const name = `${CLASS_COOKIE}-${port}`;
+  for (const part of String(cookieText).split(";")) {
+    const [key, value] = part.trim().split("=", 2);
+    if (key === name && ROOM_ID.test(value ?? "")) return value;
+  }
+  return null;
+}
+
+/** A nickname typed for the teacher's view: {ok, value} (trimmed) or {ok: false, message}. */
+export function readNickname(text) {
+  const name = String(text).trim();
+  if (!name) return { ok: false, message: "Type a name your teacher will know you by." };
+  if (name.length > LONGEST_NICKNAME) return { ok: false, message: `That name is ${name.length} characters long; a name here is at most ${LONGEST_NICKNAME}.` };
+  return { ok: true, value: name };
+}
+
+/** Each exercise as a column of the teacher's grid: {kind, topic, title, label ("3.2", the course's number)}. */
+export const EXERCISE_COLUMNS = Object.freeze(
+  EXERCISE_KINDS.map((entry) => Object.freeze({ ...entry, label: `${entry.topic}.${EXERCISE_KINDS.filter((other) => other.topic === entry.topic).indexOf(entry) + 1}` })),
+);
+const COLUMN_OF = new Map(EXERCISE_COLUMNS.map((column) => [column.kind, column]));
+
+/** The column of an exercise kind, or null for a kind the course does not have. */
+export const exerciseColumn = (kind) => COLUMN_OF.get(kind) ?? null;
+
+/**
+ * A kept answer {seed, round, answer} to `kind` checked again against the question drawn from
+ * its seed and round: "right", "wrong", or "unread" when the text is no answer to that question.
+ */
+export function answerVerdict(kind, kept) {
+  const checked = exerciseCheck(kind, exerciseInstance(kind, kept.seed, kept.round).params, kept.answer);
+  if (!checked.ok) return "unread";
+  return checked.correct ? "right" : "wrong";
+}
+
+// A spreadsheet runs a cell that starts with one of these as a formula; a plain number does not.
+const FORMULA_START = /^[=+\-@\t\r]/;
+const PLAIN_NUMBER = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$/i;
+
+/** One CSV field: quoted, and text a spreadsheet would run as a formula kept as text by an apostrophe. */
+export function csvField(value) {
+  let text = String(value);
+  if (FORMULA_START.test(text) && !PLAIN_NUMBER.test(text)) text = `'${text}`;
+  return `"${text.replaceAll('"', '""')}"`;
+}
+
+/** A nickname as the grid and the CSV show it: hidden marks spelt out, cut visibly. */
+export const shownNickname = (nickname) => visibleText(nickname, LONGEST_NICKNAME);
+
+/**
+ * The room's answers ({students: [{nickname, answers: {kind: {seed, round, answer, at}}}]}) as CSV
+ * text, one line per student and exercise the course has, each verdict checked again.
+ */
+export function roomCsv(students) {
+  const lines = [["nickname", "notebook", "exercise", "title", "seed", "round", "answer", "verdict", "checked at (UTC)"]];
+  for (const student of students) {
+    for (const [kind, kept] of Object.entries(student.answers)) {
+      const column = exerciseColumn(kind);
+      if (!column) continue;
+      const at = new Date(kept.at * 1000).toISOString();
+      lines.push([shownNickname(student.nickname), column.topic, column.label, column.title, kept.seed, kept.round, visibleText(kept.answer), answerVerdict(kind, kept), at]);
+    }
+  }
+  return `${lines.map((line) => line.map(csvField).join(",")).join("\r\n")}\r\n`;
+}
