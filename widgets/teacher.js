@@ -7,8 +7,8 @@
 import { EXERCISE_COLUMNS, answerVerdict, exerciseColumn, roomCsv, shownNickname } from "./codec/teach/classroom.js";
 import { visibleText } from "./codec/text.js";
 
-const page = document.getElementById("teacher");
-const resultsPath = page.dataset.results;
+const page = document.getElementById("class-page");
+const resultsPath = page.dataset.source;
 const pollMs = Number(page.dataset.pollMs);
 const teacherToken = location.hash.slice(1);
 const TOPICS = [...new Set(EXERCISE_COLUMNS.map((column) => column.topic))];
@@ -45,7 +45,14 @@ function saveCsv() {
 }
 
 page.replaceChildren(
-  tag("div", { class: "bar" }, tag("label", { for: "teacher-topic" }, "Show"), topicPicker, tag("button", { type: "button", onclick: saveCsv }, "Download CSV")),
+  tag(
+    "div",
+    { class: "bar" },
+    tag("label", { for: "teacher-topic" }, "Show"),
+    topicPicker,
+    tag("button", { type: "button", onclick: saveCsv }, "Download CSV"),
+    tag("a", { href: `/class/notes#${teacherToken}` }, "Slides and speaker notes"),
+  ),
   readout,
   refusal,
   tag("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": "answers by student" }, grid),

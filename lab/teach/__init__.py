@@ -1,5 +1,6 @@
 """The course's own pieces: navigation and readouts (course), the scale lab (scale), storage sizes
-(sizes), the charts by subject (charts), the decoder zoo (zoo) and the GGUF browser (gguf_browser).
+(sizes), the charts by subject (charts), the decoder zoo (zoo), the GGUF browser (gguf_browser)
+and the slides' speaker notes (speaker_notes).
 
 May import: every layer below (codes, formats, interop, study, device) and lab's root modules.
 """

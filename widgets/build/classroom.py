@@ -36,6 +36,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from lab.teach import course
+from lab.teach.speaker_notes import speaker_notes
 from lab.text import shown
 from widgets._bundle import bundle
 from widgets.build.room import THEME_CSS
@@ -43,6 +45,8 @@ from widgets.build.room import THEME_CSS
 # The paths of the teacher's view; nothing else under /class/ is served.
 TEACHER_PATH = "/class"
 RESULTS_PATH = "/class/results"
+SPEAKER_PATH = "/class/notes"
+NOTES_PATH = "/class/notes.json"
 ANSWERS_PATH = "/class/answers"
 COOKIE = "four-bit-lab-class"
 # How often the teacher's page asks for the room's answers, in milliseconds.
@@ -187,13 +191,13 @@ class RateLimiter:
             return 0.0 if allowed else (1 - tokens) / self.rate
 
 
-TEACHER_PAGE = """<!doctype html>
+CLASS_PAGE = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
-<title>The room's answers</title>
+<title>{title}</title>
 <style>
 {theme}
 body {{ font-family: system-ui, sans-serif; font-size: clamp(16px, 1.1vw, 24px); line-height: 1.5; margin: 0; padding: 1rem max(1rem, 2vw); }}
@@ -210,18 +214,22 @@ td.right {{ background: #d6ecff; color: #00345a; }}
 td.wrong {{ background: #ffe3c4; color: #5a2a00; }}
 .error {{ color: #a30000; font-weight: 600; }}
 .key {{ list-style: none; padding: 0; columns: 18em; }}
+.slide {{ font-size: 1.3em; font-weight: 600; margin: 0.4rem 0; }}
+.note {{ font-size: 1.25em; line-height: 1.5; max-width: 48rem; border-left: 4px solid #e69f00; padding-left: 0.8rem; }}
+.muted {{ color: #4a4a4a; }}
 @media (prefers-color-scheme: dark) {{
   th[scope=row] {{ background: #181a1b; }}
   td.right {{ background: #0c3a5e; color: #e6f3ff; }}
   td.wrong {{ background: #5a3000; color: #fff0e0; }}
   .error {{ color: #ff9d9d; }}
+  .muted {{ color: #c8c8c8; }}
   :focus-visible {{ outline-color: #7cc4f4; }}
 }}
 </style>
 </head>
 <body>
-<h1>The room's answers</h1>
-<main id="teacher" data-results="{results}" data-poll-ms="{poll_ms}"><p>Loading the room's answers…</p></main>
+<h1>{title}</h1>
+<main id="class-page" data-source="{source}" data-poll-ms="{poll_ms}"><p>Loading…</p></main>
 <script type="module">{script}</script>
 </body>
 </html>
@@ -230,6 +238,30 @@ td.wrong {{ background: #ffe3c4; color: #5a2a00; }}
 
 def _script_hash(script: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+
+
+# The teacher's two pages: path -> (title, script, what its script fetches with the token)
+PAGES = {
+    TEACHER_PATH: ("The room's answers", "teacher.js", RESULTS_PATH),
+    SPEAKER_PATH: ("Speaker notes", "speaker.js", NOTES_PATH),
+}
+
+
+def notes_of_the_course() -> dict:
+    """The speaker notes (lab.teach.speaker_notes) of each course notebook, in the course's order,
+    with the page that shows it as slides."""
+    notes = speaker_notes()
+    return {
+        "notebooks": [
+            {
+                "page": f"{file.removesuffix('.py')}.html",
+                "number": number,
+                "title": title,
+                "notes": list(notes.get(file.removesuffix(".py"), {}).items()),
+            }
+            for number, (file, title, _) in enumerate(course.NOTEBOOKS, start=1)
+        ]
+    }
 
 
 class Classroom:
@@ -246,7 +278,7 @@ class Classroom:
         self.room = room if room is not None else secrets.token_hex(16)
         self.register = register if register is not None else Register()
         self.limiter = limiter if limiter is not None else RateLimiter()
-        self._page: tuple[bytes, str] | None = None
+        self._pages: dict[str, tuple[bytes, str]] = {}
 
     def cookie(self, port: int) -> str:
         """The Set-Cookie value that tells this server's pages their room. A cookie is shared by
@@ -258,30 +290,41 @@ class Classroom:
     def teacher_link(self, port: int) -> str:
         return f"http://127.0.0.1:{port}{TEACHER_PATH}#{self.token}"
 
-    def teacher_page(self) -> tuple[bytes, str]:
-        """The teacher's page (it holds no answers: its script fetches them with the token) and the
-        Content-Security-Policy that lets exactly its own script run."""
-        if self._page is None:
-            script = bundle("teacher.js").replace("</", "<\\/")
-            page = TEACHER_PAGE.format(theme=THEME_CSS, results=shown(RESULTS_PATH), poll_ms=POLL_MS, script=script)
+    def page_at(self, path: str) -> tuple[bytes, str] | None:
+        """The teacher's page at `path` (PAGES), or None: the page holds nothing of the class (its
+        script fetches that with the token), with the Content-Security-Policy that lets exactly
+        its own script run."""
+        if path not in PAGES:
+            return None
+        if path not in self._pages:
+            title, script_file, source = PAGES[path]
+            script = bundle(script_file).replace("</", "<\\/")
+            page = CLASS_PAGE.format(
+                theme=THEME_CSS, title=shown(title), source=shown(source), poll_ms=POLL_MS, script=script
+            )
             policy = (
                 f"default-src 'none'; script-src '{_script_hash(script)}'; style-src 'unsafe-inline'; "
                 "connect-src 'self'; base-uri 'none'; form-action 'none'"
             )
-            self._page = (page.encode("utf-8"), policy)
-        return self._page
+            self._pages[path] = (page.encode("utf-8"), policy)
+        return self._pages[path]
+
+    def data_at(self, path: str, authorization: str | None) -> bytes | None:
+        """What a teacher's page fetches from `path` with the token, or None for another path;
+        ClassError 401 or 403 without the right token."""
+        if path not in (RESULTS_PATH, NOTES_PATH):
+            return None
+        self.authorised(authorization)
+        data = {"room": self.room, **self.register.snapshot()} if path == RESULTS_PATH else notes_of_the_course()
+        return json.dumps(data, ensure_ascii=False).encode("utf-8")
 
     def authorised(self, authorization: str | None) -> None:
         """Raises ClassError 401 without a token and 403 with a wrong one."""
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise ClassError(401, "the room's answers need the teacher's token: open the link serve printed")
+            raise ClassError(401, "the teacher's pages need the teacher's token: open the link serve printed")
         if not hmac.compare_digest(token.strip().encode("utf-8", "replace"), self.token.encode("utf-8")):
             raise ClassError(403, "that is not this class's token: open the link serve printed in this run")
-
-    def results(self, authorization: str | None) -> bytes:
-        self.authorised(authorization)
-        return json.dumps({"room": self.room, **self.register.snapshot()}, ensure_ascii=False).encode("utf-8")
 
     def answer(self, client: str, body: bytes) -> None:
         """Keep one posted answer from `client` (its address), or raise the ClassError that refuses it."""

@@ -38,7 +38,7 @@ import urllib.parse
 from collections import OrderedDict
 from pathlib import Path
 
-from widgets.build.classroom import ANSWERS_PATH, MAX_BODY_BYTES, RESULTS_PATH, TEACHER_PATH, ClassError, Classroom
+from widgets.build.classroom import ANSWERS_PATH, MAX_BODY_BYTES, ClassError, Classroom
 from widgets.build.room import ROOM_PATH, lan_addresses, lan_banner, room_page, terminal_has_colour, url_host
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: widgets/build/serve.py
@@ -174,8 +174,8 @@ def site_handler(
     gzipped from `gzip_cache` when the browser accepts it, cache headers and ETags, the room page
     at /room with `lan`, connections closed after `timeout_s` seconds, and one log line per error,
     none per hit. With a `classroom` (serve --class) every reply sets its cookie, POST /class/answers
-    takes a student's answer, /class is the teacher's page and /class/results the room's answers
-    for the teacher's token (widgets/build/classroom.py). Any other method gets a 405."""
+    takes a student's answer, and /class and /class/notes are the teacher's pages, whose data
+    needs the teacher's token (widgets/build/classroom.py). Any other method gets a 405."""
     real_site = Path(os.path.realpath(site))
     gzip_cache = gzip_cache if gzip_cache is not None else GzipCache()
     lan_names = (*map(url_host, addresses), url_host(hostname)) if lan else ()
@@ -272,14 +272,15 @@ def site_handler(
                 return None
             if lan and decoded == ROOM_PATH:
                 return self.send_room(room(self.server.server_address[1]))
-            if classroom is not None and decoded == TEACHER_PATH:
-                page, policy = classroom.teacher_page()
-                return self.send_room(page, policy)
-            if classroom is not None and decoded == RESULTS_PATH:
+            if classroom is not None and (teachers := classroom.page_at(decoded)) is not None:
+                return self.send_room(*teachers)
+            if classroom is not None:
                 try:
-                    return self.send_json(200, classroom.results(self.headers.get("Authorization")))
+                    data = classroom.data_at(decoded, self.headers.get("Authorization"))
                 except ClassError as refusal:
                     return self.send_refusal(refusal)
+                if data is not None:
+                    return self.send_json(200, data)
             path = self.translate_path(self.path)
             # The reply a missing file gets, so it does not tell whether the link's target exists.
             # Who can write into site/ can also swap a link between this check and the open.
@@ -569,6 +570,7 @@ def class_banner(classroom: Classroom, port: int) -> str:
             f"  {classroom.teacher_link(port)}",
             "each student's exercises send every answer they check, under the name they type, to this "
             "server; it keeps them in memory only, and they are gone when it stops",
+            "from that page: each notebook as slides, and their speaker notes on this screen",
         ]
     )
 

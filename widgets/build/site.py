@@ -60,6 +60,8 @@ CSS_URL = re.compile(r"""url\(\s*["']?(?:\./)?([^"')/]+?)["']?\s*\)""")
 # Files that are not modules (stylesheets a module preloads, fonts, images, wasm) count wherever
 # a reachable file names them; they cannot pull in further code.
 NAMED_FILE = re.compile(r"[\w.~-]+\.(?:css|woff2?|ttf|otf|png|svg|gif|jpe?g|ico|wasm|json)\b")
+# The chunk that starts marimo's slides layout: a page loads it, and what it imports, only as slides.
+SLIDES_CHUNK = "reveal-component"
 # Chunks that start features of marimo's front-end that an exported course page never shows,
 # named without vite's content hash. Their dynamic imports are not followed, which keeps about
 # 13 MB of code out of site/. A notebook that starts using one of them makes the browser tests
@@ -80,7 +82,6 @@ UNUSED_FEATURES = {
     "node-sql-parser": "SQL cells",
     "glide-data-editor": "mo.ui.data_editor",
     "ConnectedDataExplorerComponent": "mo.ui.data_explorer",
-    "reveal-component": "the slides layout",
     "swiper-component": "mo.carousel",
     "ImageComparisonComponent": "mo.image_compare",
 }
@@ -146,8 +147,10 @@ def page_assets(page: str) -> set[str]:
     return set(re.findall(rf"{re.escape(ASSET_DIR)}/([^\"'\s?#)]+)", page))
 
 
-def asset_closure(roots: set[str], static: Path = MARIMO_STATIC) -> set[str]:
-    """Every file of marimo's front-end that a page naming `roots` can load, to a fixed point."""
+def asset_closure(roots: set[str], static: Path = MARIMO_STATIC, leave_out: frozenset[str] = frozenset()) -> set[str]:
+    """Every file of marimo's front-end that a page naming `roots` can load, to a fixed point; the
+    dynamic imports of UNUSED_FEATURES, and of the chunks named in `leave_out` (without their
+    hash), are not followed."""
     files = [path for path in static.rglob("*") if path.is_file()]
     by_name = {path.name: path.relative_to(static).as_posix() for path in files}
     # vite gives every file a content-hashed name, so a bare name identifies one file.
@@ -174,7 +177,11 @@ def asset_closure(roots: set[str], static: Path = MARIMO_STATIC) -> set[str]:
             *WORKER_URL.findall(text),
             *CSS_URL.findall(text),
             *NAMED_FILE.findall(text),
-            *(name for name in DYNAMIC_IMPORT.findall(text) if VITE_HASH.sub("", name) not in UNUSED_FEATURES),
+            *(
+                name
+                for name in DYNAMIC_IMPORT.findall(text)
+                if VITE_HASH.sub("", name) not in UNUSED_FEATURES and VITE_HASH.sub("", name) not in leave_out
+            ),
         }
         pending.extend(by_name[name] for name in names if name in by_name and by_name[name] not in reached)
     return reached
@@ -262,6 +269,31 @@ new MutationObserver(() => {{
     if (!control.inert) {{ control.inert = true; control.setAttribute("aria-disabled", "true"); }}
   }}
 }}).observe(document.documentElement, {{ childList: true, subtree: true }});
+// Slides (?slides, SLIDES_LAYOUT): say which slide shows, and the heading it belongs to (its own, or
+// the last one before it), on a channel of this browser, for the speaker view of serve --class
+// (widgets/speaker.js) in another tab. Nothing leaves the browser.
+if (new URLSearchParams(location.search).has("slides") && "BroadcastChannel" in window) {{
+  const channel = new BroadcastChannel("four-bit-lab:slides");
+  const page = decodeURIComponent(location.pathname.split("/").pop());
+  const title = (section) => section?.querySelector("h1, h2")?.textContent.trim().replace(/\\s+/g, " ") ?? "";
+  let told = "";
+  let due = false;
+  const tell = () => {{
+    due = false;
+    const sections = [...document.querySelectorAll(".reveal .slides > section")];
+    const index = sections.findIndex((section) => section.classList.contains("present"));
+    if (index < 0) return;
+    let heading = "";
+    for (let i = index; i >= 0 && !heading; i -= 1) heading = title(sections[i]);
+    let next = "";
+    for (let i = index + 1; i < sections.length && !next; i += 1) next = title(sections[i]);
+    const slide = {{ page, slide: index + 1, of: sections.length, heading, next }};
+    if (JSON.stringify(slide) !== told) {{ told = JSON.stringify(slide); channel.postMessage(slide); }}
+  }};
+  const soon = () => {{ if (!due) {{ due = true; requestAnimationFrame(tell); }} }};
+  new MutationObserver(soon).observe(document.documentElement, {{ subtree: true, childList: true, attributes: true, attributeFilter: ["class"] }});
+  channel.onmessage = (event) => {{ if (event.data?.ask) {{ told = ""; soon(); }} }};
+}}
 </script>
 """
 # Kept short: it holds its own row above the page, and on a phone every line of it is a line less
@@ -285,6 +317,11 @@ FALLBACK = (
     '(<a href="index.html">listed on the index</a>) do open from disk.</p></div>'
 )
 ROOT_DIV = '<div id="root"></div>'
+# The same page as slides: marimo reads its layout from the mount config, a JavaScript object in
+# the page, so the page picks marimo's slides layout itself when its address says ?slides.
+MOUNT_CONFIG = '"__MARIMO_MOUNT_CONFIG__"'
+NO_LAYOUT = '"layout": null'
+SLIDES_LAYOUT = '"layout": (new URLSearchParams(location.search).has("slides") ? {"type": "slides", "data": {}} : null)'
 
 
 # An author's page (widgets/build/export.py) stands alone: it has no course around it to point to.
@@ -300,12 +337,18 @@ EXPORT_MARK = '<meta name="generator" content="the four-bit lab\'s export">'
 
 
 def mark_static(page: str, name: str, banner: str = STATIC_BANNER, fallback: str = FALLBACK) -> str:
-    """Add the static-page banner (none when empty), the disabled-control rules and the from-disk
-    fallback."""
+    """Add the static-page banner (none when empty), the disabled-control rules, the from-disk
+    fallback, and marimo's slides layout when the page's address asks for it (?slides)."""
     if page.count(ROOT_DIV) != 1 or page.count("</head>") != 1:
         raise SiteBuildError(
             f"{name}: the export has no single empty #root in its body; marimo's export format has changed"
         )
+    config = page.find(MOUNT_CONFIG)
+    if config < 0 or page.count(NO_LAYOUT, config) != 1:
+        raise SiteBuildError(
+            f"{name}: the export's mount config has no single layout; marimo's export format has changed"
+        )
+    page = page[:config] + page[config:].replace(NO_LAYOUT, SLIDES_LAYOUT, 1)
     page = page.replace("</head>", STATIC_STYLE + "</head>", 1)
     return page.replace(ROOT_DIV, banner + f'<div id="root">{fallback}</div>', 1)
 
