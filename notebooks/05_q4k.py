@@ -63,11 +63,17 @@ def _(Q4KExplorer, mo):
 
 
 @app.cell(hide_code=True)
-def _(course, explorer, mo, np, q4k):
-    traced = q4k.explain_byte(np.array(explorer.widget.block, dtype=np.uint8), explorer.widget.payload_index)
-    _text = mo.md(
+def _(mo, q4k):
+    # The article's worked byte, in the block the explorer opens with: the explorer above follows
+    # any byte clicked, live on the static page too; this text is its fixed, checkable example.
+    fixture = q4k.presentation_fixture()
+    traced = q4k.explain_byte(fixture, 0)
+    mo.md(
         f"""
-        ## Following byte {traced['payload_index']} = {traced['hex']} by hand
+        ## The first payload byte, {traced['hex']}, by hand
+
+        The explorer above traces any byte you click. Here is the first payload byte of the block
+        it opens with, worked once by hand.
 
         Low nibble {traced['low']['code']}, high nibble {traced['high']['code']}; d = {traced['d']:g}, dmin = {traced['dmin']:g}.
 
@@ -83,21 +89,20 @@ def _(course, explorer, mo, np, q4k):
         lane 64c + 32 + l (subblock 2c + 1).
         """
     )
-    mo.Html(course.readout(_text))
-    return (traced,)
+    return fixture, traced
 
 
 @app.cell(hide_code=True)
-def _(course, explorer, mo, np, q4k, q4k_lane_chart, traced):
-    _weights = q4k.decode(np.array(explorer.widget.block, dtype=np.uint8))
+def _(fixture, mo, q4k, q4k_lane_chart, traced):
+    _weights = q4k.decode(fixture)
     _chart = q4k_lane_chart(_weights, highlight=(traced["low"]["lane"], traced["high"]["lane"]))
-    mo.Html(course.readout(mo.as_html(_chart)))
+    mo.vstack([mo.md("All 256 weights of that block, the two lanes of its first payload byte marked:"), mo.as_html(_chart)])
     return
 
 
 @app.cell(hide_code=True)
-def _(course, explorer, mo, np, q4k):
-    _metadata = np.array(explorer.widget.block[4:16], dtype=np.uint8)
+def _(course, fixture, mo, q4k):
+    _metadata = fixture[4:16]
     _fields = [q4k.explain_metadata(_metadata, j) for j in range(8)]
     _sub = "₀₁₂₃₄₅₆₇"
     metadata_table = course.table(
@@ -111,10 +116,11 @@ def _(course, explorer, mo, np, q4k):
         "## The 12-byte metadata puzzle\n\n"
         "Sixteen 6-bit fields make 96 bits. For j = 0…3 the low six bits of a byte hold the field; "
         "for j = 4…7 the low four bits come from bytes 8…11 and the top two are borrowed from the "
-        "spare bits 6–7 of bytes 0…7. Reading B[4] as s₄ looks plausible and is wrong.\n\n"
-        + metadata_table
+        "spare bits 6–7 of bytes 0…7. Reading B[4] as s₄ looks plausible and is wrong. The explorer "
+        "unpacks the metadata of whatever block it shows; here is the block it opens with, field by "
+        "field.\n\n" + metadata_table
     )
-    mo.Html(course.readout(_text))
+    _text
     return
 
 

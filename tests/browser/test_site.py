@@ -179,9 +179,10 @@ def test_build_fails_loudly_if_the_export_format_changes():
 
 def test_static_course_page_is_honest_about_what_moves(server):
     """No marimo control is left to do nothing: notebook 3's block settings are the lab's own choice,
-    which works here, and nothing on that page waits for a kernel; notebook 5's readouts, which
-    follow its explorer through the kernel, are labelled as build-time; the banner names the live
-    lab, and the from-disk fallback is gone once the app has mounted."""
+    which works here, and nothing on that page waits for a kernel; notebook 5's worked byte and
+    metadata say which block they are, and its MLX run, which follows the explorer through the
+    kernel, is labelled as build-time; the banner names the live lab, and the from-disk fallback is
+    gone once the app has mounted."""
     with browser_page() as (page, log):
         page.goto(f"{server}/03_mxfp4.html")
         page.get_by_role("textbox", name="E8M0 scale byte").wait_for(timeout=20000)
@@ -201,13 +202,18 @@ def test_static_course_page_is_honest_about_what_moves(server):
         field.fill("0x80")
         field.press("Enter")
         assert _widget_text(page, "mx-scale").endswith("= 2")
-        # Notebook 5's readouts follow its explorer through the kernel, and say so.
+        # Notebook 5: the byte worked by hand, its lanes and the metadata table are the block the
+        # explorer opens with, and say so (the explorer traces any other byte itself); its one
+        # readout, the MLX run, follows the explorer through the kernel, and says that.
         page.goto(f"{server}/05_q4k.html")
         page.locator(".lab-readout").first.wait_for(timeout=20000)
         labels = page.evaluate(
             "() => [...document.querySelectorAll('.lab-readout')].map(e => getComputedStyle(e, '::before').content)"
         )
-        assert len(labels) >= 3 and all("Computed at build time for the settings shown" in label for label in labels)
+        assert len(labels) == 1 and "Computed at build time for the settings shown" in labels[0]
+        assert "On device" in page.locator(".lab-readout").inner_text()
+        expect(page.get_by_text("Here is the first payload byte of the block it opens with")).to_have_count(1)
+        expect(page.get_by_text("here is the block it opens with, field by field")).to_have_count(1)
         assert log.blocked == [] and log.console_errors == []
 
 
