@@ -40,7 +40,7 @@ function showLibrary() {
     part("h2", {}, "Open a notebook as slides"),
     part("p", { class: "muted" }, "Each link opens a course page as slides in a new tab of this browser; put that tab on the projector, and this page follows its slides."),
     ...notebooks.map((notebook) => {
-      const link = part("a", { href: `/${notebook.page}?slides`, target: "_blank", rel: "noopener" }, `${notebook.number} · ${notebook.title}`);
+      const link = part("a", { href: `/${notebook.page}?slides&present`, target: "_blank", rel: "noopener" }, `${notebook.number} · ${notebook.title}`);
       const all = part("details", {}, part("summary", {}, `its ${notebook.notes.length} notes`), ...notebook.notes.map(([title, text]) => part("p", {}, part("strong", {}, title), ` ${text}`)));
       return part("section", { "data-notebook": notebook.page }, part("p", {}, link), all);
     }),

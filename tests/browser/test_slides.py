@@ -56,7 +56,7 @@ def test_the_speaker_view_follows_the_slides_in_another_tab(class_site, tmp_path
     with launch_chromium(chromium_path()) as new_page, new_page() as (speaker, speaker_log):
         speaker.set_viewport_size(PROJECTOR)
         speaker.goto(f"{class_site}/class/notes#{TOKEN}")
-        expect(speaker.locator("[data-notebook='03_mxfp4.html'] a")).to_have_attribute("href", "/03_mxfp4.html?slides")
+        expect(speaker.locator("[data-notebook='03_mxfp4.html'] a")).to_have_attribute("href", "/03_mxfp4.html?slides&present")
         expect(speaker.get_by_test_id("speaker-slide")).to_have_text("No slides open yet.")
         slides = speaker.context.new_page()  # the projector's tab, in the same browser
         slides.set_viewport_size(PROJECTOR)
