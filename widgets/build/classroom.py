@@ -3,7 +3,9 @@
 Each student's exercises post every answer they check, under a nickname the student types, to
 POST /class/answers; the teacher opens /class#TOKEN (the link serve prints in the teacher's
 terminal, the token in its fragment so it never reaches a log or a Referer) and sees a grid of
-exercises by student that follows the room live, and can download it as CSV.
+exercises by student that follows the room live, and can download it as CSV. From there,
+/class/notes#TOKEN opens each notebook as slides (?slides&present) for the projector and shows the
+speaker notes (lab.teach.speaker_notes) of the slide on show, for the token alone.
 
 What the server keeps is the last answer of each student to each exercise, in memory only: nothing
 is written to disk, and the CSV is made in the teacher's browser. The server never judges an answer:
@@ -56,7 +58,7 @@ POLL_MS = 3000
 MAX_BODY_BYTES = 2048
 # A workshop is twenty; a lecture hall a few hundred. One more student is refused, not a first dropped.
 MAX_STUDENTS = 500
-# More than the course's exercise kinds (19), fewer than a flood of invented ones.
+# Four times the course's exercise kinds (16), far fewer than a flood of invented ones.
 MAX_ANSWERS_PER_STUDENT = 64
 # A nickname fits a grid's column on a phone; the exercises' answer field keeps at most 200 characters.
 MAX_NICKNAME = 24
