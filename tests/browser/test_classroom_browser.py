@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import threading
+import time
 
 import pytest
 from chromium import chromium_path
@@ -36,6 +37,17 @@ def class_server(site):
     server.shutdown()
     server.server_close()
     thread.join(timeout=10)
+
+
+def _until_kept(made, nickname, kinds, timeout_s=10):
+    """Wait until the server holds `nickname`'s answers to `kinds`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        kept = {student["nickname"]: student["answers"] for student in made.register.snapshot()["students"]}
+        if set(kinds) <= set(kept.get(nickname, {})):
+            return
+        time.sleep(0.05)
+    pytest.fail(f"the server never got {nickname}'s answers to {kinds}")
 
 
 def _join(page, url, nickname):
@@ -66,6 +78,7 @@ def test_two_students_answers_reach_the_teachers_grid_as_their_pages_checked_the
                 wrong_code = str((int(answers["e2m1-code"]) + 1) % 16)
                 _answer(page, "e2m1-code", answers["e2m1-code"] if right else wrong_code)
                 expect(page.get_by_test_id("exercise-progress")).to_have_text(f"{2 if right else 1} of 2 correct")
+                _until_kept(made, nickname, ["nibble-decode", "e2m1-code"])  # the posts are sent in the background
             assert seeds[0] != seeds[1]
             assert first_log.console_errors == second_log.console_errors == []
             assert first_log.blocked == second_log.blocked == [] and first_log.failed == second_log.failed == []
