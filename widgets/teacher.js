@@ -70,7 +70,7 @@ function studentRow(student, columns) {
     const answer = visibleText(kept.answer, 40);
     return tag("td", { class: verdict, title: `answer: ${answer}`, "aria-label": `${column.label}: ${WORDS[verdict]} (${answer})`, "data-verdict": verdict }, MARKS[verdict]);
   });
-  const name = tag("th", { scope: "row" }, shownNickname(student.nickname));
+  const name = tag("th", { scope: "row", title: shownNickname(student.nickname) }, shownNickname(student.nickname));
   return tag("tr", { "data-student": student.student }, name, ...cells, tag("td", {}, `${right} of ${columns.length}`));
 }
 
