@@ -290,7 +290,8 @@ if (new URLSearchParams(location.search).has("slides") && "BroadcastChannel" in 
     const slide = {{ page, slide: index + 1, of: sections.length, heading, next }};
     if (JSON.stringify(slide) !== told) {{ told = JSON.stringify(slide); channel.postMessage(slide); }}
   }};
-  const soon = () => {{ if (!due) {{ due = true; requestAnimationFrame(tell); }} }};
+  // a timer, not an animation frame: a slides tab behind another still tells its speaker view
+  const soon = () => {{ if (!due) {{ due = true; setTimeout(tell, 50); }} }};
   new MutationObserver(soon).observe(document.documentElement, {{ subtree: true, childList: true, attributes: true, attributeFilter: ["class"] }});
   channel.onmessage = (event) => {{ if (event.data?.ask) {{ told = ""; soon(); }} }};
 }}
