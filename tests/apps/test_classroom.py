@@ -11,6 +11,7 @@ import re
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from serving import fetch, make_site, start_server, stop_server
@@ -334,3 +335,12 @@ def test_each_class_has_its_own_room_and_a_long_random_token():
     first, second = Classroom(), Classroom()
     assert first.room != second.room and re.fullmatch(r"[0-9a-f]{32}", first.room)
     assert first.token != second.token and len(first.token) >= 32
+
+
+def test_the_pages_limits_are_the_servers():
+    """A name or answer the page takes is one the server takes: the JS holds the same limits."""
+    widgets = Path(__file__).resolve().parents[2] / "widgets"
+    page = (widgets / "codec" / "teach" / "classroom.js").read_text(encoding="utf-8")
+    exercises = (widgets / "exercises.js").read_text(encoding="utf-8")
+    assert re.search(r"export const LONGEST_NICKNAME = (\d+);", page)[1] == str(classroom.MAX_NICKNAME)
+    assert re.search(r"const LONGEST_ANSWER = (\d+);", exercises)[1] == str(classroom.MAX_ANSWER)
