@@ -361,3 +361,18 @@ def test_charts_drawn_with_their_widest_data_fit_a_phone_and_use_a_wide_screen(g
     measured = _measure(gallery, "gallery")
     assert len(measured["phone"]) == len(measured["wide"]) == len(GALLERY_CALLS)
     _check(measured, "gallery")
+
+
+def test_a_log_axis_writes_its_decades_below_one_as_powers_of_ten(server):
+    # notebook 12's first chart: KL divergence from about 0.0006 (Q8_0) to about 15 (MLX 2-bit)
+    with browser_page() as (page, log):
+        _open(page, f"{server}/12_a_chat_models_answers.html", 1440, 900, "light")
+        labels = page.evaluate(
+            "() => {"
+            + FIND_EMBEDS
+            + """  const axis = embeds[0].querySelector('[aria-label^="Y-axis"]');
+  return [...axis.querySelectorAll(".role-axis-label text")].map((text) => text.textContent);
+}"""
+        )
+        assert log.console_errors == []
+    assert sorted(labels) == sorted(["10⁻⁴", "10⁻³", "10⁻²", "10⁻¹", "1", "10", "100"])

@@ -158,6 +158,22 @@ def domain_around(values, *, log: bool = False, pad: float = 0.06) -> list[float
     return [low - pad * reach, high + pad * reach]
 
 
+# Below 1 a decade is labelled as a power of ten: "10⁻⁴" is half as wide as "0.0001", and on a
+# phone the width an axis's labels take comes out of the plot's. Exponents of one digit are
+# written so; a smaller decade keeps vega's own label.
+_SUPERSCRIPT_DIGITS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+_DECADE_LABEL = (
+    "datum.value >= 1 || datum.value < 1e-9 ? datum.label : '10⁻' + "
+    f"substring('{_SUPERSCRIPT_DIGITS}', -round(log(datum.value) / LN10), 1 - round(log(datum.value) / LN10))"
+)
+
+
+def decade_axis(domain: list[float]) -> alt.Axis:
+    """A log axis over whole decades (domain_around(..., log=True)), a tick and a label at each."""
+    low, high = (round(math.log10(end)) for end in domain)
+    return alt.Axis(values=[10.0**power for power in range(low, high + 1)], labelExpr=_DECADE_LABEL)
+
+
 def pixel_position(value: float, domain: list[float], pixels: float, *, log: bool = False) -> float:
     if log:
         value, domain = math.log(value), [math.log(end) for end in domain]

@@ -13,6 +13,7 @@ from lab.teach.charts._layout import (
     NARROWEST_PLOT,
     PALETTE,
     chart_title,
+    decade_axis,
     domain_around,
     fitted_legend,
     label_sides,
@@ -97,6 +98,7 @@ def pareto_chart(
         y=alt.Y(
             f"{error}:Q",
             scale=alt.Scale(type="log", domain=y_domain, nice=False),
+            axis=decade_axis(y_domain),
             title=f"{error_words} (log axis)",
         ),
         tooltip=["title:N", "bits_per_weight:Q", alt.Tooltip(f"{error}:Q", format=".4f"), "front:N"],
