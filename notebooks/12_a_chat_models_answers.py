@@ -399,8 +399,9 @@ def _(mo):
        bits lost in the table of notebook 11?
     2. Find a format whose same-top-token rate is above 90 % yet whose answer to prompt 1 departs
        within a few tokens. What does that say about judging a format by one number?
-    3. In the live lab (a prompt of your own needs the model running): type a prompt that ends
-       mid-sentence. Does Q4_0 finish it the way the reference does?
+    3. Prompts 1 and 2 stop mid-sentence. For how many tokens does Q4_0 finish them the way the
+       reference does, and is what it writes after that still true? In the live lab, type a
+       prompt of your own that stops mid-sentence and ask the same.
     """)
     return
 

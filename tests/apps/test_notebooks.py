@@ -223,3 +223,15 @@ def test_12_a_chat_models_answers():
     assert rows["q8_0"]["kl_divergence"] < rows["q4_0"]["kl_divergence"]
     assert rows["q8_0"]["same_top"] > rows["q4_0"]["same_top"]
     assert {row["format"] for row in study.format_rows()} == {"q8_0", "q4_0"}
+    # Try this 3, on the static page: Q4_0 finishes prompts 1 and 2 as the reference does for a few
+    # tokens, then departs. Its answer to prompt 2 is llama.cpp's own Q4_0 answer, token for token,
+    # with its untrue "(140 degrees F)"; llama.cpp's Q4_0 leaves its float32 answer at the same token.
+    from lab.study import chat_study
+
+    q4_0 = next(result for result in study.formats if result.name == "q4_0")
+    pinned = chat_study.llama_cpp_pinned()
+    assert 0 < q4_0.continuations[0].first_divergence < 6
+    water = q4_0.continuations[1]
+    assert list(water.ids) == pinned["Q4_0"]["answers"][1]["greedy"] and "(140 degrees F)" in water.text
+    theirs = zip(pinned["f32"]["answers"][1]["greedy"], pinned["Q4_0"]["answers"][1]["greedy"], strict=True)
+    assert water.first_divergence == next(i for i, (a, b) in enumerate(theirs) if a != b) == 6
