@@ -16,6 +16,7 @@ import http.server
 import ipaddress
 import re
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -542,3 +543,22 @@ def test_lan_addresses_of_this_machine_are_strings_none_of_them_loopback():
 
 
 # Text files gzipped once and kept under a byte cap; cache headers and ETags.
+
+
+def test_a_browser_that_drops_its_connection_mid_file_leaves_no_traceback(site, capsys):
+    # a file bigger than the socket buffers on both ends, so the server is still writing it
+    (site / "photo.png").write_bytes(bytes(range(256)) * 80_000)
+    server, thread = start_server(site)
+    try:
+        for _ in range(3):
+            client = socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5)
+            client.sendall(b"GET /photo.png HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % server.server_address[1])
+            assert client.recv(64).startswith(b"HTTP/1.0 200")
+            # closed with a reset, as a browser tab closed mid-load drops its connection
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            client.close()
+        assert get_page(server.server_address[1], "/index.html")[0] == 200
+    finally:
+        stop_server(server, thread)
+    said = capsys.readouterr()
+    assert "Traceback" not in said.err and "Error" not in said.err, said.err[-2000:]

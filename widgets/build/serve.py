@@ -512,6 +512,12 @@ def site_server(
             finally:
                 self.free_handlers.release()
 
+        def handle_error(self, request, client_address):
+            # A browser that drops its connection while a file is on its way (a student leaving a
+            # page before it has loaded) is no fault of the server's: nothing for the terminal.
+            if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)):
+                super().handle_error(request, client_address)
+
     return Server()
 
 
