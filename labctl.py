@@ -83,6 +83,9 @@ def setup() -> Path:
         # The real GGUF file ships as four chunks; joining them once here (and checking the sha256)
         # keeps the first visit to notebook 6 from paying for it.
         [str(python), "-c", "from lab.study import shipped_gguf; shipped_gguf.model_file()"],
+        # The site build bundles marimo's front-end with esbuild, which Deno fetches from the npm
+        # registry on first use; fetched here, while the network is there, builds work offline.
+        [str(python), "-m", "widgets.build.marimo_bundle"],
     ]
     for step in steps:
         if subprocess.run(step).returncode != 0:

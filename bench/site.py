@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import statistics
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -30,6 +31,8 @@ FIRST_COURSE_PAGE = "01_one_nibble.html"
 THROTTLED_GOAL_MB = 3.0
 THROTTLED_GOAL_REQUESTS = 120
 THROTTLED_GOAL_MS = 15000.0
+#: after a throttled page is usable, this long with no request on the wire ends its load
+QUIET_MS = 2000
 #: the slow link: 1.6 Mbit/s down, 0.75 Mbit/s up, 300 ms added to every round trip
 SLOW_LINK = {"offline": False, "latency": 300, "downloadThroughput": 1.6e6 / 8, "uploadThroughput": 0.75e6 / 8}
 
@@ -121,15 +124,30 @@ def served(site: Path):
 
 
 def throttled_load(new_page, url: str) -> dict:
-    """One cold load of `url` over SLOW_LINK: milliseconds to usable, requests, bytes transferred."""
+    """One cold load of `url` over SLOW_LINK: milliseconds to usable, requests, bytes transferred.
+    The bytes and requests are counted once nothing has been on the wire for QUIET_MS after the
+    page is usable: the fonts its text asks for once drawn come after that moment, and count."""
     with new_page() as (page, traffic):
         page.add_init_script(BIGGER_BUFFER)
+        in_flight = set()
+        page.on("request", lambda request: in_flight.add(request))
+        page.on("requestfinished", lambda request: in_flight.discard(request))
+        page.on("requestfailed", lambda request: in_flight.discard(request))
         devtools = page.context.new_cdp_session(page)
         devtools.send("Network.enable")
         devtools.send("Network.emulateNetworkConditions", SLOW_LINK)
         page.goto(url, wait_until="commit")
         usable_ms = float(page.wait_for_function(USABLE, polling="raf", timeout=180000).json_value())
-        page.wait_for_load_state("networkidle", timeout=180000)
+        quiet_since = time.monotonic()
+        deadline = quiet_since + 180
+        while time.monotonic() - quiet_since < QUIET_MS / 1000:
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{url}: still loading 180 s after it was usable: {sorted(r.url for r in in_flight)[:5]}"
+                )
+            page.wait_for_timeout(100)  # lets Playwright deliver the request events
+            if in_flight:
+                quiet_since = time.monotonic()
         loaded = page.evaluate(LOADED)
         if traffic.failed or traffic.blocked:
             raise RuntimeError(f"{url}: failed {traffic.failed[:5]}, blocked {traffic.blocked[:5]}")

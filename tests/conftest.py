@@ -81,6 +81,23 @@ def require_mlx():
     return mlx_core
 
 
+def require_bundler() -> str:
+    """Deno's command, which bundles marimo's front-end for the site (widgets/build/marimo_bundle.py).
+    Where Deno publishes wheels (Linux x86-64, macOS, Windows x86-64) the project installs it, so
+    its absence is a broken install and fails; elsewhere the test skips."""
+    try:
+        import deno
+    except ImportError as error:
+        expected = (sys.platform.startswith("linux") and platform.machine() == "x86_64") or sys.platform in (
+            "darwin",
+            "win32",
+        )
+        if expected:
+            pytest.fail(f"Deno should be installed on this platform but cannot be imported: {error}")
+        pytest.skip("Deno publishes no wheel for this platform")
+    return deno.find_deno_bin()
+
+
 @pytest.fixture
 def mx():
     return require_mlx()

@@ -4,6 +4,8 @@ exit status 2 and nothing written; the author's own files in DIR left as they we
 
 from __future__ import annotations
 
+import hashlib
+import re
 import textwrap
 
 import pytest
@@ -88,6 +90,12 @@ def test_an_authors_notebook_exports_into_an_offline_page_without_the_course(exp
     assert site.external_references(page) == []
     named = site.page_assets(page)
     assert named and all((out / site.ASSET_DIR / asset).is_file() for asset in named)
+    # the widget's ES module is a file beside the page, named by its content, not a data: URL in it
+    modules = re.findall(rf'"url": "\./{re.escape(site.WIDGET_DIR)}/(lab-widget-[0-9a-f]{{8}}\.js)"', page)
+    assert modules and "data:text/javascript" not in page
+    for name in modules:
+        body = (out / site.WIDGET_DIR / name).read_bytes()
+        assert name == f"lab-widget-{hashlib.sha256(body).hexdigest()[:8]}.js" and b"export default" in body
     # nothing of the course: no explainers, no course index
     assert not (out / "explainers").exists()
     assert (out / "favicon.ico").read_bytes() == (site.MARIMO_STATIC / "favicon.ico").read_bytes()
@@ -164,6 +172,12 @@ def test_a_folder_as_the_notebook_or_a_file_as_the_folder_is_refused(tmp_path, c
     assert export.main([str(notebook), "-o", str(occupied)]) == 2
     assert "is a file; -o takes the folder" in capsys.readouterr().err
     assert occupied.read_text(encoding="utf-8") == "mine"
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / site.WIDGET_DIR).write_text("mine", encoding="utf-8")
+    assert export.main([str(notebook), "-o", str(folder)]) == 2
+    assert "is a file; the page's widget modules go in a folder of that name" in capsys.readouterr().err
+    assert sorted(path.name for path in folder.iterdir()) == [site.WIDGET_DIR]
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ from chromium import browser_page
 from playwright.sync_api import expect
 
 from tests.browser.test_static_controls import assert_no_control_needs_a_kernel
+from widgets.build import marimo_bundle
 from widgets.build import site as sitebuild
 
 pytestmark = pytest.mark.browser
@@ -76,15 +77,57 @@ def test_site_copies_only_the_front_end_its_pages_can_load(site):
     for page in site.glob("*.html"):
         named |= sitebuild.page_assets(page.read_text(encoding="utf-8"))
     assert named and named <= copied
+    # Every page starts marimo's front-end from one of its two bundles (widgets/build/marimo_bundle.py);
+    # the only other modules copied are its web workers and what they import, which run on their own.
+    bundles = {name for name in named if marimo_bundle.BUNDLE_NAME.match(name.rsplit("/", 1)[-1])}
+    assert sorted(name.rsplit("/", 1)[-1].split("-")[1] for name in bundles) == ["page", "slides"]
+    workers = {name for name in copied if re.match(r"assets/(save-)?worker-", name)}
+    assert workers and {name for name in copied if name.endswith(".js")} - bundles == sitebuild.asset_closure(workers)
+    # What a page loads in its own layout (its bundle and the files that bundle and the page name)
+    # stays under half of what marimo ships; a page as slides (?slides) loads the slides' bundle
+    # and the files of marimo's reveal.js component (a CRDT's wasm most of them) instead.
     shipped = sum(p.stat().st_size for p in sitebuild.MARIMO_STATIC.rglob("*") if p.is_file())
-    kept = sum(p.stat().st_size for p in (site / sitebuild.ASSET_DIR).rglob("*") if p.is_file())
-    # A page as slides (?slides) also loads marimo's reveal.js component and the editor parts it
-    # imports (some 4.4 MB, a CRDT's wasm most of it), and only then: what a page loads in its own
-    # layout stays under half of what marimo ships.
-    as_slides = sitebuild.asset_closure(named) - sitebuild.asset_closure(named, leave_out={sitebuild.SLIDES_CHUNK})
-    assert any(name.startswith(f"assets/{sitebuild.SLIDES_CHUNK}-") for name in as_slides)
-    slides_bytes = sum((sitebuild.MARIMO_STATIC / name).stat().st_size for name in as_slides)
-    assert kept - slides_bytes < shipped / 2, (kept, slides_bytes, shipped)
+    by_layout = {}
+    for bundle_name in bundles:
+        body = (site / sitebuild.ASSET_DIR / bundle_name).read_bytes()
+        files = sitebuild.asset_closure(
+            (named - bundles) | sitebuild.bundle_assets({bundle_name.rsplit("/", 1)[-1]: body})
+        )
+        by_layout[bundle_name.rsplit("/", 1)[-1].split("-")[1]] = (
+            files,
+            len(body) + sum((sitebuild.MARIMO_STATIC / name).stat().st_size for name in files),
+        )
+    (page_files, page_bytes), (slides_files, _) = by_layout["page"], by_layout["slides"]
+    assert page_bytes < shipped / 2, (page_bytes, shipped)
+    assert page_files < slides_files
+    assert any(name.endswith(".wasm") for name in slides_files - page_files)
+    # the page's bundle leaves the reveal.js chunk out, as a dynamic import it never makes; the slides' holds it
+    texts = {name.rsplit("/", 1)[-1].split("-")[1]: (site / sitebuild.ASSET_DIR / name).read_text() for name in bundles}
+    reveal = re.compile(rf"""import\(["'`]\./{sitebuild.SLIDES_CHUNK}-[\w-]{{8}}\.js["'`]\)""")
+    assert reveal.search(texts["page"]) and not reveal.search(texts["slides"])
+
+
+def test_a_course_page_asks_for_marimos_front_end_in_one_file(server):
+    """marimo's 300-odd modules come as one bundle: the first course page is usable in a handful of
+    requests (the stylesheets, the fonts its text uses), which is what a slow classroom link needs."""
+    with browser_page() as (page, log):
+        page.goto(f"{server}/01_one_nibble.html")
+        page.locator(".four-bit-lab button").first.wait_for(timeout=30000)
+        page.wait_for_load_state("networkidle")
+        assert log.console_errors == [] and log.blocked == []
+    paths = [url.split("/", 3)[-1] for url in log.requests]
+    modules = [path for path in paths if path.endswith(".js")]
+    # marimo's one bundle, and the widgets' own modules (which marimo's export would inline)
+    assert [path for path in modules if path.startswith(sitebuild.ASSET_DIR)] == [
+        next(
+            path for path in modules if re.fullmatch(rf"{sitebuild.ASSET_DIR}/assets/lab-page-[0-9a-f]{{8}}\.js", path)
+        )
+    ]
+    widgets = [path for path in modules if not path.startswith(sitebuild.ASSET_DIR)]
+    assert widgets and all(
+        re.fullmatch(rf"{sitebuild.WIDGET_DIR}/lab-widget-[0-9a-f]{{8}}\.js", path) for path in widgets
+    )
+    assert len(paths) <= 25, paths
 
 
 def test_the_site_has_the_icon_browsers_ask_for(site):

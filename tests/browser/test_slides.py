@@ -65,7 +65,12 @@ def test_a_page_in_its_own_layout_loads_nothing_of_the_slides(class_site):
         page.locator("#root a[href='02_scale_is_a_ruler.html']").first.wait_for(timeout=30000)
         page.wait_for_load_state("networkidle")
         assert page.locator(".reveal").count() == 0
-        assert not [url for url in log.requests if f"/{sitebuild.SLIDES_CHUNK}-" in url or ".wasm" in url]
+        assert not [
+            url
+            for url in log.requests
+            if f"/{sitebuild.SLIDES_CHUNK}-" in url or "/lab-slides-" in url or ".wasm" in url
+        ]
+        assert [url for url in log.requests if "/lab-page-" in url]
 
 
 def test_the_speaker_view_follows_the_slides_in_another_tab(class_site, tmp_path):
@@ -85,6 +90,9 @@ def test_the_speaker_view_follows_the_slides_in_another_tab(class_site, tmp_path
         expect(sections.first).to_have_class(re.compile(r"\bpresent\b"), timeout=30000)
         count = sections.count()
         assert count >= 8
+        # the page as slides runs the slides' bundle of marimo's front-end, not the page's
+        loaded = slides.evaluate("() => performance.getEntriesByType('resource').map((entry) => entry.name)")
+        assert [url for url in loaded if "/lab-slides-" in url] and not [url for url in loaded if "/lab-page-" in url]
         expect(speaker.get_by_test_id("speaker-slide")).to_have_text(f"Notebook 3 · MXFP4: slide 1 of {count}")
         expect(speaker.get_by_test_id("speaker-heading")).to_have_text(title)
         expect(speaker.get_by_test_id("speaker-note")).to_have_text(notes[title])

@@ -9,12 +9,14 @@ course around it: no banner, no Contents link, no index. With --course it carrie
 banner and links, for a page added to a built site/ beside the course's own.
 
 DIR may hold the author's own files: the export writes DIR/NAME.html, files under
-DIR/assets/marimo and, where there is none, DIR/favicon.ico, and deletes nothing. A NAME.html that
+DIR/assets/marimo and DIR/@file (the widgets' modules) and, where there is none, DIR/favicon.ico,
+and deletes nothing. A NAME.html that
 this command did not write is refused rather than replaced.
 
---single-file is refused with the reason: marimo's page loads its front-end as hundreds of ES
-module files, and browsers do not run module scripts from file://, so it cannot be one file that
-opens from disk. The folder is served instead; the lab's explainers are the single-file form.
+--single-file is refused with the reason: marimo's page runs its front-end and the widgets' code as
+ES modules loaded from files beside it, and browsers do not load module scripts from file://, so it
+cannot be one file that opens from disk. The folder is served instead; the lab's explainers are the
+single-file form.
 """
 
 from __future__ import annotations
@@ -35,10 +37,10 @@ USAGE = "export PATH.py -o DIR [--course] [--single-file]"
 LARGEST_NOTEBOOK = 10_000_000
 
 SINGLE_FILE_REFUSED = (
-    "--single-file: a marimo page cannot be one file that opens from disk. Its front-end is "
-    "hundreds of ES module files that load one another, and browsers refuse module scripts on "
-    "file:// pages, so such a page stays blank there (marimo {version} has no export that inlines "
-    "them). Export without --single-file and serve the folder:\n"
+    "--single-file: a marimo page cannot be one file that opens from disk. Its front-end and its "
+    "widgets' code are ES modules loaded from files beside the page, and browsers refuse module "
+    "scripts on file:// pages, so such a page stays blank there (marimo {version} has no export that "
+    "inlines them). Export without --single-file and serve the folder:\n"
     "    python3 -m http.server --bind 127.0.0.1 --directory {folder}\n"
     "then open {page} under the address it prints, or copy the folder to any static web host. "
     "For one of the lab's widgets in a single file that opens from disk, use "
@@ -114,6 +116,12 @@ def check_folder(folder: Path, notebook: Path) -> None:
     shown = visible(str(folder), 200)
     if folder.exists() and not folder.is_dir():
         raise ExportError(f"-o {shown} is a file; -o takes the folder to write the page into")
+    widgets = folder / site.WIDGET_DIR
+    if widgets.exists() and not widgets.is_dir():
+        raise ExportError(
+            f"{visible(str(widgets), 200)} is a file; the page's widget modules go in a folder of that name, "
+            "so move it or choose another -o folder"
+        )
     page = folder / f"{notebook.stem}.html"
     if page.is_file():
         with page.open("rb") as existing:

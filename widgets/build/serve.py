@@ -73,6 +73,9 @@ GZIP_LEVEL = 6
 # The name of a file the front-end's build gave a content hash ("index-Bx3_a9Qz.js"; the site's build
 # reads the same names with it): a new content is a new name, so the old one never changes.
 HASHED_NAME = re.compile(r"-[\w-]{8}\.[a-z0-9]+$")
+# Where the site's build writes files named by their content: marimo's front-end and its bundles,
+# and the lab's widget modules (site.WIDGET_DIR).
+HASHED_FOLDERS = ("/assets/", "/@file/")
 IMMUTABLE = "public, max-age=31536000, immutable"
 
 
@@ -331,7 +334,7 @@ def site_handler(
                 file.seek(0)
             # strong: one tag per version of the file and per encoding of its bytes
             etag = f'"{status.st_mtime_ns:x}-{status.st_size:x}{"-gzip" if body is not None else ""}"'
-            hashed = url_path.startswith("/assets/") and HASHED_NAME.search(url_path) is not None
+            hashed = url_path.startswith(HASHED_FOLDERS) and HASHED_NAME.search(url_path) is not None
             cache_headers = [("Cache-Control", IMMUTABLE if hashed else "no-cache"), ("ETag", etag)]
             if compressible:
                 cache_headers.append(("Vary", "Accept-Encoding"))

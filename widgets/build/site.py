@@ -11,11 +11,14 @@ and rewrites the CDN prefix to that relative path. The prefix is detected from e
 names the marimo version) and checked against the installed copy, so a marimo upgrade either
 keeps working or fails here, loudly, instead of producing a blank page.
 
-Only the part of the front-end a built page can load is copied (about a third of it): the files
-the pages name, and everything those reach through module imports, dynamic imports, worker URLs,
-CSS url()s and named stylesheets, fonts and images, to a fixed point. Dynamic imports that start
-features an exported course page never shows (the editor, SQL, mermaid, slides: UNUSED_FEATURES)
-are not followed; the browser tests load every page and fail on any request that 404s.
+marimo's modules reach a page as two bundles, one for the page and one for the page as slides
+(widgets/build/marimo_bundle.py): one request where there were some 300. Dynamic imports that start
+features an exported course page never shows (the editor, SQL, mermaid: UNUSED_FEATURES) stay out
+of them. Of the rest of the front-end only what a built page can load is copied: the files the
+pages and the bundles name, and everything those reach through module imports, dynamic imports,
+worker URLs, CSS url()s and named stylesheets, fonts and images, to a fixed point. The browser
+tests load every page and fail on any request that 404s. The widgets' modules, which marimo's
+export writes into each page, become files of their own (widget_files).
 
 Output is deterministic: the ids marimo draws at random for each export (widget model ids and
 UI-element random ids) are replaced by ids derived from the page name and their order, so two
@@ -24,6 +27,7 @@ builds of one commit are byte-identical and site/ diffs stay reviewable.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import html
 import os
@@ -38,7 +42,7 @@ from pathlib import Path
 import marimo
 
 from lab.teach import course
-from widgets.build import room, serve, standalone
+from widgets.build import marimo_bundle, room, serve, standalone
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: widgets/build/site.py
 NOTEBOOKS = ROOT / "notebooks"
@@ -85,6 +89,8 @@ UNUSED_FEATURES = {
     "swiper-component": "mo.carousel",
     "ImageComparisonComponent": "mo.image_compare",
 }
+# The test, in a page's own script, of whether its address asks for slides (?slides).
+SLIDES_ASKED = 'new URLSearchParams(location.search).has("slides")'
 # the content hash Vite puts in a front-end file's name; the server caches such names for a year
 VITE_HASH = serve.HASHED_NAME
 MODEL_ID = re.compile(r'"model_id": "([0-9a-f]{32})"')
@@ -122,6 +128,10 @@ def export_notebook(notebook: Path, cwd: Path | None = ROOT) -> str:
 # screen for a lost kernel draws, which a static page never shows: on a classroom's wifi the preload
 # is most of a cold load's bytes. The images stay in the site, for the stylesheet that names them.
 IMAGE_PRELOAD = re.compile(r'<link rel="preload"[^>]*\bas="image"[^>]*>\s*')
+# It also preloads its six fonts (some 500 KB, one of them used by no page), which on a slow link take
+# their share of the bandwidth before the code that draws the page; without the preload a page asks
+# for the fonts its text uses once that text is drawn.
+FONT_PRELOAD = re.compile(r'<link rel="preload"[^>]*\bas="font"[^>]*>\s*')
 
 
 def localise_frontend(page: str, name: str) -> str:
@@ -139,7 +149,7 @@ def localise_frontend(page: str, name: str) -> str:
     for asset in page_assets(page):
         if not (MARIMO_STATIC / asset).is_file():
             raise SiteBuildError(f"{name}: the page needs {asset}, which the installed marimo does not ship")
-    return IMAGE_PRELOAD.sub("", VEGA_SCHEMA.sub("./schema/", page))
+    return FONT_PRELOAD.sub("", IMAGE_PRELOAD.sub("", VEGA_SCHEMA.sub("./schema/", page)))
 
 
 def page_assets(page: str) -> set[str]:
@@ -171,20 +181,102 @@ def asset_closure(roots: set[str], static: Path = MARIMO_STATIC, leave_out: froz
         path = static / relative
         if path.suffix not in (".js", ".mjs", ".css", ".json"):
             continue
-        text = path.read_text(encoding="utf-8", errors="replace")
-        names = {
-            *MODULE_IMPORT.findall(text),
-            *WORKER_URL.findall(text),
-            *CSS_URL.findall(text),
-            *NAMED_FILE.findall(text),
-            *(
-                name
-                for name in DYNAMIC_IMPORT.findall(text)
-                if VITE_HASH.sub("", name) not in UNUSED_FEATURES and VITE_HASH.sub("", name) not in leave_out
-            ),
-        }
+        names = named_files(path.read_text(encoding="utf-8", errors="replace"), leave_out)
         pending.extend(by_name[name] for name in names if name in by_name and by_name[name] not in reached)
     return reached
+
+
+def named_files(text: str, leave_out: frozenset[str] = frozenset()) -> set[str]:
+    """The file names a module or stylesheet of the front-end can load, the dynamic imports of
+    UNUSED_FEATURES and of the chunks in `leave_out` aside."""
+    return {
+        *MODULE_IMPORT.findall(text),
+        *WORKER_URL.findall(text),
+        *CSS_URL.findall(text),
+        *NAMED_FILE.findall(text),
+        *(
+            name
+            for name in DYNAMIC_IMPORT.findall(text)
+            if VITE_HASH.sub("", name) not in UNUSED_FEATURES and VITE_HASH.sub("", name) not in leave_out
+        ),
+    }
+
+
+# The front-end entry an exported page starts, and the modules marimo's export has it preload.
+ENTRY_SCRIPT = re.compile(
+    rf'<script type="module" crossorigin src="{ASSET_DIR}/(assets/index-[\w-]{{8}}\.js)"></script>'
+)
+MODULE_PRELOAD = re.compile(rf'<link rel="modulepreload" crossorigin href="{ASSET_DIR}/assets/[^"]+">\s*')
+
+
+def bundle_loader(names: dict[str, str]) -> str:
+    """The scripts that start a page's front-end from its bundle (widgets/build/marimo_bundle.py): the
+    slides' bundle when the address asks for slides. The first asks for the bundle while the page
+    is still arriving; the second, a module script, runs it once the page is parsed, as marimo's
+    own entry ran."""
+    chosen = f'({SLIDES_ASKED} ? "./{ASSET_DIR}/assets/{names["slides"]}" : "./{ASSET_DIR}/assets/{names["page"]}")'
+    return (
+        "<script>/* marimo's front-end, bundled by the site's build */ document.head.append("
+        f'Object.assign(document.createElement("link"), {{ rel: "modulepreload", href: {chosen} }}));</script>\n'
+        f'    <script type="module">import({chosen});</script>'
+    )
+
+
+def bundle_frontend(pages: dict[Path, str]) -> tuple[dict[Path, str], dict[str, bytes]]:
+    """The pages with marimo's front-end started from its two bundles, and the bundles by file name.
+    Where it cannot be bundled here (marimo_bundle.BundleUnavailable, said on stderr), the pages as they
+    were, loading marimo's modules one by one, and no bundles."""
+    entries = set()
+    for path, page in pages.items():
+        found = ENTRY_SCRIPT.findall(page)
+        if len(found) != 1 or not MODULE_PRELOAD.search(page):
+            raise SiteBuildError(
+                f"{path.stem}: the export has no single front-end entry with its module preloads; "
+                "marimo's export format has changed"
+            )
+        entries.add(found[0])
+    if len(entries) != 1:
+        raise SiteBuildError(f"the pages start different front-ends: {sorted(entries)}")
+    entry = entries.pop()
+    try:
+        made = marimo_bundle.bundles(MARIMO_STATIC, entry, set(UNUSED_FEATURES), SLIDES_CHUNK, VITE_HASH)
+    except marimo_bundle.BundleUnavailable as error:
+        print(
+            f"note: the site's pages load marimo's front-end module by module, some 300 requests a page, "
+            f"slow on a slow network, because it could not be bundled: {error}",
+            file=sys.stderr,
+        )
+        return pages, {}
+    # The run page's stylesheets, which marimo's preload helper would ask for only once the bundle
+    # has run, and wait for: linked from the head, they come with the page, a round trip sooner.
+    sheets = marimo_bundle.run_page_stylesheets((MARIMO_STATIC / entry).read_text(encoding="utf-8"))
+    if not sheets:
+        raise SiteBuildError(
+            f"{entry} does not name the run page's stylesheets as widgets/build/marimo_bundle.py reads them "
+            "(RUN_PAGE_IMPORT); marimo's build has changed"
+        )
+    loader = bundle_loader({layout: name for layout, (name, _) in made.items()})
+    bundled = {}
+    for path, page in pages.items():
+        page = MODULE_PRELOAD.sub("", ENTRY_SCRIPT.sub(lambda _: loader, page))
+        links = "".join(
+            f'<link rel="stylesheet" crossorigin href="{ASSET_DIR}/assets/{sheet}">\n'
+            for sheet in sheets
+            if f"{ASSET_DIR}/assets/{sheet}" not in page
+        )
+        bundled[path] = page.replace("</head>", links + "</head>", 1)
+    return bundled, dict(made.values())
+
+
+def bundle_assets(bundles: dict[str, bytes]) -> set[str]:
+    """The files of marimo's front-end the bundles name (stylesheets, fonts, images, wasm, web
+    workers), as paths inside its static folder. The page's bundle leaves the slides' chunk out:
+    a page as slides loads the slides' bundle instead."""
+    names = set()
+    for name, body in bundles.items():
+        leave_out = frozenset({SLIDES_CHUNK}) if name.startswith("lab-page-") else frozenset()
+        names |= named_files(body.decode("utf-8"), leave_out)
+    return {f"assets/{name}" for name in names if (MARIMO_STATIC / "assets" / name).is_file()}
 
 
 def copy_assets(site: Path, roots: set[str]) -> None:
@@ -192,6 +284,34 @@ def copy_assets(site: Path, roots: set[str]) -> None:
         target = site / ASSET_DIR / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(MARIMO_STATIC / relative, target)
+
+
+# marimo's export writes each widget's ES module into the page as a base64 data: URL, a copy on
+# every page: on the first course page some 190 KB of its 220 KB compressed, as base64 keeps gzip
+# from shrinking code, fetched again with every page. The build writes each module once, as a file
+# named by its content, and points the page at it with marimo's own spelling of a file beside the
+# notebook ("./@file/NAME"), which its widget loader accepts and resolves against the page's
+# address; served compressed and cached, each widget's code crosses a classroom's wifi once. The
+# page's head asks for them at once, beside marimo's front-end, rather than when that front-end
+# first draws a widget.
+WIDGET_DIR = "@file"
+WIDGET_MODULE = re.compile(r'"url": "data:text/javascript;base64,([A-Za-z0-9+/]+=*)"')
+
+
+def widget_files(page: str) -> tuple[str, dict[str, bytes]]:
+    """The page with each widget module it carries as a data: URL named as a file of WIDGET_DIR
+    instead, and asked for from its head; and those files' contents by name."""
+    modules = {}
+
+    def as_file(match: re.Match) -> str:
+        body = base64.b64decode(match.group(1), validate=True)
+        name = f"lab-widget-{hashlib.sha256(body).hexdigest()[:8]}.js"
+        modules[name] = body
+        return f'"url": "./{WIDGET_DIR}/{name}"'
+
+    page = WIDGET_MODULE.sub(as_file, page)
+    preloads = "".join(f'<link rel="modulepreload" href="./{WIDGET_DIR}/{name}">\n' for name in modules)
+    return page.replace("</head>", preloads + "</head>", 1), modules
 
 
 def stable_ids(page: str, name: str) -> str:
@@ -236,6 +356,8 @@ body {{ display: flex; flex-direction: column; height: 100vh; margin: 0; }}
 .lab-static-banner {{ font: 16px/1.45 system-ui, sans-serif; background: #fff4d6; color: #1a1a1a;
   border-bottom: 2px solid #e69f00; padding: 0.4rem 1rem; }}
 .lab-static-banner a {{ color: #0072b2; }}
+/* the system's monospace: marimo's Fira Mono would be fetched before the page's code, for one line */
+.lab-static-banner code, .lab-fallback code {{ font-family: ui-monospace, Menlo, Consolas, "DejaVu Sans Mono", monospace; }}
 .lab-banner-short {{ display: none; }}
 @media (max-width: 700px) {{
   .lab-static-banner {{ white-space: nowrap; overflow: hidden; text-overflow: ellipsis; padding: 0.3rem 1rem; }}
@@ -272,7 +394,7 @@ new MutationObserver(() => {{
 // Slides (?slides, SLIDES_LAYOUT): say which slide shows, and the heading it belongs to (its own, or
 // the last one before it), on a channel of this browser, for the speaker view of serve --class
 // (widgets/speaker.js) in another tab. Nothing leaves the browser.
-if (new URLSearchParams(location.search).has("slides") && "BroadcastChannel" in window) {{
+if ({SLIDES_ASKED} && "BroadcastChannel" in window) {{
   const channel = new BroadcastChannel("four-bit-lab:slides");
   const page = decodeURIComponent(location.pathname.split("/").pop());
   const title = (section) => section?.querySelector("h1, h2")?.textContent.trim().replace(/\\s+/g, " ") ?? "";
@@ -322,7 +444,7 @@ ROOT_DIV = '<div id="root"></div>'
 # the page, so the page picks marimo's slides layout itself when its address says ?slides.
 MOUNT_CONFIG = '"__MARIMO_MOUNT_CONFIG__"'
 NO_LAYOUT = '"layout": null'
-SLIDES_LAYOUT = '"layout": (new URLSearchParams(location.search).has("slides") ? {"type": "slides", "data": {}} : null)'
+SLIDES_LAYOUT = f'"layout": ({SLIDES_ASKED} ? {{"type": "slides", "data": {{}}}} : null)'
 
 
 # An author's page (widgets/build/export.py) stands alone: it has no course around it to point to.
@@ -413,8 +535,8 @@ li {{ margin: 0.4rem 0; }}
 Nothing here reaches the network. The course pages are marimo apps: serve this folder with
 <code>python3 labctl.py serve</code> and open the address it prints, because browsers do not run
 their scripts from disk. The single-page explainers open straight from disk. In these static
-pages the widgets work, but marimo's sliders and dropdowns are fixed; the live lab
-(<code>python3 labctl.py open</code>) recomputes everything.</p>
+pages every control works in your browser; opening a file of your own or typing a prompt needs the
+live lab (<code>python3 labctl.py open</code>).</p>
 <h2>The course</h2>
 <ol>
 {notebooks}
@@ -453,7 +575,7 @@ def build(
         else [NOTEBOOKS / file for file, _, _ in course.NOTEBOOKS if (NOTEBOOKS / file).exists()]
     )
     if not pages_only:
-        for generated in ("assets", "explainers"):
+        for generated in ("assets", "explainers", WIDGET_DIR):
             shutil.rmtree(site / generated, ignore_errors=True)
         for old_page in site.glob("*.html"):
             old_page.unlink()
@@ -477,13 +599,25 @@ def build(
             if hits := external_references(page):
                 raise SiteBuildError(f"{name}: the page names non-relative URLs: {', '.join(sorted(set(hits))[:5])}")
         pages[site / f"{name}.html"] = stable_ids(page, name)
+    pages, bundles = bundle_frontend(pages)
     site.mkdir(parents=True, exist_ok=True)
     assets: set[str] = set()
+    widgets: dict[str, bytes] = {}
     for path, page in pages.items():
+        page, modules = widget_files(page)
+        widgets |= modules
         assets |= page_assets(page)
         path.write_text(page, encoding="utf-8")
+    if widgets:
+        (site / WIDGET_DIR).mkdir(exist_ok=True)
+    for name, body in widgets.items():
+        (site / WIDGET_DIR / name).write_bytes(body)
     written = list(pages)
-    copy_assets(site, assets)
+    bundle_folder = site / ASSET_DIR / "assets"
+    bundle_folder.mkdir(parents=True, exist_ok=True)
+    for name, body in bundles.items():
+        (bundle_folder / name).write_bytes(body)
+    copy_assets(site, {asset for asset in assets if Path(asset).name not in bundles} | bundle_assets(bundles))
     # Browsers ask every served page's origin for /favicon.ico; without one the pages log a 404.
     # marimo's own icon, which the course pages already name; an author's own icon stays.
     if not pages_only or not (site / "favicon.ico").exists():
