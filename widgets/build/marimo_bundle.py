@@ -43,8 +43,6 @@ LAYOUTS = ("page", "slides")
 BUNDLE_NAME = re.compile(r"^lab-(?:page|slides)-[0-9a-f]{8}\.js$")
 DENO_ENV = {"DENO_NO_UPDATE_CHECK": "1", "DENO_NO_PROMPT": "1", "NO_COLOR": "1"}
 BUNDLE_SECONDS = 300
-
-
 # How marimo's entry starts its read-only app, the run page, and the list its lazy imports' dependencies
 # are named by: the stylesheets of that import are ones every exported page needs at once.
 RUN_PAGE_IMPORT = re.compile(r"import\(`\./run-page-[\w-]{8}\.js`\),__vite__mapDeps\(\[([\d,]+)\]\)")
@@ -99,7 +97,7 @@ def bundles(static: Path, entry: str, external: set[str], slides_chunk: str, has
         old, new = PRELOAD_PATCH
         if len(helpers) != 1 or helpers[0].read_text(encoding="utf-8").count(old) != 1:
             raise BundleUnavailable(
-                f"marimo's preload helper is not the one widgets/build/bundle.py patches ({len(helpers)} found); "
+                f"marimo's preload helper is not the one widgets/build/marimo_bundle.py patches ({len(helpers)} found); "
                 "update PRELOAD_PATCH for this marimo"
             )
         helpers[0].write_text(helpers[0].read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
@@ -122,7 +120,8 @@ def run_page_stylesheets(entry_text: str) -> list[str]:
     if run_page is None or names is None:
         return []
     listed = re.findall(r'"\./([^"]+)"', names.group(1))
-    return [listed[int(index)] for index in run_page.group(1).split(",") if listed[int(index)].endswith(".css")]
+    named = [listed[int(index)] for index in run_page.group(1).split(",") if int(index) < len(listed)]
+    return [name for name in named if name.endswith(".css")]
 
 
 def prepare() -> int:
