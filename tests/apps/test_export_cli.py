@@ -231,4 +231,4 @@ def test_with_course_the_page_carries_the_courses_banner_and_says_where_its_cont
     page = (out / "own.html").read_text(encoding="utf-8")
     assert site.STATIC_BANNER in page and site.FALLBACK in page and site.EXPORT_MARK in page
     assert f"Its banner links to index.html, which {out} lacks" in capsys.readouterr().out
-    assert sorted(p.name for p in out.iterdir()) == ["assets", "favicon.ico", "own.html"]
+    assert sorted(p.name for p in out.iterdir()) == [site.WIDGET_DIR, "assets", "favicon.ico", "own.html"]
