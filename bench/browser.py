@@ -189,11 +189,11 @@ def first_render(new_page, repeat: int = 3) -> list[Measure]:
 
 
 # One click on the nibble widget (alternating codes 0111 and 0101), until the kernel has run the
-# "Doing .. by hand" cell again for that code: its output area, marked loading while the kernel
-# works, is plain again with the panel for that code shown (widgets/choice.py precomputes a panel
-# per code; the widget shows the right one at once, and the kernel's output then agrees). marimo
-# draws the widget inside a shadow root, which querySelector does not enter; the button and the
-# output area are found before the clock starts.
+# "Doing .. by hand" cell again for that code: its output area plain (not marked loading or stale)
+# with that code's panel shown, after a change the kernel made there (widgets/choice.py precomputes
+# a panel per code, and the widget shows the right one itself within the click). marimo draws the
+# widget inside a shadow root, which querySelector does not enter; the button and the output area
+# are found before the clock starts.
 LIVE_STEPS = """
 async ({ steps }) => {
   const deep = (selector, root = document) => {
@@ -209,24 +209,26 @@ async ({ steps }) => {
   const times = [];
   const panels = '.lab-outcome[data-lab-choice="nibble-by-hand"]';
   const area = document.querySelector(panels).closest(".output-area");
-  const busy = () => area.classList.contains("marimo-output-loading") || area.classList.contains("marimo-output-stale");
+  const busy = () =>
+    area.className.split(" ").some((name) => name === "marimo-output-loading" || name === "marimo-output-stale");
   const showing = (code) => [...area.querySelectorAll(`${panels}:not([hidden])`)].some((panel) =>
     JSON.parse(panel.dataset.labWhen).code === String(parseInt(code, 2)) && panel.textContent.includes(`Doing ${code} by hand`));
   for (let i = 0; i < steps; i++) {
     const code = codes[i % 2];
-    const shown = new Promise((resolve, reject) => {
-      let ran = false;
-      const timer = setTimeout(() => { observer.disconnect(); reject(new Error(`the kernel never ran the cell for ${code}`)); }, 30000);
-      const observer = new MutationObserver(() => {
-        if (busy()) ran = true;
-        else if (ran && showing(code)) { observer.disconnect(); clearTimeout(timer); resolve(performance.now()); }
-      });
-      observer.observe(area, { subtree: true, childList: true, attributes: true });
-    });
     const button = deep(`button[aria-label="pick code ${code}"]`);
     const start = performance.now();
+    // an observer made after the click hears only what the kernel's run changes in the output
     button.click();
+    const shown = new Promise((resolve, reject) => {
+      const timer = setTimeout(() => { observer.disconnect(); reject(new Error(`the kernel never ran the cell for ${code} (step ${i})`)); }, 30000);
+      const observer = new MutationObserver(() => {
+        if (!busy() && showing(code)) { observer.disconnect(); clearTimeout(timer); resolve(performance.now()); }
+      });
+      observer.observe(area, { subtree: true, childList: true, attributes: true, characterData: true });
+    });
     times.push((await shown) - start);
+    // the kernel's echo of the widget's state follows its run; a click before it arrives can be lost
+    await new Promise((resolve) => setTimeout(resolve, 300));
   }
   return times;
 }
