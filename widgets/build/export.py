@@ -10,8 +10,7 @@ banner and links, for a page added to a built site/ beside the course's own.
 
 DIR may hold the author's own files: the export writes DIR/NAME.html, files under
 DIR/assets/marimo and DIR/@file (the widgets' modules) and, where there is none, DIR/favicon.ico,
-and deletes nothing. A NAME.html that
-this command did not write is refused rather than replaced.
+and deletes nothing. A NAME.html that this command did not write is refused rather than replaced.
 
 --single-file is refused with the reason: marimo's page runs its front-end and the widgets' code as
 ES modules loaded from files beside it, and browsers do not load module scripts from file://, so it
