@@ -76,6 +76,8 @@ STUDENT_ID = re.compile(r"[0-9a-f]{32}")
 ROOM_ID = re.compile(r"[0-9a-f]{32}")
 KIND = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?")
 POST_FIELDS = frozenset({"room", "student", "nickname", "kind", "seed", "round", "answer"})
+# The paths this server takes a POST at (serve.py hands each to Classroom.post): a student's answer.
+POST_PATHS = frozenset({ANSWERS_PATH})
 
 
 class ClassError(ValueError):
@@ -327,6 +329,14 @@ class Classroom:
             raise ClassError(401, "the teacher's pages need the teacher's token: open the link serve printed")
         if not hmac.compare_digest(token.strip().encode("utf-8", "replace"), self.token.encode("utf-8")):
             raise ClassError(403, "that is not this class's token: open the link serve printed in this run")
+
+    def post(self, path: str, client: str, authorization: str | None, body: bytes) -> bytes | None:
+        """A POST to one of POST_PATHS from `client` (its address) with the request's Authorization
+        header and body: the JSON to reply with (200), None for a 204, or the ClassError that refuses it."""
+        if path == ANSWERS_PATH:
+            self.answer(client, body)
+            return None
+        raise ClassError(404, "there is nothing to post to at this address")
 
     def answer(self, client: str, body: bytes) -> None:
         """Keep one posted answer from `client` (its address), or raise the ClassError that refuses it."""

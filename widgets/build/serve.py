@@ -38,7 +38,7 @@ import urllib.parse
 from collections import OrderedDict
 from pathlib import Path
 
-from widgets.build.classroom import ANSWERS_PATH, MAX_BODY_BYTES, ClassError, Classroom
+from widgets.build.classroom import MAX_BODY_BYTES, POST_PATHS, ClassError, Classroom
 from widgets.build.room import ROOM_PATH, lan_addresses, lan_banner, room_page, terminal_has_colour, url_host
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: widgets/build/serve.py
@@ -390,17 +390,18 @@ def site_handler(
             if refusal := self.host_refusal():
                 self.send_error(*refusal)
                 return
-            if classroom is None or urllib.parse.urlsplit(self.path).path != ANSWERS_PATH:
+            if classroom is None or urllib.parse.urlsplit(self.path).path not in POST_PATHS:
                 self.refuse_method()
                 return
-            reply = self.take_answer()
+            reply = self.take_post()
             if reply is not None:
                 with reply:
                     self.copyfile(reply, self.wfile)
 
-        def take_answer(self):
-            """One student's answer: its length checked before a byte of it is read, read within
-            the request's deadline, from a page of this site (Origin), then classroom.answer."""
+        def take_post(self):
+            """A post to the class (a student's answer, a teacher's change): its length checked before
+            a byte of it is read, read within the request's deadline, from a page of this site
+            (Origin), then classroom.post."""
             length = self.headers.get("Content-Length", "")
             if self.headers.get("Transfer-Encoding") or not (length.isascii() and length.isdigit()):
                 return self.send_refusal(ClassError(411, "an answer's post must say its length"), close=True)
@@ -424,10 +425,13 @@ def site_handler(
             if len(body) != int(length):
                 self.close_connection = True
                 return None
+            path = urllib.parse.urlsplit(self.path).path
             try:
-                classroom.answer(self.client_address[0], body)
+                reply = classroom.post(path, self.client_address[0], self.headers.get("Authorization"), body)
             except ClassError as refusal:
                 return self.send_refusal(refusal)
+            if reply is not None:
+                return self.send_json(200, reply)
             self.send_response(204)
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
