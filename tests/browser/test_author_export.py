@@ -77,8 +77,8 @@ def test_opened_from_disk_the_exported_page_says_it_needs_a_server(author_page):
 
 
 def _readme_choice_notebook() -> str:
-    """The README's example of a precomputed choice, as the notebook an author would paste it into."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    """The authors' guide's example of a precomputed choice, as the notebook an author would paste it into."""
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "authors.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", readme, re.DOTALL)
     example = next(block for block in blocks if "PrecomputedChoice(" in block)
     head = "import marimo\n\napp = marimo.App()\n\n\n@app.cell\ndef _():\n    import marimo as mo\n\n    return (mo,)\n\n\n"
@@ -86,7 +86,7 @@ def _readme_choice_notebook() -> str:
 
 
 def test_the_readmes_precomputed_choice_works_on_an_exported_page(tmp_path):
-    """The README's example, exported as an author would: its slider switches outcomes with no kernel."""
+    """The authors' guide's example, exported as an author would: its slider switches outcomes with no kernel."""
     notebook = tmp_path / "bits.py"
     notebook.write_text(_readme_choice_notebook(), encoding="utf-8")
     out = tmp_path / "public"
