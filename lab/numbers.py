@@ -15,7 +15,9 @@ Reading:
 Accepted: decimals and scientific notation ("0.5", "-1e-3", ".5", "1."), a power of two
 ("2^-3", "2^(-3)"), a fraction ("3/8"), with the typographic minus "−" allowed anywhere.
 Refused, with a message that says why: empty text, words, NaN and infinity, anything beyond
-float64's range, and division by zero. Digits are ASCII only.
+float64's range, division by zero, and text longer than MAX_NUMBER_CHARS (a row: MAX_ROW_CHARS),
+checked first. Digits are ASCII only. The text is read in one pass, never by a backtracking
+pattern, so no text costs more than its length.
 """
 
 from __future__ import annotations
@@ -30,12 +32,21 @@ from lab.text import visible
 
 NUMBER_EXAMPLES = "0.5, -1e-3, 3/8 or 2^-3"
 MAX_ROW_LENGTH = 64
-_DECIMAL = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)"
-_DECIMAL_NUMBER = re.compile(rf"^[+-]?{_DECIMAL}(?:[eE][+-]?[0-9]+)?$")
-_FRACTION = re.compile(rf"^([+-]?{_DECIMAL})\s*/\s*({_DECIMAL})$")
-_POWER_OF_TWO = re.compile(r"^([+-]?)2\s*\^\s*(?:\(\s*([+-]?[0-9]+)\s*\)|([+-]?[0-9]+))$")
-_NOT_FINITE_WORD = re.compile(r"^[+-]?(?:nan|inf|infinity)$", re.IGNORECASE)
-_SEPARATORS = re.compile(r"[,;\s]+")
+#: the longest text read as one number, in characters. The lab writes at most about 25 (ten
+#: significant digits, a sign and an exponent) and a learner types fewer; 100 leaves room for a
+#: pasted 17-digit float64 with zeros to spare. The limit is checked before anything else, so a
+#: link or a paste of a megabyte costs a length, never a parse.
+MAX_NUMBER_CHARS = 100
+#: the longest row text: MAX_ROW_LENGTH numbers of the longest kind, each with ", " after it
+MAX_ROW_CHARS = MAX_ROW_LENGTH * (MAX_NUMBER_CHARS + 2)
+#: how much of a text too long to read its message quotes
+_QUOTED_CHARS = 20
+#: the spaces around a number and inside "3 / 8" or "2 ^ -3": those Python's str.isspace and the
+#: browser's \s both call spaces (the C0 separators, U+0085 and U+FEFF, which only one of them
+#: counts, are hidden characters the message spells out instead)
+SPACES = "\t\n\v\f\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+_SEPARATORS = re.compile(f"[,;{SPACES}]+")
+_NOT_FINITE_WORDS = frozenset({"nan", "inf", "infinity"})
 
 
 def _power_of_two(exponent: int) -> float:
@@ -46,30 +57,110 @@ def _power_of_two(exponent: int) -> float:
     return math.ldexp(1.0, exponent)
 
 
+# The reader is one left-to-right pass over at most MAX_NUMBER_CHARS characters: each helper
+# takes the position where its part starts and returns where it ends, and never looks back. (A
+# backtracking pattern such as (?:[0-9]+\.?[0-9]*|\.[0-9]+)/… took seconds on long digit runs.)
+
+
+def _sign_end(text: str, at: int) -> int:
+    return at + 1 if at < len(text) and text[at] in "+-" else at
+
+
+def _digits_end(text: str, at: int) -> int:
+    """Where the run of ASCII digits from `at` ends (`at` itself when there is none)."""
+    while at < len(text) and "0" <= text[at] <= "9":
+        at += 1
+    return at
+
+
+def _spaces_end(text: str, at: int) -> int:
+    while at < len(text) and text[at] in SPACES:
+        at += 1
+    return at
+
+
+def _decimal_end(text: str, at: int) -> int:
+    """Where an unsigned decimal from `at` ends ("12", "1.", "1.5", ".5"), or -1 if none starts there."""
+    whole_end = _digits_end(text, at)
+    if whole_end < len(text) and text[whole_end] == ".":
+        fraction_end = _digits_end(text, whole_end + 1)
+        return fraction_end if whole_end > at or fraction_end > whole_end + 1 else -1
+    return whole_end if whole_end > at else -1
+
+
+def _power_value(text: str, at: int, negative: bool) -> float | None:
+    """The value of 2^exponent whose exponent starts at `at` (just past the "^"): "-3" or "(-3)"."""
+    at = _spaces_end(text, at)
+    bracketed = at < len(text) and text[at] == "("
+    if bracketed:
+        at = _spaces_end(text, at + 1)
+    digits_start = _sign_end(text, at)
+    end = _digits_end(text, digits_start)
+    if end == digits_start:
+        return None
+    exponent = int(text[at:end])
+    if bracketed:
+        end = _spaces_end(text, end)
+        if end == len(text) or text[end] != ")":
+            return None
+        end += 1
+    if end != len(text):
+        return None
+    magnitude = _power_of_two(exponent)
+    return -magnitude if negative else magnitude
+
+
+def _value(text: str) -> float | None:
+    """The number `text` (stripped, with ASCII minus signs) spells, None when it spells none; a
+    fraction over zero raises InputError."""
+    start = _sign_end(text, 0)
+    end = _decimal_end(text, start)
+    if end < 0:
+        return None
+    if end == len(text):
+        return float(text)
+    if text[end] in "eE":
+        exponent_end = _digits_end(text, _sign_end(text, end + 1))
+        plain = exponent_end == len(text) and text[exponent_end - 1] in "0123456789"
+        return float(text) if plain else None
+    operator = _spaces_end(text, end)
+    if operator < len(text) and text[operator] == "^" and text[start:end] == "2":
+        return _power_value(text, operator + 1, negative=text[:start] == "-")
+    if operator < len(text) and text[operator] == "/":
+        below = _spaces_end(text, operator + 1)
+        if _decimal_end(text, below) != len(text):
+            return None
+        denominator = float(text[below:])
+        if denominator == 0:
+            raise InputError(f"{text} divides by zero. Use a non-zero number below the line.")
+        return float(text[:end]) / denominator
+    return None
+
+
+def _start_of(text: str) -> str:
+    """The first characters of a text too long to read, visible and cut with "…"."""
+    return visible(text[: _QUOTED_CHARS + 1], _QUOTED_CHARS)
+
+
 def parse_number(text: str) -> float:
     """The number `text` spells, or InputError with a message a learner can act on."""
     if not isinstance(text, str):
         raise InputError(f"Expected text to read a number from, got {text!r}.")
-    cleaned = text.strip().replace("\u2212", "-")
+    if len(text) > MAX_NUMBER_CHARS:
+        raise InputError(
+            f"\u201c{_start_of(text)}\u201d is {len(text)} characters long; a number is at most {MAX_NUMBER_CHARS}."
+        )
+    stripped = text.strip(SPACES)
+    cleaned = stripped.replace("\u2212", "-")
     if cleaned == "":
         raise InputError(f"Type a number, for example {NUMBER_EXAMPLES}.")
-    if _NOT_FINITE_WORD.match(cleaned):
+    unsigned = cleaned[_sign_end(cleaned, 0) :]
+    if unsigned.isascii() and unsigned.lower() in _NOT_FINITE_WORDS:
         raise InputError(f"{cleaned} is not a finite number, and the lab needs one here. Try {NUMBER_EXAMPLES}.")
-    power = _POWER_OF_TWO.match(cleaned)
-    fraction = _FRACTION.match(cleaned)
-    if _DECIMAL_NUMBER.match(cleaned):
-        value = float(cleaned)
-    elif power:
-        magnitude = _power_of_two(int(power.group(2) or power.group(3)))
-        value = -magnitude if power.group(1) == "-" else magnitude
-    elif fraction:
-        denominator = float(fraction.group(2))
-        if denominator == 0:
-            raise InputError(f"{cleaned} divides by zero. Use a non-zero number below the line.")
-        value = float(fraction.group(1)) / denominator
-    else:
+    value = _value(cleaned)
+    if value is None:
         raise InputError(
-            f"\u201c{visible(text.strip())}\u201d is not a number the lab can read. Type something like {NUMBER_EXAMPLES}."
+            f"\u201c{visible(stripped)}\u201d is not a number the lab can read. Type something like {NUMBER_EXAMPLES}."
         )
     if not math.isfinite(value):
         raise InputError(f"{cleaned} is too large: it is beyond the largest float64 (about 1.8e308).")
@@ -78,7 +169,10 @@ def parse_number(text: str) -> float:
 
 def parse_number_row(text: str, label: str) -> list[float]:
     """A row of numbers separated by commas, semicolons or spaces (at most 64)."""
-    items = [item for item in _SEPARATORS.split(str(text)) if item]
+    text = str(text)
+    if len(text) > MAX_ROW_CHARS:
+        raise InputError(f"{label}: the row is {len(text)} characters long; a row is at most {MAX_ROW_CHARS}")
+    items = [item for item in _SEPARATORS.split(text) if item]
     if not items:
         raise InputError(f"{label}: enter at least one number, separated by commas")
     if len(items) > MAX_ROW_LENGTH:
@@ -88,7 +182,9 @@ def parse_number_row(text: str, label: str) -> list[float]:
         try:
             values.append(parse_number(item))
         except InputError as error:
-            raise InputError(f'{label}, item {position} ("{visible(item)}"): {error}') from None
+            # an item too long to read is quoted by its start (its own message says how long it is)
+            shown = visible(item) if len(item) <= MAX_NUMBER_CHARS else _start_of(item)
+            raise InputError(f'{label}, item {position} ("{shown}"): {error}') from None
     return values
 
 

@@ -5,6 +5,7 @@
 // approximate values: -0 and +0 differ, and a float32 rounded at the wrong place fails.
 // Run: node --test tests/js/
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
 
 import * as codec from "../../widgets/codec/index.js";
@@ -374,6 +375,31 @@ describe("reading what a learner types", () => {
     assert.match(codec.parseNumber("").message, /Type a number/);
     assert.match(codec.parseNumber("abc").message, /“abc” is not a number/);
     assert.match(codec.parseNumber("NaN").message, /not a finite number/);
+  });
+
+  test("a megabyte of digits, of a fraction or of slashes is refused in well under a second", () => {
+    // in a child node, killed after 20 s: a quadratic reader blocks the event loop, which no test timeout interrupts
+    const numbers = new URL("../../widgets/codec/numbers.js", import.meta.url).href;
+    const script = `
+      import { parseNumber, parseNumberRow } from ${JSON.stringify(numbers)};
+      const n = 1_000_000;
+      const texts = { digits: "1".repeat(n), fraction: "1/" + "1".repeat(n), slashes: "1" + "/1".repeat(n / 2) };
+      const results = {};
+      for (const [name, text] of Object.entries(texts)) {
+        const started = performance.now();
+        const number = parseNumber(text);
+        const row = parseNumberRow(text, "weights");
+        results[name] = { ms: performance.now() - started, number, row };
+      }
+      console.log(JSON.stringify(results));`;
+    const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
+    assert.equal(child.status, 0, `the child node did not finish (${child.signal ?? child.stderr})`);
+    for (const [name, { ms, number, row }] of Object.entries(JSON.parse(child.stdout))) {
+      assert.ok(ms < 250, `${name}: ${ms.toFixed(0)} ms`);
+      assert.equal(number.ok, false, name);
+      assert.match(number.message, /” is 100000[0-2] characters long; a number is at most 100\.$/, name);
+      assert.match(row.message, /^weights: the row is 100000[0-2] characters long; a row is at most 6528$/, name);
+    }
   });
 
   test("parseByte accepts decimal, hex and binary in 0..255", () => {

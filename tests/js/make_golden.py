@@ -400,6 +400,43 @@ NUMBER_TEXTS = [
     "2^",
     "2^1.5",
     "3/8/2",
+    # near misses of the grammar, each refused or read as the one-pass reader reads it
+    "1.2.3",
+    "1e5/2",
+    "1e+",
+    "1e5e5",
+    ".",
+    "+",
+    "./2",
+    "1/.",
+    "1/-2",
+    "1//2",
+    "1/2/",
+    "1 / .5",
+    "2^-",
+    "2^(3",
+    "2^3)",
+    "02^3",
+    "2.^3",
+    " \u22122 ^ ( \u22123 ) ",
+    "2^-0000000003",
+    "\u0131nf",  # a dotless i: not the word inf
+    "\ufeff1",  # a byte-order mark is hidden, not a space
+    "\xa01\u3000",  # a no-break and an ideographic space are spaces
+    "1\x85",
+    # the length limit, checked before the text is read: 100 characters at most, counted as Python
+    # counts them (an emoji is one character, two UTF-16 units)
+    "1" * 100,
+    "1" * 101,
+    "0." + "0" * 97 + "1",
+    "2^" + "0" * 97 + "3",
+    "1e" + "9" * 98,
+    "1.5" + " " * 98,
+    "1/" + "1" * 200,
+    "1" + "/1" * 100,
+    "\U0001f600" * 60,
+    "1" * 99 + "\U0001f600",
+    "\U0001f600" * 101,
 ]
 ROW_TEXTS = [
     "-1, 0.3, 0.9, 1.7",
@@ -414,6 +451,9 @@ ROW_TEXTS = [
     ", ".join(["1"] * 65),
     "1e999, 1",
     "\u22121, \u22122",
+    "1, " + "9" * 101,  # an item too long to read is quoted by its start
+    ", ".join(["1" * 100] * 64),  # the longest row: 64 numbers of the longest kind
+    "1," * 3265,  # past the longest row, refused before it is split
 ]
 
 

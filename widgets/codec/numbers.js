@@ -166,11 +166,123 @@ export function formatFloat32(value) {
 // ---------------------------------------------------------------------------------------------
 
 const NUMBER_EXAMPLES = "0.5, -1e-3, 3/8 or 2^-3";
-const DECIMAL = "(?:\\d+\\.?\\d*|\\.\\d+)";
-const DECIMAL_NUMBER = new RegExp(`^[+-]?${DECIMAL}(?:e[+-]?\\d+)?$`, "i");
-const FRACTION = new RegExp(`^([+-]?${DECIMAL})\\s*/\\s*(${DECIMAL})$`);
-const POWER_OF_TWO = /^([+-]?)2\s*\^\s*(?:\(\s*([+-]?\d+)\s*\)|([+-]?\d+))$/;
-const NOT_FINITE_WORD = /^[+-]?(?:nan|inf|infinity)$/i;
+// The longest text read as one number, in characters (Python lab.numbers.MAX_NUMBER_CHARS, which
+// says why 100); checked before anything else, so a megabyte in a link costs a length, never a parse.
+const MAX_NUMBER_CHARS = 100;
+const MAX_ROW_LENGTH = 64;
+const MAX_ROW_CHARS = MAX_ROW_LENGTH * (MAX_NUMBER_CHARS + 2);
+const QUOTED_CHARS = 20;
+// The spaces both codecs read as spaces (Python lab.numbers.SPACES): written out, since JS's \s and
+// trim() also take U+FEFF and Python's take U+001C..U+001F and U+0085.
+const SPACES = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
+const SEPARATORS = new RegExp(`[,;${SPACES}]+`);
+const NOT_FINITE_WORDS = new Set(["nan", "inf", "infinity"]);
+
+const isHighSurrogate = (unit) => unit >= 0xd800 && unit <= 0xdbff;
+const isLowSurrogate = (unit) => unit >= 0xdc00 && unit <= 0xdfff;
+
+/** How many characters Python counts in `text`: code points, a lone surrogate being one. */
+function codePointCount(text) {
+  let count = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    // the second half of a surrogate pair belongs to the character its first half began
+    if (!(isLowSurrogate(text.charCodeAt(i)) && i > 0 && isHighSurrogate(text.charCodeAt(i - 1)))) count += 1;
+  }
+  return count;
+}
+
+/** The first `count` code points of `text` (Python's text[:count]). */
+function leadingCodePoints(text, count) {
+  let end = 0;
+  for (let taken = 0; taken < count && end < text.length; taken += 1) {
+    end += isHighSurrogate(text.charCodeAt(end)) && isLowSurrogate(text.charCodeAt(end + 1)) ? 2 : 1;
+  }
+  return text.slice(0, end);
+}
+
+/** The first characters of a text too long to read, visible and cut with "…". */
+const startOf = (text) => visibleText(leadingCodePoints(text, QUOTED_CHARS + 1), QUOTED_CHARS);
+
+// The reader is one left-to-right pass (Python lab.numbers._value): each helper takes the position
+// where its part starts and returns where it ends, and never looks back. (A backtracking pattern
+// such as (?:\d+\.?\d*|\.\d+)\/… took seconds on long digit runs.)
+const signEnd = (text, at) => (at < text.length && (text[at] === "+" || text[at] === "-") ? at + 1 : at);
+const isDigit = (char) => char >= "0" && char <= "9";
+
+function digitsEnd(text, at) {
+  while (at < text.length && isDigit(text[at])) at += 1;
+  return at;
+}
+
+function spacesEnd(text, at) {
+  while (at < text.length && SPACES.includes(text[at])) at += 1;
+  return at;
+}
+
+function stripSpaces(text) {
+  let start = 0;
+  let end = text.length;
+  while (start < end && SPACES.includes(text[start])) start += 1;
+  while (end > start && SPACES.includes(text[end - 1])) end -= 1;
+  return text.slice(start, end);
+}
+
+/** Where an unsigned decimal from `at` ends ("12", "1.", "1.5", ".5"), or -1 if none starts there. */
+function decimalEnd(text, at) {
+  const wholeEnd = digitsEnd(text, at);
+  if (wholeEnd < text.length && text[wholeEnd] === ".") {
+    const fractionEnd = digitsEnd(text, wholeEnd + 1);
+    return wholeEnd > at || fractionEnd > wholeEnd + 1 ? fractionEnd : -1;
+  }
+  return wholeEnd > at ? wholeEnd : -1;
+}
+
+/** The value of 2^exponent whose exponent starts at `at` (just past the "^"): "-3" or "(-3)"; null if none. */
+function powerValue(text, at, negative) {
+  at = spacesEnd(text, at);
+  const bracketed = at < text.length && text[at] === "(";
+  if (bracketed) at = spacesEnd(text, at + 1);
+  const digitsStart = signEnd(text, at);
+  let end = digitsEnd(text, digitsStart);
+  if (end === digitsStart) return null;
+  const exponent = Number(text.slice(at, end));
+  if (bracketed) {
+    end = spacesEnd(text, end);
+    if (end === text.length || text[end] !== ")") return null;
+    end += 1;
+  }
+  if (end !== text.length) return null;
+  const magnitude = pow2(exponent);
+  return negative ? -magnitude : magnitude;
+}
+
+/**
+ * What `text` (stripped, with ASCII minus signs) spells: {value}, {value: null} when it spells no
+ * number, or {message} for a fraction over zero.
+ */
+function scanValue(text) {
+  const start = signEnd(text, 0);
+  const end = decimalEnd(text, start);
+  if (end < 0) return { value: null };
+  if (end === text.length) return { value: Number(text) };
+  if (text[end] === "e" || text[end] === "E") {
+    const exponentEnd = digitsEnd(text, signEnd(text, end + 1));
+    const plain = exponentEnd === text.length && isDigit(text[exponentEnd - 1]);
+    return { value: plain ? Number(text) : null };
+  }
+  const operator = spacesEnd(text, end);
+  if (operator < text.length && text[operator] === "^" && text.slice(start, end) === "2") {
+    return { value: powerValue(text, operator + 1, text.slice(0, start) === "-") };
+  }
+  if (operator < text.length && text[operator] === "/") {
+    const below = spacesEnd(text, operator + 1);
+    if (decimalEnd(text, below) !== text.length) return { value: null };
+    const denominator = Number(text.slice(below));
+    if (denominator === 0) return { message: `${text} divides by zero. Use a non-zero number below the line.` };
+    return { value: Number(text.slice(0, end)) / denominator };
+  }
+  return { value: null };
+}
 
 function accepted(value) {
   return { ok: true, value, message: "" };
@@ -183,47 +295,53 @@ function rejected(message) {
 /**
  * A finite number from text: "0.5", "-1e-3", " 1.5 ", "3/8", "2^-3" or "2^(−3)"; the article's
  * minus sign (U+2212) is read as "-". Returns {ok, value, message}; on failure value is null and
- * message says what to type instead.
+ * message says what to type instead. Text longer than 100 characters is refused before it is read.
  */
 export function parseNumber(text) {
   if (typeof text !== "string") return rejected(`Expected text to read a number from, got ${describe(text)}.`);
-  const cleaned = text.trim().replace(/\u2212/g, "-");
+  if (text.length > MAX_NUMBER_CHARS) {
+    const length = codePointCount(text);
+    if (length > MAX_NUMBER_CHARS) {
+      return rejected(`“${startOf(text)}” is ${length} characters long; a number is at most ${MAX_NUMBER_CHARS}.`);
+    }
+  }
+  const stripped = stripSpaces(text);
+  const cleaned = stripped.replace(/\u2212/g, "-");
   if (cleaned === "") return rejected(`Type a number, for example ${NUMBER_EXAMPLES}.`);
-  if (NOT_FINITE_WORD.test(cleaned)) {
+  const unsigned = cleaned.slice(signEnd(cleaned, 0));
+  if (/^[\x00-\x7f]*$/.test(unsigned) && NOT_FINITE_WORDS.has(unsigned.toLowerCase())) {
     return rejected(`${cleaned} is not a finite number, and the lab needs one here. Try ${NUMBER_EXAMPLES}.`);
   }
-  let value;
-  const power = POWER_OF_TWO.exec(cleaned);
-  const fraction = FRACTION.exec(cleaned);
-  if (DECIMAL_NUMBER.test(cleaned)) {
-    value = Number(cleaned);
-  } else if (power) {
-    const magnitude = pow2(Number(power[2] ?? power[3]));
-    value = power[1] === "-" ? -magnitude : magnitude;
-  } else if (fraction) {
-    const denominator = Number(fraction[2]);
-    if (denominator === 0) return rejected(`${cleaned} divides by zero. Use a non-zero number below the line.`);
-    value = Number(fraction[1]) / denominator;
-  } else {
-    return rejected(`“${visibleText(text.trim())}” is not a number the lab can read. Type something like ${NUMBER_EXAMPLES}.`);
+  const scanned = scanValue(cleaned);
+  if (scanned.message) return rejected(scanned.message);
+  if (scanned.value === null) {
+    return rejected(`“${visibleText(stripped)}” is not a number the lab can read. Type something like ${NUMBER_EXAMPLES}.`);
   }
-  if (!Number.isFinite(value)) {
+  if (!Number.isFinite(scanned.value)) {
     return rejected(`${cleaned} is too large: it is beyond the largest float64 (about 1.8e308).`);
   }
-  return accepted(value);
+  return accepted(scanned.value);
 }
-
-const MAX_ROW_LENGTH = 64;
 
 /** A row of numbers separated by commas, semicolons or spaces, at most 64 (lab.numbers.parse_number_row). */
 export function parseNumberRow(text, label) {
-  const items = String(text).split(/[,;\s]+/).filter((item) => item.length > 0);
-  if (items.length === 0) return { ok: false, values: null, message: `${label}: enter at least one number, separated by commas` };
-  if (items.length > MAX_ROW_LENGTH) return { ok: false, values: null, message: `${label}: at most ${MAX_ROW_LENGTH} numbers, got ${items.length}` };
+  const refused = (message) => ({ ok: false, values: null, message });
+  text = String(text);
+  if (text.length > MAX_ROW_CHARS) {
+    const length = codePointCount(text);
+    if (length > MAX_ROW_CHARS) return refused(`${label}: the row is ${length} characters long; a row is at most ${MAX_ROW_CHARS}`);
+  }
+  const items = text.split(SEPARATORS).filter((item) => item.length > 0);
+  if (items.length === 0) return refused(`${label}: enter at least one number, separated by commas`);
+  if (items.length > MAX_ROW_LENGTH) return refused(`${label}: at most ${MAX_ROW_LENGTH} numbers, got ${items.length}`);
   const values = [];
   for (const [position, item] of items.entries()) {
     const parsed = parseNumber(item);
-    if (!parsed.ok) return { ok: false, values: null, message: `${label}, item ${position + 1} ("${visibleText(item)}"): ${parsed.message}` };
+    if (!parsed.ok) {
+      // an item too long to read is quoted by its start (its own message says how long it is)
+      const shown = codePointCount(item) <= MAX_NUMBER_CHARS ? visibleText(item) : startOf(item);
+      return refused(`${label}, item ${position + 1} ("${shown}"): ${parsed.message}`);
+    }
     values.push(parsed.value);
   }
   return { ok: true, values, message: "" };
