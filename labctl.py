@@ -30,10 +30,12 @@ Only the Python standard library is used here, because this runs before anything
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -41,6 +43,7 @@ import tempfile
 import time
 import venv
 import webbrowser
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -97,6 +100,32 @@ def setup() -> Path:
     return python
 
 
+# Linux's prctl option that sends the child a signal when the process that started it dies
+PR_SET_PDEATHSIG = 1
+
+
+def _stop_with_parent() -> Callable[[], None] | None:
+    """A preexec_fn that makes marimo receive SIGTERM when labctl dies, even by SIGKILL, which
+    runs no clean-up; None where the kernel has no such option (only Linux has)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)  # loaded here: the child between fork and exec only calls it
+    parent = os.getpid()
+
+    def stop_with_parent() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # labctl died before the option was set: nobody would send it
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return stop_with_parent
+
+
+#: the lab's scratch folders carry their kind and the owning process id in one pattern
+#: (lab.teach.gguf_browser.SCRATCH_PREFIX), so the clean-up of a later run can tell what a killed
+#: process left behind; labctl spells it out here because it runs before the lab is installed
+SERVER_SCRATCH_PREFIX = "four-bit-lab-server-"
+
+
 class MarimoServer:
     """A marimo server on 127.0.0.1 whose access token never appears on a command line."""
 
@@ -131,7 +160,7 @@ def marimo_server(
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     token = secrets.token_urlsafe(16)
-    with tempfile.TemporaryDirectory(prefix="four-bit-lab-") as private:
+    with tempfile.TemporaryDirectory(prefix=f"{SERVER_SCRATCH_PREFIX}{os.getpid()}-") as private:
         token_file = Path(private) / "token"
         token_file.touch(mode=0o600)
         token_file.write_text(token)
@@ -156,6 +185,7 @@ def marimo_server(
             ],
             cwd=ROOT,
             env=env,
+            preexec_fn=_stop_with_parent(),
             **({"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL} if quiet else {}),
         )
         try:
@@ -184,7 +214,27 @@ class MarimoExited(RuntimeError):
         self.returncode = returncode
 
 
-REMOVE_LEFTOVER_UPLOADS = "from lab.teach.gguf_browser import remove_leftover_uploads; remove_leftover_uploads()"
+REMOVE_LEFTOVER_SCRATCH = "from lab.teach.gguf_browser import remove_leftover_scratch; remove_leftover_scratch()"
+#: what stops `open` and `edit` as Ctrl+C does: a closed terminal (SIGHUP), and `kill` or a service
+#: manager (SIGTERM); without a handler either ends labctl at once, leaving marimo and the scratch
+#: folders behind
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """Turn a stop signal into KeyboardInterrupt: every finally then runs as after Ctrl+C."""
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def stopped_as_by_ctrl_c():
+    """SIGTERM and SIGHUP raise KeyboardInterrupt inside the block; the old handlers come back after."""
+    previous = {number: signal.signal(number, _interrupt) for number in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def open_lab(python: Path, extra: list[str], mode: str = "run", *, prepare: bool = True) -> int:
@@ -194,9 +244,16 @@ def open_lab(python: Path, extra: list[str], mode: str = "run", *, prepare: bool
     back to them. "edit" opens marimo's editor, which saves what is changed. The access token goes
     to marimo through a private file, never on the command line, where any local user's process
     listing would show it. `prepare` first fills the result cache the slow pages read
-    (lab.teach.prepare).
+    (lab.teach.prepare). SIGTERM and SIGHUP stop it as Ctrl+C does; the scratch folders that killed
+    runs left are removed as it starts and again once marimo has stopped.
     """
+    with stopped_as_by_ctrl_c():
+        return _serve(python, extra, mode, prepare)
+
+
+def _serve(python: Path, extra: list[str], mode: str, prepare: bool) -> int:
     try:
+        subprocess.call([str(python), "-c", REMOVE_LEFTOVER_SCRATCH], cwd=ROOT)
         # notebook 10 studies the embedding model in every format: done here once (minutes), its
         # first visit reads the results back in seconds instead of computing them while a student waits
         if prepare and subprocess.call([str(python), "-m", "lab.teach.prepare"], cwd=ROOT) != 0:
@@ -214,8 +271,8 @@ def open_lab(python: Path, extra: list[str], mode: str = "run", *, prepare: bool
         print(late, file=sys.stderr)
         return 1
     finally:
-        # a kernel stopped with the server never ran its clean-up: remove the copies of its uploads
-        subprocess.call([str(python), "-c", REMOVE_LEFTOVER_UPLOADS], cwd=ROOT)
+        # a kernel stopped with the server never ran its clean-up: remove its uploads and toy file
+        subprocess.call([str(python), "-c", REMOVE_LEFTOVER_SCRATCH], cwd=ROOT)
 
 
 # The tests `test --quick` keeps, by the markers tests/conftest.py gives by folder and file.

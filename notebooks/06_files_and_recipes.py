@@ -6,7 +6,6 @@ app = marimo.App(width="medium", app_title="6 · Files and recipes")
 
 @app.cell(hide_code=True)
 def _():
-    import tempfile
     from pathlib import Path
 
     import marimo as mo
@@ -39,7 +38,6 @@ def _():
         q4k,
         shipped_gguf,
         shown,
-        tempfile,
         visible,
         zoo,
     )
@@ -64,7 +62,7 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(Path, gguf_tools, np, tempfile):
+def _(Path, gguf_browser, gguf_tools, np):
     _rng = np.random.default_rng(6)
     _hidden, _ffn = 256, 512
     tensors = {"token_embd.weight": _rng.normal(0, 0.02, (128, _hidden)).astype(np.float32)}
@@ -82,8 +80,9 @@ def _(Path, gguf_tools, np, tempfile):
         tensors[f"blk.{_layer}.ffn_norm.weight"] = np.ones(_hidden, np.float32)
     tensors["blk.1.ffn_odd.weight"] = _rng.normal(0, 0.02, (64, 96)).astype(np.float32)  # rows of 96: not Q4_K
     plan = gguf_tools.q4_k_m_style_plan(tensors)
-    # The folder and the file go away with the notebook's process.
-    scratch = tempfile.TemporaryDirectory(prefix="four-bit-lab-")
+    # The folder and the file go away with the notebook's process; if that process is killed,
+    # `labctl.py open` removes them when it next starts or stops.
+    scratch = gguf_browser.scratch_folder("toy")
     path = gguf_tools.write_gguf(
         Path(scratch.name) / "tiny-q4_k_m.gguf", tensors, plan, name="tiny lab model", file_type="Q4_K_M"
     )

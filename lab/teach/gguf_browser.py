@@ -5,7 +5,8 @@ validating reader (lab.interop.gguf.open_gguf), which memory-maps it: a path to 
 costs the walk over its header, never the whole file. Uploaded bytes arrive in memory already, so
 they are capped (UPLOAD_LIMIT) and written to a temporary file that the reader maps; the folder is
 removed when the browser is closed or garbage-collected, or when its process exits; a folder left
-by a process that was killed is removed by the next upload, or when `labctl.py open` stops.
+by a process that was killed is removed by the next upload, or when `labctl.py open` starts or stops
+(remove_leftover_scratch, which also clears labctl's token folders and notebook 6's toy file).
 
 One block of one tensor is the unit a learner inspects: its raw bytes, the lab's decode of them,
 gguf-py's decode of the same bytes (the oracle) and the traits that put those bytes into the
@@ -51,10 +52,18 @@ _OWN_FIGURES = {"Q4_K": "q4k", "MXFP4": "ownership", "NVFP4": "ownership"}
 EXPLORERS = {fmt.gguf_type: _OWN_FIGURES.get(fmt.gguf_type, "block") for fmt in with_gguf()}
 
 
-#: an upload's temporary copy lives in a folder named UPLOAD_PREFIX, the owning process id, "-", and
-#: tempfile's random suffix, in the system's temporary folder
-UPLOAD_PREFIX = "four-bit-lab-upload-"
-_UPLOAD_FOLDER = re.compile(re.escape(UPLOAD_PREFIX) + r"(?P<pid>[0-9]+)-[A-Za-z0-9_]+")
+#: every scratch folder the lab leaves while it runs is named SCRATCH_PREFIX, what it holds (one of
+#: SCRATCH_KINDS), "-", the owning process id, "-", and tempfile's random suffix, in the system's
+#: temporary folder: one pattern, so a later run can tell a killed process's leftovers by their name.
+#: labctl.py writes the "server" folders (marimo's token) itself: it runs before the lab is
+#: installed, so it spells the same pattern out with the standard library alone.
+SCRATCH_PREFIX = "four-bit-lab-"
+#: an upload's temporary copy, marimo's token file, notebook 6's toy file
+SCRATCH_KINDS = ("upload", "server", "toy")
+UPLOAD_PREFIX = f"{SCRATCH_PREFIX}upload-"
+_SCRATCH_FOLDER = re.compile(
+    re.escape(SCRATCH_PREFIX) + f"(?:{'|'.join(SCRATCH_KINDS)})" + r"-(?P<pid>[0-9]+)-[A-Za-z0-9_]+"
+)
 
 
 def _process_alive(pid: int) -> bool:
@@ -68,11 +77,20 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def remove_leftover_uploads(folder: str | Path | None = None) -> list[Path]:
-    """Remove the upload copies whose process has ended (a kernel that was killed never ran its
-    clean-up); returns what was removed. Only this user's own folders of the upload pattern are
-    removed, a link of that name is never followed (it is removed as a link), and a folder whose
-    process still runs is left to that process."""
+def scratch_folder(kind: str) -> tempfile.TemporaryDirectory:
+    """A new scratch folder of the lab's one pattern, owned by this process: removed when closed,
+    garbage-collected or when the process exits, and by remove_leftover_scratch once the process
+    is gone."""
+    if kind not in SCRATCH_KINDS:
+        raise ValueError(f"a scratch folder holds one of {', '.join(SCRATCH_KINDS)}; got {kind!r}")
+    return tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{kind}-{os.getpid()}-")
+
+
+def remove_leftover_scratch(folder: str | Path | None = None) -> list[Path]:
+    """Remove the scratch folders whose process has ended (a kernel or a labctl that was killed
+    never ran its clean-up); returns what was removed. Only this user's own folders of the scratch
+    pattern are removed, a link of that name is never followed (it is removed as a link), and a
+    folder whose process still runs is left to that process."""
     removed = []
     if os.name == "nt":  # os.kill there ends the process it asks about; the copies stay until removed
         return removed
@@ -82,7 +100,7 @@ def remove_leftover_uploads(folder: str | Path | None = None) -> list[Path]:
     except OSError:  # no temporary folder to look in: nothing was left there either
         return removed
     for entry in entries:
-        match = _UPLOAD_FOLDER.fullmatch(entry.name)
+        match = _SCRATCH_FOLDER.fullmatch(entry.name)
         if match is None or _process_alive(int(match["pid"])):
             continue
         try:
@@ -157,9 +175,8 @@ def open_upload(contents: bytes, name: str = "upload.gguf", *, limit: int = UPLO
             f"{quoted(Path(name).name)} is {len(contents):,} bytes, more than the upload limit of {limit:,}; "
             "type the file's path into the path box instead: the lab maps a file on disk and never loads it whole"
         )
-    remove_leftover_uploads()
-    # the folder's name carries this process's id, so a later run can tell a crashed run's leftovers
-    scratch = tempfile.TemporaryDirectory(prefix=f"{UPLOAD_PREFIX}{os.getpid()}-")
+    remove_leftover_scratch()
+    scratch = scratch_folder("upload")
     # only the file name's last part is kept, and only as a label: nothing from the upload picks a path
     path = Path(scratch.name) / "upload.gguf"
     try:
@@ -318,9 +335,12 @@ def pick_block(gf: GGUFFile, name: str, block: int, decoder: str = "ocp", half: 
     flat = gf.raw(name).reshape(-1)
     raw = np.array(flat[int(block) * bytes_per_block : (int(block) + 1) * bytes_per_block])
     weights = decode_raw(raw.reshape(1, -1), info.type_name, decoder).reshape(-1)
-    reference = np.asarray(
-        gguf.quants.dequantize(raw.reshape(1, -1), gguf.GGMLQuantizationType[info.type_name]), np.float32
-    ).reshape(-1)
+    # a scale of inf or NaN in the file (a damaged or hostile one) makes gguf-py's arithmetic warn;
+    # its NaN and inf are the faithful reading, compared as such, never a warning on the page
+    with np.errstate(invalid="ignore", over="ignore"):
+        reference = np.asarray(
+            gguf.quants.dequantize(raw.reshape(1, -1), gguf.GGMLQuantizationType[info.type_name]), np.float32
+        ).reshape(-1)
     explorer = EXPLORERS.get(info.type_name, "table")
     return BlockPick(
         tensor=name,
@@ -339,8 +359,11 @@ def pick_block(gf: GGUFFile, name: str, block: int, decoder: str = "ocp", half: 
 
 def check_against_gguf_py(weights: np.ndarray, reference: np.ndarray) -> GgufPyCheck:
     """Equal where both are numbers and equal, or both NaN; the largest gap over finite pairs."""
-    lab = np.asarray(weights, np.float64).reshape(-1)
-    ref = np.asarray(reference, np.float64).reshape(-1)
+    # a float tensor's bytes may hold a signalling NaN, whose widening numpy reports as invalid: it
+    # is still a NaN, and compared as one
+    with np.errstate(invalid="ignore"):
+        lab = np.asarray(weights, np.float64).reshape(-1)
+        ref = np.asarray(reference, np.float64).reshape(-1)
     same = (lab == ref) | (np.isnan(lab) & np.isnan(ref))
     finite = np.isfinite(lab) & np.isfinite(ref)
     gaps = np.abs(lab[finite] - ref[finite])

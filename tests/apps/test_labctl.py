@@ -1,12 +1,15 @@
-"""labctl's `open` serves the course read-only and keeps the access token off the command line;
-its `test --quick` runs the same checks as `test` with pytest narrowed to the quick tier."""
+"""labctl's `open` serves the course read-only and keeps the access token off the command line,
+stops as cleanly on SIGTERM and SIGHUP as on Ctrl+C, and takes marimo with it when killed; its
+`test --quick` runs the same checks as `test` with pytest narrowed to the quick tier."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -89,6 +92,119 @@ def test_open_starts_marimo_without_the_token_in_its_argv(mode):
         opener.wait(timeout=30)
 
 
+def _start_open(tmp_path: Path) -> tuple[subprocess.Popen, int, int]:
+    """open_lab in a process group of its own, with its temporary folder in `tmp_path`/tmp: the
+    process, marimo's pid and marimo's port, once the lab says it is open. Without preparing
+    notebook 10 (minutes); the signal path is the real one."""
+    launcher = (
+        "import sys, labctl; from pathlib import Path; "
+        "sys.exit(labctl.open_lab(Path(sys.executable), [], 'run', prepare=False))"
+    )
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "BROWSER": "true", "TMPDIR": str(temp)}
+    opener = subprocess.Popen(
+        [sys.executable, "-c", launcher],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    port = None
+    while port is None and time.monotonic() < deadline:
+        line = opener.stdout.readline()
+        if not line and opener.poll() is not None:
+            break
+        found = re.search(r"open at http://127\.0\.0\.1:(\d+)/", line)
+        port = found and int(found.group(1))
+    assert port, "labctl never said the lab was open"
+    (marimo,) = [child for child in _children(opener.pid) if b"marimo" in _cmdline(child).split(b"\0")]
+    return opener, marimo, port
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as client:
+        return client.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _gone(pid: int, within_s: float) -> bool:
+    """Whether process `pid` has ended (or is a zombie no one waits for) within `within_s` seconds."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z"):
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _kill_group(opener: subprocess.Popen) -> None:
+    """Whatever a failed test left of the group (labctl, marimo) is killed."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(opener.pid, signal.SIGKILL)
+    opener.wait(timeout=30)
+
+
+def _lab_folders(tmp_path: Path) -> list[str]:
+    return sorted(entry.name for entry in (tmp_path / "tmp").iterdir() if entry.name.startswith("four-bit-lab-"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads process trees from /proc")
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_to_opens_process_group_stops_it_as_ctrl_c_does(tmp_path, stop):
+    """A closed terminal or `kill` of the group: marimo stopped and waited for, every scratch folder
+    gone (the token's, and one a killed kernel left before), quietly."""
+    opener, marimo, port = _start_open(tmp_path)
+    try:
+        left_before = tmp_path / "tmp" / f"four-bit-lab-toy-{marimo}-left"
+        left_before.mkdir()  # as a kernel killed with marimo leaves its toy file
+        assert _lab_folders(tmp_path), "marimo's token folder is in the temporary folder while it serves"
+        os.killpg(opener.pid, getattr(signal, stop))
+        assert opener.wait(timeout=60) == 0
+        assert "Traceback" not in opener.stderr.read()
+        assert _gone(marimo, 5) and not _accepts(port)
+        assert _lab_folders(tmp_path) == []
+    finally:
+        _kill_group(opener)
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads process trees from /proc")
+def test_sigterm_to_labctl_alone_stops_marimo_too(tmp_path):
+    opener, marimo, port = _start_open(tmp_path)
+    try:
+        opener.terminate()
+        assert opener.wait(timeout=60) == 0
+        assert _gone(marimo, 5) and not _accepts(port)
+        assert _lab_folders(tmp_path) == []
+    finally:
+        _kill_group(opener)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_marimo_dies_with_a_killed_labctl_and_the_next_sweep_takes_its_token_folder(tmp_path):
+    opener, marimo, port = _start_open(tmp_path)
+    try:
+        opener.kill()  # no handler runs: only the kernel can tell marimo
+        opener.wait(timeout=30)
+        assert _gone(marimo, 10) and not _accepts(port)
+        (token_folder,) = _lab_folders(tmp_path)
+        assert token_folder.startswith(f"{labctl.SERVER_SCRATCH_PREFIX}{opener.pid}-")
+        swept = subprocess.run(
+            [sys.executable, "-c", labctl.REMOVE_LEFTOVER_SCRATCH],
+            cwd=ROOT,
+            env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+            timeout=120,
+        )
+        assert swept.returncode == 0 and _lab_folders(tmp_path) == []
+    finally:
+        _kill_group(opener)
+
+
 def test_open_prepares_notebook_10_before_it_starts_marimo(monkeypatch):
     calls = []
     monkeypatch.setattr(labctl, "subprocess", SimpleNamespace(call=lambda command, **_: calls.append(command) or 0))
@@ -103,7 +219,9 @@ def test_open_prepares_notebook_10_before_it_starts_marimo(monkeypatch):
     monkeypatch.setattr(labctl, "marimo_server", marimo_server)
     with pytest.raises(Started):
         labctl.open_lab(Path("python"), [], "run")
-    assert calls[:2] == [["python", "-m", "lab.teach.prepare"], "marimo"]
+    # after the sweep of what killed runs left, before marimo; and the sweep again once it has stopped
+    sweep = ["python", "-c", labctl.REMOVE_LEFTOVER_SCRATCH]
+    assert calls == [sweep, ["python", "-m", "lab.teach.prepare"], "marimo", sweep]
 
 
 def _test_commands(monkeypatch, extra: list[str]) -> list[list[str]]:

@@ -68,7 +68,7 @@ def test_a_killed_processs_copy_goes_at_the_next_sweep(tmp_path):
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=60)
     assert folder.is_dir(), "a killed process cannot clean up after itself"
-    assert gguf_browser.remove_leftover_uploads(tmp_path / "tmp") == [folder]
+    assert gguf_browser.remove_leftover_scratch(tmp_path / "tmp") == [folder]
     assert not folder.exists()
 
 
@@ -89,7 +89,7 @@ def test_the_sweep_leaves_live_processes_links_and_other_folders_alone(tmp_path)
     linked.symlink_to(outside)
     other = temp / "four-bit-lab-cache-xyz"
     other.mkdir()
-    removed = gguf_browser.remove_leftover_uploads(temp)
+    removed = gguf_browser.remove_leftover_scratch(temp)
     assert sorted(removed) == sorted([left, linked])
     assert live.is_dir() and other.is_dir() and not left.exists() and not linked.exists()
     assert (outside / "keep.txt").read_text() == "not the lab's"
@@ -98,6 +98,23 @@ def test_the_sweep_leaves_live_processes_links_and_other_folders_alone(tmp_path)
 def test_labctl_open_sweeps_after_the_server_stops():
     import labctl
 
-    assert "remove_leftover_uploads()" in labctl.REMOVE_LEFTOVER_UPLOADS
-    finished = subprocess.run([sys.executable, "-c", labctl.REMOVE_LEFTOVER_UPLOADS], cwd=ROOT, timeout=120)
+    assert "remove_leftover_scratch()" in labctl.REMOVE_LEFTOVER_SCRATCH
+    finished = subprocess.run([sys.executable, "-c", labctl.REMOVE_LEFTOVER_SCRATCH], cwd=ROOT, timeout=120)
     assert finished.returncode == 0
+
+
+def test_the_sweep_takes_every_kind_of_scratch_folder_a_killed_process_left(tmp_path):
+    """The token folder labctl writes for marimo, an upload's copy and notebook 6's toy file share
+    one pattern; the lab's other temporary folders (a build's, the test cache) are not in it."""
+    dead = _dead_pid()
+    left = [tmp_path / f"four-bit-lab-{kind}-{dead}-x1y2" for kind in ("server", "upload", "toy")]
+    for folder in left:
+        folder.mkdir()
+    others = [tmp_path / f"four-bit-lab-bundle-{dead}-x1y2", tmp_path / "four-bit-lab-x1y2"]
+    for folder in others:
+        folder.mkdir()
+    assert sorted(gguf_browser.remove_leftover_scratch(tmp_path)) == sorted(left)
+    assert all(folder.is_dir() for folder in others)
+    toy = gguf_browser.scratch_folder("toy")
+    assert Path(toy.name).name.startswith(f"four-bit-lab-toy-{os.getpid()}-")
+    toy.cleanup()
