@@ -31,6 +31,8 @@ SLOW = {
     "apps/test_behaviour.py",
     "oracles/test_chat_requant_oracle.py",
     "apps/test_device_chat.py",
+    # the GGUF mutation fuzzer runs for its time budget, about a minute
+    "apps/test_gguf_fuzz.py",
 }
 
 

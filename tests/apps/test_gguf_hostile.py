@@ -426,3 +426,19 @@ def test_fuzz_ocp_readings_of_gguf_blocks_decode_or_reject_the_length(raw):
         else:
             with np.errstate(all="ignore"):
                 assert decode(array, decoder="ocp").size == len(raw) // block_bytes * (32 if block_bytes == 17 else 64)
+
+
+def test_a_block_with_an_infinite_scale_is_picked_without_a_warning(tmp_path, recwarn):
+    """Found by tests/apps/test_gguf_fuzz.py: a Q4_K block whose d is float16 inf made gguf-py's
+    reference decode in pick_block warn "invalid value encountered in multiply" (inf times a zero
+    scale) onto notebook 6's page. The lab's decode and gguf-py's agree, NaN for NaN."""
+    from lab.teach import gguf_browser
+
+    block = bytearray(q4k.presentation_fixture().tobytes())
+    block[0:2] = struct.pack("<e", np.inf)
+    path = tmp_path / "inf-scale.gguf"
+    path.write_bytes(build(data=np.arange(16, dtype="<f4").tobytes() + bytes(block)))
+    with gguf_browser.open_path(path) as browser:
+        pick = gguf_browser.pick_block(browser.file, "q", 0)
+    assert not recwarn.list, [str(warning.message) for warning in recwarn.list]
+    assert pick.check.matches and np.isnan(pick.weights).any()
