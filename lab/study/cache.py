@@ -13,6 +13,15 @@ safe. Every edit of the lab's code starts a new generation of keys and leaves th
 behind, so the folder is kept under a size budget: after each write the entries read or written
 longest ago are deleted until it fits.
 
+The folder may be shared with other programs (LAB_CACHE_DIR set to ~/.cache or /tmp), so the
+cache touches only what it made, by names no other program uses: a namespace's folder is
+`<namespace>.lab-cache`, marked when the cache makes it by an empty file `.four-bit-lab-cache`,
+and holds entries `<key>.lab-cache.json` and temporaries `<key>.<16 hex digits>.lab-cache-tmp`.
+Only such files in such folders are written, read, counted against the budget or deleted; a
+folder of that name without the marker is not the cache's, and its namespace keeps nothing
+there. The entries of older lab versions (`<namespace>/<key>.json`, with no marker) are left
+alone: nothing shows them to be the cache's own, so they are neither read nor deleted.
+
 What the folder holds is not trusted. Each entry carries a checksum of its namespace, key and
 value, and one that does not match (an edited number, an entry copied under another key) is a
 miss, written again by the next store; an array is read back only in the dtype and shape its
@@ -27,6 +36,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import functools
 import hashlib
 import inspect
@@ -203,7 +213,8 @@ _FOLDER_BYTES: dict[Path, int] = {}
 #: opens without following a link: without all of it a link could be followed, so nothing is kept
 CAN_REFUSE_LINKS = (
     all(hasattr(os, flag) for flag in ("O_NOFOLLOW", "O_DIRECTORY", "O_NONBLOCK"))
-    and {os.open, os.mkdir, os.rename, os.unlink} <= os.supports_dir_fd
+    and {os.open, os.mkdir, os.rename, os.unlink, os.stat} <= os.supports_dir_fd
+    and os.stat in os.supports_follow_symlinks
     and {os.scandir, os.utime} <= os.supports_fd
 )
 _FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -222,6 +233,15 @@ _VALUE_OFFSET = len(_ENTRY_HEAD) + len(digest()) + len(_ENTRY_MIDDLE)
 #: namespace's folder (no separator, no "..", no hidden name)
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
 
+#: the names that mark a folder or a file as the cache's own (see the module's docstring)
+NAMESPACE_SUFFIX = ".lab-cache"
+MARKER_NAME = ".four-bit-lab-cache"
+ENTRY_SUFFIX = ".lab-cache.json"
+TEMPORARY_SUFFIX = ".lab-cache-tmp"
+_NAMESPACE_FOLDER_NAME = re.compile(_PLAIN_NAME.pattern + re.escape(NAMESPACE_SUFFIX))
+_ENTRY_NAME = re.compile(_PLAIN_NAME.pattern + re.escape(ENTRY_SUFFIX))
+_TEMPORARY_NAME = re.compile(_PLAIN_NAME.pattern + r"\.[0-9a-f]{16}" + re.escape(TEMPORARY_SUFFIX))
+
 
 def _checked_name(name: str, what: str) -> str:
     if not (isinstance(name, str) and _PLAIN_NAME.fullmatch(name)):
@@ -239,18 +259,28 @@ def _open_folder(name: str | Path, parent: int | None = None):
         os.close(descriptor)
 
 
-def _folders_in(parent: int, opened: contextlib.ExitStack):
-    """(name, descriptor) of each real folder in the open folder `parent`, kept open by `opened`;
-    links are passed over, not followed."""
-    with os.scandir(parent) as listing:
+def _is_marked(folder: int) -> bool:
+    """Whether the open folder carries the marker the cache puts in each folder it makes."""
+    try:
+        status = os.stat(MARKER_NAME, dir_fd=folder, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISREG(status.st_mode)
+
+
+def _namespace_folders_in(root: int, opened: contextlib.ExitStack):
+    """(name, descriptor) of each namespace folder the cache made in the open folder `root`,
+    kept open by `opened`; another program's folders are not opened, and links are not followed."""
+    with os.scandir(root) as listing:
         for found in listing:
-            if not found.is_dir(follow_symlinks=False):
+            if not (_NAMESPACE_FOLDER_NAME.fullmatch(found.name) and found.is_dir(follow_symlinks=False)):
                 continue
             try:
-                descriptor = opened.enter_context(_open_folder(found.name, parent))
+                descriptor = opened.enter_context(_open_folder(found.name, root))
             except OSError:
                 continue  # deleted meanwhile, or replaced by a link
-            yield found.name, descriptor
+            if _is_marked(descriptor):
+                yield found.name, descriptor
 
 
 def _files_in(folder: int):
@@ -267,18 +297,18 @@ def _files_in(folder: int):
 
 
 class ResultCache:
-    """JSON entries under cache_dir()/<namespace>/, one file per key; every namespace in the same
-    folder shares one budget of `budget_bytes` (CACHE_BUDGET_BYTES unless given). The folder is
-    resolved once, here: a link given as the folder is followed now, and never again."""
+    """JSON entries under cache_dir()/<namespace>.lab-cache/, one file per key; every namespace in
+    the same folder shares one budget of `budget_bytes` (CACHE_BUDGET_BYTES unless given). The
+    folder is resolved once, here: a link given as the folder is followed now, and never again."""
 
     def __init__(self, namespace: str, folder: Path | None = None, budget_bytes: int | None = None):
         self.namespace = _checked_name(namespace, "namespace")
         self.root = Path(os.path.realpath(cache_dir() if folder is None else folder))
-        self.folder = self.root / namespace
+        self.folder = self.root / f"{namespace}{NAMESPACE_SUFFIX}"
         self.budget_bytes = CACHE_BUDGET_BYTES if budget_bytes is None else budget_bytes
 
     def _path(self, key: str) -> Path:
-        return self.folder / f"{key}.json"
+        return self.folder / f"{key}{ENTRY_SUFFIX}"
 
     def _entry(self, key: str, payload: bytes) -> bytes:
         # The checksum finds an edited or damaged entry, and one copied under another key or
@@ -289,21 +319,28 @@ class ResultCache:
 
     @contextlib.contextmanager
     def _namespace_folder(self, create: bool = False):
-        """The namespace's folder, opened below the cache folder without following a link."""
+        """The namespace's folder, opened below the cache folder without following a link; an
+        OSError when it is not one the cache made. `create` makes it, marked, if there is none."""
         if create:
             os.makedirs(self.root, exist_ok=True)
         with _open_folder(self.root) as root:
+            made = False
             if create:
                 with contextlib.suppress(FileExistsError):
-                    os.mkdir(self.namespace, dir_fd=root)
-            with _open_folder(self.namespace, root) as folder:
+                    os.mkdir(self.folder.name, dir_fd=root)
+                    made = True
+            with _open_folder(self.folder.name, root) as folder:
+                if made:  # O_EXCL: only the folder this call made gets a marker
+                    os.close(os.open(MARKER_NAME, _WRITE_FLAGS, 0o600, dir_fd=folder))
+                elif not _is_marked(folder):
+                    raise OSError(errno.EEXIST, f"a folder the cache did not make stands at {self.folder}")
                 yield folder
 
     def load(self, key: str):
         """The value stored under key, or None when there is none, it cannot be read, it is not a
         regular file of one name (a link, a hard link, a pipe) or its checksum does not match. A
         hit marks the entry as used now, so pruning takes it last."""
-        name = f"{_checked_name(key, 'key')}.json"
+        name = f"{_checked_name(key, 'key')}{ENTRY_SUFFIX}"
         if not CAN_REFUSE_LINKS:
             return None
         try:
@@ -335,27 +372,32 @@ class ResultCache:
         except (KeyError, TypeError, ValueError):
             return None
 
+    def _write(self, key: str, entry: bytes) -> None:
+        """Write the entry's bytes under key, atomically; OSError when the cache cannot."""
+        name = f"{key}{ENTRY_SUFFIX}"
+        temporary = f"{key}.{secrets.token_hex(8)}{TEMPORARY_SUFFIX}"
+        with self._namespace_folder(create=True) as folder:
+            try:
+                with open(os.open(temporary, _WRITE_FLAGS, 0o600, dir_fd=folder), "wb") as handle:
+                    handle.write(entry)
+                # Renamed over the entry: a reader never sees half a file, and a link in the
+                # entry's place is itself replaced, its target left as it was.
+                os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary, dir_fd=folder)
+                raise
+
     def store(self, key: str, value) -> None:
         """Store a JSON-able value under key, then prune the folder to its budget. A cache that
         cannot be written (a read-only home, a full disk, a link in its way) only costs the next
-        run its speed, so such errors are not raised."""
-        name = f"{_checked_name(key, 'key')}.json"
+        run its speed, so such errors are not raised (why_not_kept() says what they are)."""
+        _checked_name(key, "key")
         if not CAN_REFUSE_LINKS:
             return
         entry = self._entry(key, json.dumps(value).encode("ascii"))
-        temporary = f"{key}.{secrets.token_hex(8)}.tmp"
         try:
-            with self._namespace_folder(create=True) as folder:
-                try:
-                    with open(os.open(temporary, _WRITE_FLAGS, 0o600, dir_fd=folder), "wb") as handle:
-                        handle.write(entry)
-                    # Renamed over the entry: a reader never sees half a file, and a link in the
-                    # entry's place is itself replaced, its target left as it was.
-                    os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
-                except OSError:
-                    with contextlib.suppress(OSError):
-                        os.unlink(temporary, dir_fd=folder)
-                    raise
+            self._write(key, entry)
         except OSError:
             return
         counted = _FOLDER_BYTES.get(self.root)
@@ -364,23 +406,40 @@ class ResultCache:
         else:
             _FOLDER_BYTES[self.root] = counted + len(entry)
 
+    def why_not_kept(self) -> str | None:
+        """Why what this cache stores would not be kept, in a few words, or None when it would be:
+        a probe entry is written, read back and deleted. A long job asks first, so that it can say
+        so rather than promise that the next run reads its results back."""
+        if not CAN_REFUSE_LINKS:
+            return "this system cannot refuse links, so the cache keeps nothing"
+        key = f"probe-{secrets.token_hex(8)}"
+        try:
+            self._write(key, self._entry(key, b"true"))
+        except OSError as error:
+            reason = error.strerror or str(error)
+            return reason[:1].lower() + reason[1:]
+        kept = self.load(key) is True
+        with contextlib.suppress(OSError), self._namespace_folder() as folder:
+            os.unlink(self._path(key).name, dir_fd=folder)
+        return None if kept else "what it writes is not read back"
+
     def prune(self, keep: Path | None = None) -> None:
         """Delete the entries used longest ago, in every namespace, until the folder fits the
         budget, and temporary files left by writes that never finished. Only this cache's own
-        files (regular *.json and *.tmp files in a real folder one level down) are counted or
-        ever deleted; links, and whatever they point at, are left alone. `keep`, the entry just
-        written, stays even if it alone is over the budget."""
+        files (regular files named as its entries and temporaries, in the namespace folders it
+        made and marked) are counted or ever deleted; links, and whatever they point at, are left
+        alone. `keep`, the entry just written, stays even if it alone is over the budget."""
         if not CAN_REFUSE_LINKS:
             return
         entries, now = [], time.time()
         try:
             with _open_folder(self.root) as root, contextlib.ExitStack() as opened:
-                for namespace, folder in _folders_in(root, opened):
+                for namespace, folder in _namespace_folders_in(root, opened):
                     for name, status in _files_in(folder):
-                        if name.endswith(".tmp") and now - status.st_mtime > STALE_TEMPORARY_SECONDS:
+                        if _TEMPORARY_NAME.fullmatch(name) and now - status.st_mtime > STALE_TEMPORARY_SECONDS:
                             with contextlib.suppress(OSError):
                                 os.unlink(name, dir_fd=folder)
-                        elif name.endswith(".json"):
+                        elif _ENTRY_NAME.fullmatch(name):
                             path = self.root / namespace / name
                             entries.append((status.st_mtime_ns, status.st_size, folder, name, path))
                 total = sum(size for _, size, _, _, _ in entries)

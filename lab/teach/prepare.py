@@ -3,6 +3,10 @@ for a model study: notebook 10's retrieval study in every format, and what that 
 each format its menu offers (the similarity matrices, the answers, the layer study and the MLX
 pane). Each result goes to the disk cache (lab.study.cache) the notebook reads, so a second
 run reads everything back in about a second and the page opens in seconds instead of minutes.
+Where the cache cannot keep what it stores (a read-only home, a folder in its way), nothing is
+computed: the results reach the page only through the cache, as this runs in a process of its
+own, so working them out here would only add a minute or two to every start. It says so instead,
+and how to give the cache a folder it can write.
 
     python -m lab.teach.prepare     prints one line per step; exits 0, also when there is nothing to do
 """
@@ -15,6 +19,7 @@ from collections.abc import Callable
 
 from lab.device.model import run_model
 from lab.study import behaviour, real_weights
+from lab.study import cache as result_cache
 
 #: the format notebook 10's menu starts on; the notebook reads it from here
 FIRST_FORMAT = "mxfp4"
@@ -27,9 +32,18 @@ COMPARED_FORMATS = ("mxfp4", "nvfp4", "affine4_g64", "affine4_g128", "q4k", "q4_
 def prepare_notebook_10(say: Callable[[str], object] = print) -> list[str]:
     """Fill the cache with everything notebook 10 computes on its first visit. Returns the steps
     done, by name; none when the real model is not installed (the notebook then says how to
-    install it, and computes nothing)."""
+    install it, and computes nothing) or the cache cannot keep the results (it says why, and how to mend it)."""
     if not real_weights.real_model_available():
         say(f"notebook 10 has nothing to prepare: {real_weights.INSTALL_HINT}")
+        return []
+    store = result_cache.ResultCache(behaviour.CACHE_NAMESPACE)
+    why = store.why_not_kept()
+    if why is not None:
+        say(
+            f"notebook 10 is not prepared: the cache folder {store.root} cannot be written ({why}), so its "
+            "results would not be kept and the page works them out on its first visit after every start; "
+            f"to keep them, set {result_cache.CACHE_ENV} to a folder you can write"
+        )
         return []
     names = behaviour.study_formats()
     steps = {

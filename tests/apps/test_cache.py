@@ -155,7 +155,7 @@ def test_a_data_file_digest_follows_its_bytes_and_is_remembered_on_disk(cache_fo
     data.write_bytes(b"\x00" * 64)
     first = cache.files_digest([data])
     assert first == cache.source_digest([data])
-    assert any((cache_folder / "file_digests").glob("*.json"))
+    assert any(cache.ResultCache("file_digests").folder.glob("*.json"))
     # a second process (an empty memo) reads the digest back instead of hashing the file again
     with monkeypatch.context() as patched:
         patched.setattr(cache, "_FILES_DIGESTS", {})
@@ -172,14 +172,15 @@ def test_compare_errors_read_back_are_the_computed_ones(cache_folder, monkeypatc
     sources = {"w": synthetic(4, 1536), "short": synthetic(2, 384, seed=1)}
     computed = compare.error_rows(sources)
     assert compare.error_rows(sources, cache=True) == computed
-    assert len(list((cache_folder / "compare").glob("*.json"))) == 2
+    entries = cache.ResultCache(compare.CACHE_NAMESPACE).folder
+    assert len(list(entries.glob("*.json"))) == 2
     with monkeypatch.context() as patched:
         patched.setattr(compare, "relative_error", lambda *a: pytest.fail("computed again"))
         assert json.dumps(compare.error_rows(sources, cache=True)) == json.dumps(computed)
     changed = sources["w"].copy()
     changed[0, 0] += 0.01
     compare.error_rows({"w": changed}, cache=True)
-    assert len(list((cache_folder / "compare").glob("*.json"))) == 3
+    assert len(list(entries.glob("*.json"))) == 3
 
 
 def test_the_model_study_read_back_is_the_computed_one_bit_for_bit(cache_folder, monkeypatch):
@@ -248,7 +249,7 @@ def test_a_device_report_read_back_is_the_one_that_ran(cache_folder, mx, monkeyp
 
     sentences = ["One sentence.", "Another, longer sentence."]
     ran = pane_model.run_model("mxfp4", sentences=sentences, cache=True)
-    assert ran.runs and any((cache_folder / "device_model").glob("*.json"))
+    assert ran.runs and any(cache.ResultCache(pane_model.CACHE_NAMESPACE).folder.glob("*.json"))
     monkeypatch.setattr(pane_model, "_run_on_devices", lambda *a: pytest.fail("ran again"))
     back = pane_model.run_model("mxfp4", sentences=sentences, cache=True)
     assert back == ran and back.to_markdown() == ran.to_markdown()
@@ -303,12 +304,13 @@ def test_an_entry_alone_over_the_budget_is_kept_and_the_rest_make_room(tmp_path,
 def test_pruning_deletes_only_the_caches_own_files(tmp_path, monkeypatch):
     monkeypatch.setattr(cache, "_FOLDER_BYTES", {})
     store = cache.ResultCache("one", folder=tmp_path, budget_bytes=10)
-    (tmp_path / "one").mkdir()
-    stale, fresh = tmp_path / "one" / "old.tmp", tmp_path / "one" / "new.tmp"
+    assert store.why_not_kept() is None  # which makes the namespace's folder, marked as the cache's
+    stale = store.folder / f"old.{'0' * 16}{cache.TEMPORARY_SUFFIX}"
+    fresh = store.folder / f"new.{'1' * 16}{cache.TEMPORARY_SUFFIX}"
     stale.write_text("half an entry")
     fresh.write_text("being written")
     os.utime(stale, (time.time() - 2 * cache.STALE_TEMPORARY_SECONDS,) * 2)
-    foreign = [tmp_path / "README.txt", tmp_path / "one" / "notes.txt", tmp_path / "top.json"]
+    foreign = [tmp_path / "README.txt", store.folder / "notes.txt", tmp_path / "top.json"]
     for path in foreign:
         path.write_text("not the cache's " * 100)
     store.store("entry", "e" * 100)

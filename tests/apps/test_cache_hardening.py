@@ -60,19 +60,19 @@ def test_pruning_never_follows_a_linked_folder_and_still_keeps_the_budget(tmp_pa
     before = outside_files(outside)
     root = tmp_path / "cache"
     root.mkdir()
-    (root / "linked").symlink_to(outside, target_is_directory=True)
+    (root / "linked.lab-cache").symlink_to(outside, target_is_directory=True)  # named as a namespace's folder
     store = cache.ResultCache("one", folder=root, budget_bytes=3000)
-    (root / "one").mkdir()
-    (root / "one" / "linked.json").symlink_to(outside / "a.json")  # a linked entry is no entry either
+    assert store.why_not_kept() is None  # which makes the namespace's folder, marked as the cache's
+    store._path("linked").symlink_to(outside / "a.json")  # a linked entry is no entry either
     for i in range(6):
         store.store(f"k{i}", "v" * 900)
         os.utime(store._path(f"k{i}"), (AN_HOUR_AGO + i, AN_HOUR_AGO + i))
     store.store("k6", "v" * 900)
     assert_untouched(outside, before)  # not deleted, not read, not touched
-    assert (root / "linked").is_symlink() and (root / "one" / "linked.json").is_symlink()
+    assert (root / "linked.lab-cache").is_symlink() and store._path("linked").is_symlink()
     kept = [f"k{i}" for i in range(7) if store.load(f"k{i}") is not None]
     assert kept == ["k4", "k5", "k6"]  # the budget still holds, least recently used out first
-    assert sum(path.lstat().st_size for path in (root / "one").glob("k*.json")) <= 3000
+    assert sum(path.lstat().st_size for path in store.folder.glob("k*.json")) <= 3000
 
 
 def test_a_linked_entry_is_a_miss_and_its_target_is_neither_read_nor_touched(tmp_path):
@@ -82,7 +82,7 @@ def test_a_linked_entry_is_a_miss_and_its_target_is_neither_read_nor_touched(tmp
     target = elsewhere._path("k")
     before = freeze(target.parent)
     store = cache.ResultCache("one", folder=tmp_path / "cache")
-    store.folder.mkdir(parents=True)
+    assert store.why_not_kept() is None  # which makes the namespace's folder, marked as the cache's
     store._path("k").symlink_to(target)
     assert store.load("k") is None
     assert store.load_as("k", lambda entry: entry["relative_rmse"]) is None
@@ -96,7 +96,7 @@ def test_a_hard_linked_entry_is_a_miss_and_its_other_name_is_not_touched(tmp_pat
     elsewhere = cache.ResultCache("one", folder=tmp_path / "elsewhere")
     elsewhere.store("k", [1, 2])
     store = cache.ResultCache("one", folder=tmp_path / "cache")
-    store.folder.mkdir(parents=True)
+    assert store.why_not_kept() is None
     os.link(elsewhere._path("k"), store._path("k"))  # before freeze(): a new link changes ctime
     before = freeze(elsewhere.folder)
     assert store.load("k") is None
@@ -109,20 +109,20 @@ def test_a_linked_namespace_folder_is_neither_read_nor_written(tmp_path):
     before = freeze(elsewhere.folder)
     root = tmp_path / "cache"
     root.mkdir()
-    (root / "one").symlink_to(elsewhere.folder, target_is_directory=True)
     store = cache.ResultCache("one", folder=root)
+    store.folder.symlink_to(elsewhere.folder, target_is_directory=True)
     assert store.load("k") is None
     store.store("new", [3])  # the folder is not the cache's: nothing is written, and nothing raised
     store.prune()
-    assert (root / "one").is_symlink()
+    assert store.folder.is_symlink()
     assert_untouched(elsewhere.folder, before)
 
 
 def test_an_entry_that_is_not_a_regular_file_is_a_miss_without_waiting(tmp_path):
     store = cache.ResultCache("one", folder=tmp_path)
-    store.folder.mkdir()
+    assert store.why_not_kept() is None
     os.mkfifo(store._path("pipe"))
-    (store.folder / "folder.json").mkdir()
+    store._path("folder").mkdir()
     found = []
     reader = threading.Thread(target=lambda: found.append(store.load("pipe")), daemon=True)
     reader.start()
@@ -142,12 +142,13 @@ def test_the_cache_folder_given_as_a_link_is_resolved_once_when_the_cache_is_mad
     store = cache.ResultCache("one")
     assert store.root == real.resolve()
     store.store("k", 1)
-    assert (real / "one" / "k.json").is_file()
+    assert (real / "one.lab-cache" / "k.lab-cache.json").is_file()
     # the link now points elsewhere: this cache keeps to the folder it resolved, a new one follows
     link.unlink()
     link.symlink_to(other, target_is_directory=True)
     store.store("k2", 2)
-    assert store.load("k") == 1 and (real / "one" / "k2.json").is_file() and not any(other.iterdir())
+    assert store.load("k") == 1 and (real / "one.lab-cache" / "k2.lab-cache.json").is_file()
+    assert not any(other.iterdir())
     assert cache.ResultCache("one").load("k") is None
 
 
@@ -210,7 +211,7 @@ def test_an_entry_moved_to_another_key_or_namespace_is_a_miss(tmp_path):
     other_namespace = cache.ResultCache("two", folder=tmp_path)
     store.store("a", VALUE)
     shutil.copy(store._path("a"), store._path("b"))
-    other_namespace.folder.mkdir()
+    assert other_namespace.why_not_kept() is None
     shutil.copy(store._path("a"), other_namespace._path("a"))
     assert store.load("b") is None and other_namespace.load("a") is None
     assert json.dumps(store.load("a")) == json.dumps(VALUE)
@@ -220,7 +221,7 @@ def test_an_edited_error_in_the_study_is_computed_again_not_shown(tmp_path, monk
     monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
     weights = {"w": np.random.default_rng(0).normal(0, 0.02, (4, 512)).astype(np.float32)}
     first = real_weights.evaluate_model(weights, formats=["NVFP4"], cache=True)
-    (entry,) = (tmp_path / "real_weights").glob("*.json")
+    (entry,) = cache.ResultCache("real_weights").folder.glob("*.json")
     shown = repr(first.results[0].relative_rmse)
     entry.write_text(_replace_once(entry.read_text(), f'"relative_rmse": {shown}', '"relative_rmse": 1e-06'))
     again = real_weights.evaluate_model(weights, formats=["NVFP4"], cache=True)
