@@ -87,7 +87,8 @@ def test_open_starts_marimo_without_the_token_in_its_argv(mode):
         assert _status(port, f"/?file=00_index.py&access_token={token}x")[1].startswith("/auth/login")
     finally:
         for child in _children(opener.pid) if opener.poll() is None else []:
-            os.kill(child, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):  # the stand-in browser may have ended since the listing
+                os.kill(child, signal.SIGTERM)
         opener.terminate()
         opener.wait(timeout=30)
 
