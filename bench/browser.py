@@ -36,6 +36,7 @@ from pathlib import Path
 from bench import site
 from bench.harness.chromium import chromium, chromium_path
 from bench.measure import Measure
+from lab.files import write_inside
 from labctl import marimo_server  # marimo is started as `labctl.py open` starts it
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -303,8 +304,8 @@ def run(out: Path) -> int:
     text = table(rows)
     print(text)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "browser.md").write_text(text + "\n")
+    write_inside(out, "browser.md", text + "\n")
     records = [{**asdict(row), "verdict": row.verdict} for row in rows]
-    (out / "browser.json").write_text(json.dumps({"environment": info, "results": records}, indent=2) + "\n")
+    write_inside(out, "browser.json", json.dumps({"environment": info, "results": records}, indent=2) + "\n")
     print(f"\nwritten to {out / 'browser.md'} and browser.json")
     return 0

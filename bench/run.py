@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from lab.codes import e2m1, e4m3
+from lab.files import UnsafeWriteError, check_inside, write_inside
 from lab.formats import FORMATS, Format
 from lab.study import real_weights
 
@@ -627,6 +628,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-real", action="store_true", help="leave out the real-model rows")
     parser.add_argument("--browser", action="store_true", help="only the browser and site rows (bench/browser.py)")
     args = parser.parse_args(argv)
+    # refused now rather than after the minutes of measuring: a link where a result goes is never written through
+    try:
+        for name in ("browser.md", "browser.json") if args.browser else ("latest.md", "latest.json"):
+            check_inside(args.out, name)
+    except UnsafeWriteError as error:
+        parser.exit(2, f"--out: {error}\n")
     if args.browser:
         from bench import browser
 
@@ -651,9 +658,9 @@ def main(argv: list[str] | None = None) -> int:
         if info.get(key):
             print(f"\n{info[key]}")
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "latest.md").write_text(text + "\n")
+    write_inside(args.out, "latest.md", text + "\n")
     payload = {"environment": info, "results": [asdict(r) | {"ratio": r.ratio, "verdict": r.verdict} for r in results]}
-    (args.out / "latest.json").write_text(json.dumps(payload, indent=2) + "\n")
+    write_inside(args.out, "latest.json", json.dumps(payload, indent=2) + "\n")
     print(f"\nwritten to {args.out / 'latest.md'} and latest.json")
     return 0
 

@@ -232,3 +232,53 @@ def test_with_course_the_page_carries_the_courses_banner_and_says_where_its_cont
     assert site.STATIC_BANNER in page and site.FALLBACK in page and site.EXPORT_MARK in page
     assert f"Its banner links to index.html, which {out} lacks" in capsys.readouterr().out
     assert sorted(p.name for p in out.iterdir()) == [site.WIDGET_DIR, "assets", "favicon.ico", "own.html"]
+
+
+@pytest.mark.parametrize("planted", ["own.html", site.WIDGET_DIR, site.ASSET_DIR])
+def test_a_link_where_the_page_or_its_folders_go_is_refused_before_marimo_runs(tmp_path, capsys, planted):
+    """A dangling own.html would have the page created outside DIR; an @file or assets/marimo link
+    to another folder, the modules written into it."""
+    notebook = tmp_path / "own.py"
+    notebook.write_text(AUTHOR_NOTEBOOK, encoding="utf-8")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    out = tmp_path / "out"
+    (out / "assets").mkdir(parents=True)
+    link = out / planted
+    link.symlink_to(outside / "page.html" if planted.endswith(".html") else outside)
+    assert export.main([str(notebook), "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"export: {link} is a link, and the lab never writes through one: remove it or write somewhere else\n"
+    )
+    assert list(outside.iterdir()) == [] and link.is_symlink()
+    assert sorted(path.name for path in out.iterdir()) == sorted({"assets", planted.split("/")[0]})
+
+
+@pytest.mark.slow
+def test_links_inside_the_folder_are_never_written_through(tmp_path, capsys):
+    """A dangling favicon.ico is the author's, left as it is, and nothing is made where it points; a
+    link in place of a widget module, known only once the notebook has run, refuses the export
+    before it writes anything, and the file it points at is untouched."""
+    notebook = tmp_path / "own.py"
+    notebook.write_text(AUTHOR_NOTEBOOK, encoding="utf-8")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "favicon.ico").symlink_to(outside / "favicon.ico")
+    assert export.main([str(notebook), "-o", str(out)]) == 0
+    assert list(outside.iterdir()) == [] and (out / "favicon.ico").is_symlink()
+    (module,) = (out / site.WIDGET_DIR).iterdir()
+    (outside / "precious.js").write_text("the author's own", encoding="utf-8")
+    module.unlink()
+    module.symlink_to(outside / "precious.js")
+    written = {path: path.stat().st_mtime_ns for path in out.rglob("*") if not path.is_symlink()}
+    capsys.readouterr()
+    assert export.main([str(notebook), "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"export: {module} is a link, and the lab never writes through one: remove it or write somewhere else\n"
+    )
+    assert (outside / "precious.js").read_text(encoding="utf-8") == "the author's own"
+    assert sorted(path.name for path in outside.iterdir()) == ["precious.js"]
+    # a refused export writes nothing: every file is as the first export left it
+    assert {path: path.stat().st_mtime_ns for path in out.rglob("*") if not path.is_symlink()} == written

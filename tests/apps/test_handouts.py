@@ -89,3 +89,21 @@ def test_the_widgets_print_in_the_light_palette_whatever_the_theme():
     light = _palette(css, ".four-bit-lab, .lab-page")
     assert len(light) >= 20
     assert _palette(printed, ".four-bit-lab, .lab-page") == light
+
+
+def test_a_link_where_a_sheet_goes_is_refused_before_any_browser_starts(tmp_path, capsys):
+    """A sheet is never written through a link, which could point anywhere: one line, exit status 2."""
+    folder = tmp_path / "handouts"
+    folder.mkdir()
+    outside = tmp_path / "theirs.pdf"
+    outside.write_bytes(b"not a handout")
+    link = folder / handouts.file_name(3, 7, "key")
+    link.symlink_to(outside)
+    assert handouts.main(["--seed", "7", "-o", str(folder)]) == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert (
+        said.err
+        == f"handouts: {link} is a link, and the lab never writes through one: remove it or write somewhere else\n"
+    )
+    assert outside.read_bytes() == b"not a handout" and sorted(path.name for path in folder.iterdir()) == [link.name]

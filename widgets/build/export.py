@@ -10,7 +10,10 @@ banner and links, for a page added to a built site/ beside the course's own.
 
 DIR may hold the author's own files: the export writes DIR/NAME.html, files under
 DIR/assets/marimo and DIR/@file (the widgets' modules) and, where there is none, DIR/favicon.ico,
-and deletes nothing. A NAME.html that this command did not write is refused rather than replaced.
+and deletes nothing. A NAME.html that this command did not write is refused rather than replaced,
+and so is a link anywhere the export would write, in place of a file or of a folder inside DIR:
+nothing is ever written through one, so nothing outside DIR is touched (DIR itself may be a link).
+Every refusal is found before the first file is written, and each file is written whole or not at all.
 
 --single-file is refused with the reason: marimo's page runs its front-end and the widgets' code as
 ES modules loaded from files beside it, and browsers do not load module scripts from file://, so it
@@ -28,6 +31,7 @@ from pathlib import Path
 import marimo
 
 from lab.errors import LabError
+from lab.files import UnsafeWriteError, check_folder_inside, check_inside
 from lab.text import visible
 from widgets.build import site
 
@@ -111,25 +115,21 @@ def check_notebook(path: Path) -> None:
 
 
 def check_folder(folder: Path, notebook: Path) -> None:
-    """Raise ExportError if the page cannot go into `folder` without harming what is there."""
+    """Raise ExportError or UnsafeWriteError if the page cannot go into `folder` without harming
+    what is there: before marimo runs the notebook, which takes seconds. site.build checks every
+    file it will write once it knows them all, before the first."""
     shown = visible(str(folder), 200)
     if folder.exists() and not folder.is_dir():
         raise ExportError(f"-o {shown} is a file; -o takes the folder to write the page into")
     widgets = folder / site.WIDGET_DIR
-    if widgets.exists() and not widgets.is_dir():
+    if widgets.is_file() and not widgets.is_symlink():
         raise ExportError(
             f"{visible(str(widgets), 200)} is a file; the page's widget modules go in a folder of that name, "
             "so move it or choose another -o folder"
         )
-    page = folder / f"{notebook.stem}.html"
-    if page.is_file():
-        with page.open("rb") as existing:
-            head = existing.read(1024).decode("utf-8", errors="replace")
-        if site.EXPORT_MARK not in head:
-            raise ExportError(
-                f"{visible(str(page), 200)} is already there and this command did not write it; "
-                "move it or choose another -o folder"
-            )
+    for inside in (site.WIDGET_DIR, site.ASSET_DIR):
+        check_folder_inside(folder, inside)
+    check_inside(folder, f"{notebook.stem}.html", replace=site.written_by_export)
 
 
 def cell_failure(error: str) -> str:
@@ -146,8 +146,9 @@ def cell_failure(error: str) -> str:
 
 def export(notebook: Path, folder: Path, course_chrome: bool = False) -> Path:
     """Write `notebook`'s offline page into `folder` and return its path. Raises ExportError for a
-    notebook or folder the export cannot use (nothing written), SiteBuildError when marimo's export
-    format is not the one the build knows."""
+    notebook or folder the export cannot use and UnsafeWriteError for a link or a page not its own
+    where it would write (nothing written for either), SiteBuildError when marimo's export format is
+    not the one the build knows."""
     check_notebook(notebook)
     check_folder(folder, notebook)
     try:
@@ -189,7 +190,7 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         page = export(notebook, folder, course_chrome="--course" in flags)
-    except ExportError as error:
+    except (ExportError, UnsafeWriteError) as error:
         print(f"export: {error}", file=sys.stderr)
         return 2
     except site.SiteBuildError as error:

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from bench.harness.chromium import NO_CHROMIUM, chromium, find_chromium
+from lab.files import UnsafeWriteError, check_inside, shown_path, write_inside
 from lab.teach.course import NOTEBOOKS
 from lab.text import visible
 from widgets._bundle import bundle
@@ -137,8 +138,13 @@ def _writable(folder: Path) -> None:
 
 def write_handouts(folder: Path, seed: int = DEFAULT_SEED, topics=TOPICS) -> list[Path]:
     """Print the worksheet and the answer key of each of `topics` for `seed` into `folder`; the
-    paths written, in order. One Chromium prints them all."""
+    paths written, in order. One Chromium prints them all. A link, or anything but a regular file,
+    where a sheet would go is refused (UnsafeWriteError) before Chromium starts; each sheet is
+    written whole or not at all (lab.files.write_inside)."""
     _writable(folder)
+    for topic in topics:
+        for sheet in SHEETS:
+            check_inside(folder, file_name(topic, seed, sheet))
     executable = find_chromium()
     if executable is None:
         raise HandoutError(f"{NO_CHROMIUM}: the handouts are printed by headless Chromium")
@@ -159,10 +165,9 @@ def write_handouts(folder: Path, seed: int = DEFAULT_SEED, topics=TOPICS) -> lis
                     pdf = browser_page.pdf(prefer_css_page_size=True, print_background=False)
                     target = folder / file_name(topic, seed, sheet)
                     try:
-                        target.write_bytes(pdf)
+                        written.append(write_inside(folder, target.name, pdf))
                     except OSError as error:
-                        raise HandoutError(f"cannot write {visible(str(target), 200)}: {error.strerror}") from error
-                    written.append(target)
+                        raise HandoutError(f"cannot write {shown_path(target)}: {error.strerror}") from error
     return written
 
 
@@ -192,6 +197,9 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         written = write_handouts(Path(arguments.output), seed)
+    except UnsafeWriteError as refused:
+        print(f"handouts: {refused}", file=sys.stderr)
+        return 2
     except HandoutError as failed:
         print(f"handouts: {failed}", file=sys.stderr)
         return 1

@@ -32,7 +32,6 @@ import hashlib
 import html
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,15 @@ from pathlib import Path
 
 import marimo
 
+from lab.files import (
+    UnsafeWriteError,
+    check_inside,
+    copy_inside,
+    exists_inside,
+    names_inside,
+    remove_inside,
+    write_inside,
+)
 from lab.teach import course
 from widgets.build import marimo_bundle, room, serve, standalone
 
@@ -279,11 +287,10 @@ def bundle_assets(bundles: dict[str, bytes]) -> set[str]:
     return {f"assets/{name}" for name in names if (MARIMO_STATIC / "assets" / name).is_file()}
 
 
-def copy_assets(site: Path, roots: set[str]) -> None:
-    for relative in sorted(asset_closure(roots)):
-        target = site / ASSET_DIR / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(MARIMO_STATIC / relative, target)
+def asset_copies(roots: set[str]) -> dict[str, Path]:
+    """The front-end files a site needs (asset_closure of `roots`): where each goes in the site, and
+    the installed file it is copied from."""
+    return {f"{ASSET_DIR}/{relative}": MARIMO_STATIC / relative for relative in sorted(asset_closure(roots))}
 
 
 # marimo's export writes each widget's ES module into the page as a base64 data: URL, a copy on
@@ -459,6 +466,11 @@ AUTHOR_FALLBACK = (
 EXPORT_MARK = '<meta name="generator" content="the four-bit lab\'s export">'
 
 
+def written_by_export(head: bytes) -> bool:
+    """Whether a file's first bytes are the head of a page the export wrote, which EXPORT_MARK opens."""
+    return EXPORT_MARK.encode("utf-8") in head
+
+
 def mark_static(page: str, name: str, banner: str = STATIC_BANNER, fallback: str = FALLBACK) -> str:
     """Add the static-page banner (none when empty), the disabled-control rules, the from-disk
     fallback, and marimo's slides layout when the page's address asks for it (?slides)."""
@@ -566,8 +578,13 @@ def build(
     False leaves out the banner and the notebook links and gives the stand-alone from-disk note.
     `pages_only` (an author's export into a folder of their own) writes the notebooks' pages,
     marked with EXPORT_MARK, marimo's front-end under assets/marimo and a favicon.ico where there
-    is none, and deletes nothing. `cwd` is where marimo runs the notebooks (the caller's folder
-    when None).
+    is none (nor a link of that name), and deletes nothing. `cwd` is where marimo runs the notebooks
+    (the caller's folder when None).
+
+    Every file is written by lab.files.write_inside: whole or not at all, and never through a link
+    inside `site` (UnsafeWriteError, a LabError). With `pages_only` every refusal is found before
+    the first write, so a refused export leaves the folder as it was; a page there that the export
+    did not write is refused too. The course's clearing unlinks a link in its way, never following it.
     """
     notebooks = (
         notebooks
@@ -575,10 +592,10 @@ def build(
         else [NOTEBOOKS / file for file, _, _ in course.NOTEBOOKS if (NOTEBOOKS / file).exists()]
     )
     if not pages_only:
-        for generated in ("assets", "explainers", WIDGET_DIR):
-            shutil.rmtree(site / generated, ignore_errors=True)
-        for old_page in site.glob("*.html"):
-            old_page.unlink()
+        # what the build writes, and only that: a link among it is deleted as a link, its target untouched
+        for name in names_inside(site):
+            if name in ("assets", "explainers", WIDGET_DIR) or name.endswith(".html"):
+                remove_inside(site, name)
     pages = {}
     with ThreadPoolExecutor(max_workers=EXPORTS_AT_ONCE) as pool:
         # each page in the notebooks' order, whichever export ends first
@@ -600,33 +617,39 @@ def build(
                 raise SiteBuildError(f"{name}: the page names non-relative URLs: {', '.join(sorted(set(hits))[:5])}")
         pages[site / f"{name}.html"] = stable_ids(page, name)
     pages, bundles = bundle_frontend(pages)
-    site.mkdir(parents=True, exist_ok=True)
+    # Everything the build writes, by its place in the site: bytes, or the installed file it copies.
+    outputs: dict[str, bytes | Path] = {}
     assets: set[str] = set()
-    widgets: dict[str, bytes] = {}
     for path, page in pages.items():
         page, modules = widget_files(page)
-        widgets |= modules
         assets |= page_assets(page)
-        path.write_text(page, encoding="utf-8")
-    if widgets:
-        (site / WIDGET_DIR).mkdir(exist_ok=True)
-    for name, body in widgets.items():
-        (site / WIDGET_DIR / name).write_bytes(body)
-    written = list(pages)
-    bundle_folder = site / ASSET_DIR / "assets"
-    bundle_folder.mkdir(parents=True, exist_ok=True)
-    for name, body in bundles.items():
-        (bundle_folder / name).write_bytes(body)
-    copy_assets(site, {asset for asset in assets if Path(asset).name not in bundles} | bundle_assets(bundles))
+        outputs[path.name] = page.encode("utf-8")
+        outputs |= {f"{WIDGET_DIR}/{name}": body for name, body in modules.items()}
+    outputs |= {f"{ASSET_DIR}/assets/{name}": body for name, body in bundles.items()}
+    outputs |= asset_copies({asset for asset in assets if Path(asset).name not in bundles} | bundle_assets(bundles))
     # Browsers ask every served page's origin for /favicon.ico; without one the pages log a 404.
-    # marimo's own icon, which the course pages already name; an author's own icon stays.
-    if not pages_only or not (site / "favicon.ico").exists():
-        shutil.copyfile(MARIMO_STATIC / "favicon.ico", site / "favicon.ico")
+    # marimo's own icon, which the course pages already name; an author's own icon, or a link of
+    # that name, stays.
+    if not pages_only or not exists_inside(site, "favicon.ico"):
+        outputs["favicon.ico"] = MARIMO_STATIC / "favicon.ico"
+    # An author's page of the same name is theirs: only a page the export wrote may be replaced.
+    replaces = {relative: True for relative in outputs} | {
+        path.name: written_by_export if pages_only else True for path in pages
+    }
+    for relative, replace in replaces.items():
+        check_inside(site, relative, replace=replace)
+    site.mkdir(parents=True, exist_ok=True)
+    for relative, body in outputs.items():
+        replace = replaces[relative]
+        if isinstance(body, Path):
+            copy_inside(site, relative, body, replace=replace)
+        else:
+            write_inside(site, relative, body, replace=replace)
+    written = list(pages)
     if pages_only:
         return written
-    written += standalone.write_all(site / "explainers")
-    (site / "index.html").write_text(index_page(), encoding="utf-8")
-    written.append(site / "index.html")
+    written += standalone.write_all(site, "explainers")
+    written.append(write_inside(site, "index.html", index_page()))
     check_offline(site)
     return written
 
@@ -640,6 +663,9 @@ def main(argv: list[str]) -> int:
     except SiteBuildError as error:
         print(f"site build failed: {error}", file=sys.stderr)
         return 1
+    except UnsafeWriteError as error:
+        print(f"site build refused: {error}", file=sys.stderr)
+        return 2
     print(f"built {len(pages)} pages into {ROOT / 'site'}")
     return 0
 

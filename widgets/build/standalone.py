@@ -4,6 +4,10 @@ Each page inlines the widget's bundled ES module (its code, the shared codec and
 lab stylesheet, the widget's default state as computed by the Python class, and host.js, which
 plays the anywidget model. A Content-Security-Policy of default-src 'none' means the page cannot
 fetch anything even if someone edits it to try.
+
+`explainer NAME -o FILE` writes FILE as export writes its page: only where there is nothing of
+that name or a page this command wrote before (EXPLAINER_MARK, in the page's head, says so), never
+through a link, and whole or not at all (lab.files.write_inside).
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from pathlib import Path
 import traitlets
 
 from lab.errors import InputError, LabError
-from lab.text import visible
+from lab.files import UnsafeWriteError, shown_path, write_inside
+from lab.text import read_json, visible
 from widgets import CodeExplorer, Exercises, NibbleDecoder, OwnershipView, Q4KExplorer, ScaleLab
 from widgets._bundle import HERE, bundle, stylesheet
 
@@ -40,6 +45,14 @@ SHARE_STYLE = """.lab-share { margin-top: 24px; }
   overflow-wrap: anywhere; }"""
 
 _CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
+# Written first in every explainer page's head, so that writing an explainer again may replace a
+# page this command wrote, and only such a page: a file of the same name without it is someone's own.
+EXPLAINER_MARK = '<meta name="generator" content="the four-bit lab\'s explainer">'
+
+
+def written_by_explainer(head: bytes) -> bool:
+    """Whether a file's first bytes are an explainer page's head, which EXPLAINER_MARK opens."""
+    return EXPLAINER_MARK.encode("utf-8") in head
 
 
 def _module_body(source: str) -> str:
@@ -113,6 +126,7 @@ def page(slug: str, given: dict | None = None) -> str:
     return f"""<!doctype html>
 <html lang="en">
 <head>
+{EXPLAINER_MARK}
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="{_CSP}">
@@ -136,14 +150,11 @@ def page(slug: str, given: dict | None = None) -> str:
 """
 
 
-def write_all(directory: Path) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for slug in PAGES:
-        path = directory / f"{slug}.html"
-        path.write_text(page(slug), encoding="utf-8")
-        written.append(path)
-    return written
+def write_all(folder: Path, under: str = "") -> list[Path]:
+    """Every explainer page, into `folder`/`under` (a subfolder made where missing), and the paths
+    written. `folder` is made too; below it no link is followed (lab.files.write_inside)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return [write_inside(folder, Path(under, f"{slug}.html"), page(slug)) for slug in PAGES]
 
 
 # The longest state an author may give: far more than any widget's inputs, and short enough that
@@ -184,9 +195,13 @@ def read_state(slug: str, text: str) -> dict:
     if len(text) > LONGEST_STATE:
         raise InputError(f"the state is {len(text):,} characters long; a state is at most {LONGEST_STATE:,}")
     try:
-        parsed = json.loads(urllib.parse.unquote(text.strip().removeprefix("#"), errors="strict"))
-    except (UnicodeDecodeError, ValueError):
+        unquoted = urllib.parse.unquote(text.strip().removeprefix("#"), errors="strict")
+    except UnicodeDecodeError:
         raise InputError("the state is not a page's link state: copy it from the page's Copy link") from None
+    try:
+        parsed = read_json(unquoted, what="the state")
+    except InputError as error:
+        raise InputError(f"{error}, so it is not a page's link state: copy it from the page's Copy link") from None
     if not isinstance(parsed, dict):
         raise InputError('the state must be a set of named values, as in #{"code": 5}')
     widget_class = PAGES[slug][0]
@@ -238,11 +253,17 @@ def main(argv: list[str]) -> int:
         print(f"--state: {error}", file=sys.stderr)
         return 2
     try:
-        target.write_text(page(slug, given), encoding="utf-8")
+        # the folder -o names is taken as given; the file itself must be free or this command's own
+        write_inside(target.parent, target.name, page(slug, given), replace=written_by_explainer)
+    except UnsafeWriteError as error:
+        print(f"-o: {error}", file=sys.stderr)
+        return 2
     except OSError as error:
-        print(f"cannot write {visible(str(target), 200)} ({error.strerror})", file=sys.stderr)
+        print(f"cannot write {shown_path(target)} ({error.strerror or error})", file=sys.stderr)
         return 1
-    print(f"wrote {target}: {PAGES[slug][2]}, opening with {'the given state' if given else 'its defaults'}")
+    print(
+        f"wrote {shown_path(target)}: {PAGES[slug][2]}, opening with {'the given state' if given else 'its defaults'}"
+    )
     return 0
 
 
