@@ -18,6 +18,10 @@ extensions (`$math$`, `:emoji:`, a bare `www.` link).
                            only at its dots, shown() part by part
     Safe                   a str the lab wrote itself from shown() parts and its own markup; the
                            table and readout builders pass a Safe through and shown() everything else
+    read_json(text, what=) JSON text from outside (a link's state, a posted answer, a file) as a
+                           value, or InputError in the lab's words: too long, nested too deep (checked
+                           before parsing, so a pasted "[[[[…" never reaches Python's recursion
+                           limit), not UTF-8, NaN or Infinity, a lone surrogate
 
 The browser's copy of visible() is `widgets/codec/text.js` (`visibleText`); the golden vectors hold
 the two to the same output. Widgets only ever write text nodes, so they need visible(), not shown().
@@ -25,8 +29,12 @@ the two to the same output. Widgets only ever write text nodes, so they need vis
 
 from __future__ import annotations
 
+import itertools
+import json
 import re
 import unicodedata
+
+from lab.errors import InputError
 
 #: Unicode categories a reader cannot see, or that change how the text around them reads:
 #: controls (Cc), format characters such as zero-width spaces and bidi overrides (Cf), surrogates
@@ -122,3 +130,72 @@ def code_name(name: str, limit: int = CODE_NAME_CHARS) -> Safe:
     rather than mid-word or off the page, and copies back as the same name."""
     parts = re.split(r"(?<=\.)", visible(name, limit))
     return Safe("<code>" + "<wbr>".join(shown(part) for part in parts) + "</code>")
+
+
+#: a JSON string, escapes and all; one left open runs to the end of the text, as json reads it.
+#: Possessive: nothing a string matched is tried again, so 10 MB of escapes take a tenth of a second.
+_JSON_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_NESTING_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+#: half of a UTF-16 pair on its own: json.loads makes one of "\ud800", and it is no character
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _nesting(text: str) -> int:
+    """How deep lists and objects nest in JSON text: the most [ and { open at once outside strings.
+    Regular expressions and itertools do the scan in C, in time linear in the text."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    return max(itertools.accumulate(map(_NESTING_STEP.__getitem__, brackets)), default=0)
+
+
+def _strings(value):
+    """Every str in a parsed JSON value, keys included, without recursion."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            pending += [*item, *item.values()]
+        elif isinstance(item, list):
+            pending += item
+
+
+def read_json(text: str | bytes, *, what: str, max_depth: int = 32, max_chars: int | None = None):
+    """The value of JSON text that came from outside the lab, or InputError whose message starts with
+    `what` (such as "the state"). Refused: text longer than `max_chars` (bytes counted for bytes),
+    bytes that are not UTF-8, lists and objects nested deeper than `max_depth` (found by a linear
+    scan before json parses anything, so no input reaches the interpreter's recursion limit), text
+    that is not JSON, NaN and Infinity (JSON has no such numbers, though Python's json reads them),
+    a lone surrogate, escaped ("\\ud800") or not, in a string or a key, and an integer too long for
+    Python to read."""
+    if max_chars is not None and len(text) > max_chars:
+        unit = "bytes" if isinstance(text, bytes) else "characters"
+        raise InputError(f"{what} is {len(text):,} {unit} long; at most {max_chars:,} are read")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"{what} is not UTF-8 text") from None
+    depth = _nesting(text)
+    if depth > max_depth:
+        raise InputError(f"{what} nests lists and objects {depth:,} deep; at most {max_depth} levels are read")
+
+    def refuse_constant(name: str):
+        raise InputError(f"{what} holds {name}, which is not a number in JSON")
+
+    try:
+        value = json.loads(text, parse_constant=refuse_constant)
+    except InputError:
+        raise
+    except json.JSONDecodeError as error:
+        raise InputError(f"{what} is not JSON: {error.msg} at character {error.pos + 1:,}") from None
+    except ValueError:  # the only other: an integer longer than Python reads (sys.get_int_max_str_digits)
+        raise InputError(f"{what} holds a number with more digits than the lab reads") from None
+    except RecursionError:  # only where a caller allows more depth than the interpreter has
+        raise InputError(f"{what} nests lists and objects deeper than the lab can read") from None
+    if any(_SURROGATE.search(string) for string in _strings(value)):
+        raise InputError(
+            f"{what} holds a lone surrogate (half of a UTF-16 pair, such as \\ud800), which is no character"
+        )
+    return value
