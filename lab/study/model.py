@@ -35,7 +35,6 @@ use these names, so inputs[name] @ linear_weights[name].T is that Linear's outpu
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +45,8 @@ import numpy as np
 from lab.study import real_weights
 
 from ..errors import InputError, LabError, NonFiniteError, RuleError, ShapeError
+from ..files import shown_path
+from ..text import read_json
 
 TOKENIZERS_HINT = "pip install tokenizers==0.23.3"
 #: the Linear layers of one BERT encoder layer, in the order they run
@@ -206,9 +207,9 @@ def _read_json(path: Path):
     if not path.is_file():
         raise ModelConfigError(f"the model folder has no {path.name} (looked for {path})")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ModelConfigError(f"{path} is not valid JSON: {error}") from None
+        return read_json(path.read_bytes(), what=shown_path(path))
+    except InputError as error:  # a model folder is outside text: too deep, not UTF-8, not JSON
+        raise ModelConfigError(str(error)) from None
 
 
 def _require(condition: bool, message: str) -> None:

@@ -177,6 +177,23 @@ def test_a_pipeline_without_normalize_is_read_as_such(config_copy):
     assert not model.read_config(config_copy).normalize
 
 
+@pytest.mark.parametrize(
+    ("contents", "message"),
+    [
+        (b"[" * 5000 + b"]" * 5000, "nests lists and objects 5,000 deep"),
+        (b'{"model_type": "\xff"}', "is not UTF-8 text"),
+        (b'{"hidden_size": NaN}', "holds NaN"),
+    ],
+    ids=["5000 deep", "not UTF-8", "NaN"],
+)
+def test_a_config_file_that_is_not_plain_json_is_refused_in_one_line(config_copy, contents, message):
+    """A model folder is outside text: its config.json is read by lab.text.read_json, so nesting that would
+    reach Python's recursion limit, bytes that are not UTF-8 and NaN are a ModelConfigError, not a crash."""
+    (config_copy / "config.json").write_bytes(contents)
+    with pytest.raises(ModelConfigError, match=message):
+        model.read_config(config_copy)
+
+
 def test_a_folder_without_modules_json_is_refused(tmp_path):
     with pytest.raises(ModelConfigError, match="no modules.json"):
         model.read_config(tmp_path)
