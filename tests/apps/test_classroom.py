@@ -1,6 +1,7 @@
 """The teacher's view (serve --class, widgets/build/classroom.py) over loopback: the token, the
-students' posts and every way a post can be wrong, flooding, two hundred clients at once, and a
-nickname that is HTML coming back as the same text. Every request goes to 127.0.0.1."""
+students' posts and every way a post can be wrong (text that is not Unicode among them), flooding,
+one address inventing students, two hundred clients at once, a nickname that is HTML coming back as
+the same text, and the teacher's changes (remove, merge). Every request goes to 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -59,6 +60,17 @@ def results(port, authorization):
     return status, json.loads(body)
 
 
+def change(port, path, fields, authorization=f"Bearer {TOKEN}"):
+    """A teacher's change posted as the teacher's page posts it: (status, the reply's JSON)."""
+    body = fields if isinstance(fields, bytes) else json.dumps(fields).encode("utf-8")
+    status, _, reply = send(port, body, {"Authorization": authorization}, path=path)
+    return status, json.loads(reply)
+
+
+def ids(snapshot):
+    return [student["student"] for student in snapshot["students"]]
+
+
 def test_the_results_need_the_teachers_token(room_server):
     _, port = room_server
     status, body = results(port, None)
@@ -113,6 +125,11 @@ def test_a_posted_answer_is_kept_as_typed_and_a_nickname_of_html_comes_back_as_t
         ({"nickname": "   "}, "nickname"),
         ({"nickname": "x" * 25}, "nickname"),
         ({"nickname": 12}, "nickname"),
+        ({"nickname": "Ana\u202eevil"}, "nickname holds \\u202e"),
+        ({"nickname": "A\u200bna"}, "nickname holds \\u200b"),
+        ({"nickname": "Ana\x00"}, "nickname holds \\x00"),
+        ({"nickname": "Ana\u00a0Bo"}, "nickname holds \\xa0"),
+        ({"nickname": "Ana\u2028Bo"}, "nickname holds \\u2028"),
         ({"answer": "9" * 201}, "answer"),
         ({"answer": None}, "answer"),
         ({"verdict": "correct"}, "'verdict'"),
@@ -249,21 +266,27 @@ def test_a_flood_from_one_address_is_held_to_the_burst_then_the_rate(tmp_path):
     assert len(snapshot["students"]) == 1 and len(snapshot["students"][0]["answers"]) == 1
 
 
-def test_two_hundred_students_post_at_once(room_server):
-    made, port = room_server
+def test_two_hundred_students_post_at_once(tmp_path):
+    # every test client is on loopback, one address: here it may start the whole class
+    made = Classroom(token=TOKEN, room=ROOM, register=Register(max_per_address=200))
+    server, server_thread = start_server(make_site(tmp_path), classroom=made)
+    port = server.server_address[1]
     outcomes = []
 
     def student(n):
         body = post_body(student=f"{n:032x}", nickname=f"student {n}", seed=n + 1, answer=str(n))
         outcomes.append(send(port, body)[0])
 
-    threads = [threading.Thread(target=student, args=(n,)) for n in range(200)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert outcomes.count(204) == 200
-    status, body = results(port, f"Bearer {TOKEN}")
+    try:
+        threads = [threading.Thread(target=student, args=(n,)) for n in range(200)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert outcomes.count(204) == 200
+        status, body = results(port, f"Bearer {TOKEN}")
+    finally:
+        stop_server(server, server_thread)
     assert status == 200
     kept = {student["nickname"]: student["answers"]["nibble-decode"] for student in body["students"]}
     assert len(kept) == 200
@@ -273,16 +296,16 @@ def test_two_hundred_students_post_at_once(room_server):
 def test_a_full_class_and_a_student_with_too_many_exercises_are_refused_with_403():
     register = Register(max_students=2, max_answers=3)
     for n in range(2):
-        register.record(read_post(post_body(student=f"{n:032x}")))
+        register.record(read_post(post_body(student=f"{n:032x}")), f"192.0.2.{n}")
     with pytest.raises(ClassError) as full:
-        register.record(read_post(post_body(student="f" * 32)))
+        register.record(read_post(post_body(student="f" * 32)), "192.0.2.9")
     assert full.value.status == 403 and "at most 2 students" in str(full.value)
     first = f"{0:032x}"
     for kind in ("k-one", "k-two"):
-        register.record(read_post(post_body(student=first, kind=kind)))
-    register.record(read_post(post_body(student=first, kind="k-two", answer="2")))  # a kept exercise again
+        register.record(read_post(post_body(student=first, kind=kind)), "192.0.2.0")
+    register.record(read_post(post_body(student=first, kind="k-two", answer="2")), "192.0.2.0")  # a kept exercise again
     with pytest.raises(ClassError) as many:
-        register.record(read_post(post_body(student=first, kind="k-three")))
+        register.record(read_post(post_body(student=first, kind="k-three")), "192.0.2.0")
     assert many.value.status == 403
     assert list(register.snapshot()["students"][0]["answers"]) == ["nibble-decode", "k-one", "k-two"]
 
@@ -338,9 +361,189 @@ def test_each_class_has_its_own_room_and_a_long_random_token():
 
 
 def test_the_pages_limits_are_the_servers():
-    """A name or answer the page takes is one the server takes: the JS holds the same limits."""
+    """A name or answer the page takes is one the server takes, and the teacher's page posts where
+    the server takes its changes: the JS holds the same limits and paths."""
     widgets = Path(__file__).resolve().parents[2] / "widgets"
     page = (widgets / "codec" / "teach" / "classroom.js").read_text(encoding="utf-8")
     exercises = (widgets / "exercises.js").read_text(encoding="utf-8")
     assert re.search(r"export const LONGEST_NICKNAME = (\d+);", page)[1] == str(classroom.MAX_NICKNAME)
     assert re.search(r"const LONGEST_ANSWER = (\d+);", exercises)[1] == str(classroom.MAX_ANSWER)
+    teacher = (widgets / "teacher.js").read_text(encoding="utf-8")
+    assert re.search(r'const REMOVE_PATH = "([^"]+)";', teacher)[1] == classroom.REMOVE_PATH
+    assert re.search(r'const MERGE_PATH = "([^"]+)";', teacher)[1] == classroom.MERGE_PATH
+
+
+@pytest.mark.parametrize("field", ["nickname", "answer"])
+def test_a_lone_surrogate_is_refused_as_it_enters_and_the_results_keep_answering(room_server, field):
+    made, port = room_server
+    send(port, post_body(student="b" * 32, nickname="Grace"))
+    body = post_body(**{field: "\ud800evil"})  # json.dumps writes it as the escape "\ud800"
+    assert b'"\\ud800evil"' in body
+    status, _, reply = send(port, body)
+    assert status == 400
+    assert json.loads(reply)["error"].startswith(
+        "the post holds a lone surrogate (half of a UTF-16 pair, such as \\ud800)"
+    )
+    for _ in range(2):  # the teacher's page asks again and again
+        status, read = results(port, f"Bearer {TOKEN}")
+        assert status == 200 and [student["nickname"] for student in read["students"]] == ["Grace"]
+    assert ids(made.register.snapshot()) == ["b" * 32]
+
+
+def test_text_that_got_in_some_other_way_still_leaves_as_json_text(room_server):
+    made, port = room_server
+    made.register.record({**read_post(post_body()), "nickname": "\udfff", "answer": "\ud83d"}, "192.0.2.1")
+    status, read = results(port, f"Bearer {TOKEN}")
+    assert status == 200
+    [student] = read["students"]
+    assert student["nickname"] == "\udfff" and student["answers"]["nibble-decode"]["answer"] == "\ud83d"
+
+
+def test_a_nickname_is_kept_composed_so_two_spellings_of_one_name_are_one_name(room_server):
+    made, port = room_server
+    decomposed = "Jose\u0301 \U0001f600"  # an e and a combining acute, as some keyboards type it
+    assert send(port, post_body(nickname=decomposed))[0] == 204
+    [student] = made.register.snapshot()["students"]
+    assert student["nickname"] == "Jos\u00e9 \U0001f600"
+
+
+def test_one_address_starts_at_most_its_share_of_the_class_and_another_still_joins():
+    # a bucket that never runs dry: what is held here is the number of students, not of posts
+    made = Classroom(token=TOKEN, room=ROOM, limiter=RateLimiter(burst=10_000))
+    share = classroom.MAX_STUDENTS_PER_ADDRESS
+    refusals = []
+    for n in range(479):  # what one address made of a class in 60 s before
+        try:
+            made.post(classroom.ANSWERS_PATH, "192.0.2.66", None, post_body(student=f"{n:032x}", nickname=f"bot {n}"))
+        except ClassError as refusal:
+            refusals.append((refusal.status, str(refusal)))
+    assert len(made.register.snapshot()["students"]) == share
+    assert len(refusals) == 479 - share
+    assert refusals[0] == (
+        403,
+        f"this device has started {share} students already, the most one address may: "
+        "ask your teacher to remove the ones no longer in use",
+    )
+    # a student already started goes on answering from that address
+    made.post(classroom.ANSWERS_PATH, "192.0.2.66", None, post_body(student=f"{0:032x}", kind="e2m1-code"))
+    # a real student elsewhere joins
+    assert made.post(classroom.ANSWERS_PATH, "192.0.2.7", None, post_body(student="c" * 32, nickname="Ana")) is None
+    # removing one of that address's students frees a place for it, and only one
+    made.register.remove(f"{5:032x}")
+    made.post(classroom.ANSWERS_PATH, "192.0.2.66", None, post_body(student="d" * 32))
+    with pytest.raises(ClassError) as again:
+        made.post(classroom.ANSWERS_PATH, "192.0.2.66", None, post_body(student="e" * 32))
+    assert again.value.status == 403
+    assert len(made.register.snapshot()["students"]) == share + 1
+
+
+def test_the_class_wide_cap_still_holds_across_addresses_and_removing_frees_a_place():
+    register = Register(max_students=3, max_per_address=2)
+    for n in range(3):
+        register.record(read_post(post_body(student=f"{n:032x}")), f"192.0.2.{n}")
+    with pytest.raises(ClassError) as full:
+        register.record(read_post(post_body(student="f" * 32)), "192.0.2.9")
+    assert full.value.status == 403 and "the class is full" in str(full.value)
+    register.remove(f"{1:032x}")
+    register.record(read_post(post_body(student="f" * 32)), "192.0.2.9")
+    assert ids(register.snapshot()) == [f"{0:032x}", f"{2:032x}", "f" * 32]
+
+
+def test_the_teacher_removes_a_student(room_server):
+    made, port = room_server
+    send(port, post_body(student="a" * 32, nickname="Ana"))
+    send(port, post_body(student="b" * 32, nickname="Ana"))
+    status, reply = change(port, classroom.REMOVE_PATH, {"student": "a" * 32})
+    assert status == 200
+    assert reply["room"] == ROOM and ids(reply) == ["b" * 32]  # the room after the change, for the page to draw
+    assert ids(made.register.snapshot()) == ["b" * 32]
+    status, reply = change(port, classroom.REMOVE_PATH, {"student": "a" * 32})
+    assert status == 404 and reply["error"] == "no student in this class has that id: removed or merged already?"
+    # a removed student whose page posts again comes back, as a new row at the end
+    send(port, post_body(student="a" * 32, nickname="Ana"))
+    assert ids(made.register.snapshot()) == ["b" * 32, "a" * 32]
+
+
+def test_the_teacher_merges_a_student_who_came_back_under_a_new_id(room_server):
+    made, port = room_server
+    old, new = "a" * 32, "b" * 32
+    made.register.record(read_post(post_body(student=old, kind="nibble-decode", answer="1")), "192.0.2.1", at=100.0)
+    made.register.record(read_post(post_body(student=old, kind="e2m1-code", answer="old")), "192.0.2.1", at=300.0)
+    made.register.record(read_post(post_body(student=old, kind="only-old", answer="x")), "192.0.2.1", at=50.0)
+    made.register.record(read_post(post_body(student=new, nickname="Ana", answer="2")), "192.0.2.1", at=200.0)
+    made.register.record(read_post(post_body(student=new, kind="e2m1-code", answer="new")), "192.0.2.1", at=250.0)
+    status, reply = change(port, classroom.MERGE_PATH, {"from": new, "into": old})
+    assert status == 200 and ids(reply) == [old]
+    [merged] = reply["students"]
+    # the newer answer to each exercise, the one answered last at the end
+    assert {kind: entry["answer"] for kind, entry in merged["answers"].items()} == {
+        "only-old": "x",
+        "nibble-decode": "2",
+        "e2m1-code": "old",
+    }
+    assert list(merged["answers"]) == ["only-old", "nibble-decode", "e2m1-code"]
+    assert merged["nickname"] == "Ada"  # the name posted last: the old row answered last
+    # the page still posting under the merged-away id adds to the row kept
+    assert send(port, post_body(student=new, nickname="Ana", kind="mxfp4-decode"))[0] == 204
+    [merged] = made.register.snapshot()["students"]
+    assert merged["student"] == old and merged["nickname"] == "Ana" and "mxfp4-decode" in merged["answers"]
+    status, reply = change(port, classroom.MERGE_PATH, {"from": new, "into": old})
+    assert status == 404
+
+
+def test_merges_follow_each_other_and_a_removal_forgets_them():
+    register = Register(max_per_address=3)
+    first, second, third = "1" * 32, "2" * 32, "3" * 32
+    for n, key in enumerate((first, second, third)):
+        register.record(read_post(post_body(student=key)), "192.0.2.1", at=float(n))
+    register.merge(first, second)
+    register.merge(second, third)
+    register.record(read_post(post_body(student=first, kind="e2m1-code")), "192.0.2.1")
+    assert ids(register.snapshot()) == [third]
+    assert list(register.snapshot()["students"][0]["answers"]) == ["nibble-decode", "e2m1-code"]
+    register.remove(third)
+    # the address's places are free again, and an id merged into the removed row starts anew
+    for key in (first, second, "4" * 32):
+        register.record(read_post(post_body(student=key)), "192.0.2.1")
+    assert ids(register.snapshot()) == [first, second, "4" * 32]
+
+
+@pytest.mark.parametrize(
+    ("path", "fields", "status", "says"),
+    [
+        (classroom.REMOVE_PATH, b"{", 400, "the post is not JSON: "),
+        (classroom.REMOVE_PATH, b'["' + b"a" * 32 + b'"]', 400, "the post must be one JSON object"),
+        (classroom.REMOVE_PATH, {}, 400, "the post lacks ['student']"),
+        (classroom.REMOVE_PATH, {"student": "a" * 32, "all": True}, 400, "the post has fields it should not ('all')"),
+        (classroom.REMOVE_PATH, {"student": "A" * 32}, 400, "the post's student must be a student's id, 32 hex digits"),
+        (classroom.REMOVE_PATH, {"student": 7}, 400, "the post's student must be a student's id"),
+        (classroom.REMOVE_PATH, {"student": "c" * 32}, 404, "no student in this class has that id"),
+        (classroom.MERGE_PATH, {"from": "a" * 32}, 400, "the post lacks ['into']"),
+        (classroom.MERGE_PATH, {"from": "a" * 32, "into": "\ud800"}, 400, "the post holds a lone surrogate"),
+        (classroom.MERGE_PATH, {"from": "a" * 32, "into": "a" * 32}, 400, "a student cannot be merged into themself"),
+        (classroom.MERGE_PATH, {"from": "c" * 32, "into": "a" * 32}, 404, "no student in this class has that id"),
+        (classroom.MERGE_PATH, {"from": "a" * 32, "into": "c" * 32}, 404, "no student in this class has that id"),
+    ],
+)
+def test_a_teachers_change_that_is_wrong_is_refused_and_changes_nothing(room_server, path, fields, status, says):
+    made, port = room_server
+    send(port, post_body(student="a" * 32))
+    send(port, post_body(student="b" * 32))
+    before = made.register.snapshot()
+    got, reply = change(port, path, fields)
+    assert got == status and reply["error"].startswith(says), reply
+    assert made.register.snapshot() == before
+
+
+@pytest.mark.parametrize("path", [classroom.REMOVE_PATH, classroom.MERGE_PATH])
+@pytest.mark.parametrize(
+    ("authorization", "status"), [(None, 401), ("Bearer not-the-token", 403), (f"Basic {TOKEN}", 401)]
+)
+def test_a_teachers_change_needs_the_teachers_token(room_server, path, authorization, status):
+    made, port = room_server
+    send(port, post_body(student="a" * 32))
+    send(port, post_body(student="b" * 32))
+    fields = {"student": "a" * 32} if path == classroom.REMOVE_PATH else {"from": "a" * 32, "into": "b" * 32}
+    got, reply = change(port, path, fields, authorization)
+    assert got == status and "token" in reply["error"]
+    assert ids(made.register.snapshot()) == ["a" * 32, "b" * 32]

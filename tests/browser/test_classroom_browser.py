@@ -2,23 +2,26 @@
 with a nickname (one of them HTML) and their own numbers, check answers; the teacher's page, opened
 with the token, shows each answer in the grid with the verdict the student's page gave it, the
 nickname as the same text, and a CSV of it; a missing or wrong token is refused on the page. A
-sealed single-file explainer offers no name field. Every request goes to 127.0.0.1."""
+sealed single-file explainer offers no name field. Two students of one nickname are two rows, and
+the teacher merges and removes rows with the keyboard. Every request goes to 127.0.0.1."""
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import threading
 import time
 
 import pytest
 from chromium import chromium_path
 from playwright.sync_api import expect
+from serving import make_site
 from test_exercises_browser import _answer, _codec
 
 from bench.harness.chromium import chromium as launch_chromium
 from widgets.build import serve
-from widgets.build.classroom import Classroom
+from widgets.build.classroom import POLL_MS, Classroom, read_post
 
 pytestmark = pytest.mark.browser
 
@@ -121,7 +124,8 @@ def test_two_students_answers_reach_the_teachers_grid_as_their_pages_checked_the
 def test_the_teachers_page_refuses_a_missing_or_wrong_token_and_shows_no_answers(class_server, fragment, says):
     url, made = class_server
     made.register.record(
-        {"student": "c" * 32, "nickname": "Secret", "kind": "nibble-decode", "seed": 3, "round": 0, "answer": "1"}
+        {"student": "c" * 32, "nickname": "Secret", "kind": "nibble-decode", "seed": 3, "round": 0, "answer": "1"},
+        "192.0.2.1",
     )
     with launch_chromium(chromium_path()) as new_page, new_page() as (teacher, log):
         teacher.goto(f"{url}/class{fragment}")
@@ -139,3 +143,103 @@ def test_a_sealed_explainer_on_a_class_server_offers_no_name_field(class_server)
         assert page.locator("input[data-focus='seed']").count() == 1
         assert page.get_by_label("your name on the teacher's screen").count() == 0
         assert log.console_errors == []
+
+
+@pytest.fixture
+def small_class(tmp_path):
+    """A class over a site of a few files (the teacher's page needs none of the course): (url, Classroom)."""
+    made = Classroom(token=TOKEN)
+    server = serve.site_server(make_site(tmp_path), ("127.0.0.1", 0), classroom=made)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", made
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)
+
+
+def _answer_as(made, key, nickname, kind, answer, at):
+    fields = {"room": made.room, "student": key * 32, "nickname": nickname, "kind": kind, "seed": 7, "round": 0}
+    made.register.record(read_post(json.dumps({**fields, "answer": answer}).encode()), "192.0.2.1", at=at)
+
+
+def _focused(page):
+    return page.evaluate("() => document.activeElement.id || document.activeElement.textContent")
+
+
+def test_the_teacher_tells_two_students_of_one_name_apart_and_merges_and_removes_rows_by_keyboard(small_class):
+    url, made = small_class
+    _answer_as(made, "a", "Ana", "nibble-decode", "1", at=100.0)
+    _answer_as(made, "b", "Ana", "nibble-decode", "2", at=200.0)
+    _answer_as(made, "b", "Ana", "e2m1-code", "3", at=210.0)
+    _answer_as(made, "c", "Bo", "nibble-decode", "4", at=150.0)
+    with launch_chromium(chromium_path()) as new_page, new_page() as (teacher, log):
+        teacher.goto(f"{url}/class#{TOKEN}")
+        rows = teacher.locator("[data-student]")
+        expect(rows).to_have_count(3)
+        assert teacher.locator("[data-student] th").all_inner_texts() == ["Ana", "Ana (2)", "Bo"]
+        for control in teacher.locator("section button:visible, section select").all():
+            box = control.bounding_box()
+            assert box["height"] >= 44 and box["width"] >= 44
+
+        # the choice in a picker, and its focus, outlive the grid being read again with a new student
+        merge_from = teacher.get_by_label("Merge", exact=True)
+        merge_from.select_option("b" * 32)
+        merge_from.focus()
+        _answer_as(made, "d", "Cy", "nibble-decode", "5", at=300.0)
+        expect(rows).to_have_count(4, timeout=POLL_MS * 3)
+        assert merge_from.input_value() == "b" * 32 and _focused(teacher) == "teacher-merge-from"
+        assert "Ana (2): 2 answers" in merge_from.locator("option:checked").inner_text()
+
+        teacher.get_by_label("into").select_option("a" * 32)
+        teacher.keyboard.press("Tab")
+        teacher.keyboard.press("Tab")
+        assert _focused(teacher) == "Merge"
+        teacher.keyboard.press("Enter")
+        expect(teacher.get_by_test_id("teacher-change")).to_have_text(
+            "Merged Ana (2) into Ana: it keeps the newer answer to each exercise."
+        )
+        expect(rows).to_have_count(3)
+        [merged] = [student for student in made.register.snapshot()["students"] if student["student"] == "a" * 32]
+        assert {kind: kept["answer"] for kind, kept in merged["answers"].items()} == {
+            "nibble-decode": "2",
+            "e2m1-code": "3",
+        }
+        assert teacher.locator("[data-student] th").all_inner_texts() == ["Ana", "Bo", "Cy"]
+
+        # removing asks first; Escape keeps the student, with the focus back on the button
+        remove = teacher.get_by_label("Remove", exact=True)
+        remove.select_option("c" * 32)
+        remove.focus()
+        teacher.keyboard.press("Tab")
+        teacher.keyboard.press("Enter")
+        question = teacher.get_by_role("group", name="Remove Bo and their 1 answer from the grid?")
+        expect(question).to_be_visible()
+        assert _focused(teacher) == "Cancel"
+        teacher.keyboard.press("Escape")
+        expect(question).to_be_hidden()
+        assert _focused(teacher) == "Remove…" and rows.count() == 3
+        teacher.keyboard.press("Enter")
+        teacher.keyboard.press("Shift+Tab")
+        assert _focused(teacher) == "Remove Bo"
+        teacher.keyboard.press("Enter")
+        expect(teacher.get_by_test_id("teacher-change")).to_have_text("Removed Bo.")
+        expect(rows).to_have_count(2)
+        assert _focused(teacher) == "teacher-remove" and remove.input_value() == ""
+        for control in teacher.locator("section button").all():
+            box = control.bounding_box()
+            assert box is None or (box["height"] >= 44 and box["width"] >= 44)
+        assert [student["nickname"] for student in made.register.snapshot()["students"]] == ["Ana", "Cy"]
+
+        assert log.console_errors == [] and log.blocked == [] and log.failed == []
+
+        # a student removed meanwhile (another tab of the teacher's) is refused in words
+        remove.select_option("d" * 32)
+        teacher.get_by_role("button", name="Remove…").click()
+        made.register.remove("d" * 32)
+        teacher.get_by_role("button", name="Remove Cy").click()
+        expect(teacher.get_by_test_id("teacher-change-problem")).to_have_text(
+            "The server refused: no student in this class has that id: removed or merged already?."
+        )
+        assert log.failed == [f"{url}/class/remove"]  # Chromium logs that 404 itself; the page says nothing more
+        assert log.console_errors == ["Failed to load resource: the server responded with a status of 404 (Not Found)"]

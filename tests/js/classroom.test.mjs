@@ -1,11 +1,11 @@
 // The teacher's view's pure part (widgets/codec/teach/classroom.js): which room a page belongs to,
-// nicknames, each kept answer checked again as the student's page checks it, and the CSV, whose
-// cells a spreadsheet must never run.
+// nicknames (two students of one name told apart), each kept answer checked again as the student's
+// page checks it, and the CSV, whose cells a spreadsheet must never run.
 // Run: node --test tests/js/
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { EXERCISE_COLUMNS, EXERCISE_KINDS, answerVerdict, classRoomOf, csvField, exerciseColumn, exerciseInstance, exerciseSolve, exerciseVerdicts, formatLabNumber, readNickname, roomCsv } from "../../widgets/codec/index.js";
+import { EXERCISE_COLUMNS, EXERCISE_KINDS, answerVerdict, classRoomOf, csvField, exerciseColumn, exerciseInstance, exerciseSolve, exerciseVerdicts, formatLabNumber, readNickname, roomCsv, studentNames } from "../../widgets/codec/index.js";
 
 const ROOM = "0123456789abcdef0123456789abcdef";
 
@@ -25,6 +25,32 @@ test("a nickname is trimmed, and refused when empty or longer than 24 characters
   assert.equal(readNickname("x".repeat(24)).ok, true);
   assert.match(readNickname("x".repeat(25)).message, /25 characters long; a name here is at most 24/);
   assert.match(readNickname("   ").message, /Type a name/);
+});
+
+test("a nickname is composed as the server keeps it, counts an emoji as one character, and holds nothing the grid cannot show", () => {
+  assert.deepEqual(readNickname("Jose\u0301"), { ok: true, value: "Jos\u00e9" });
+  assert.equal(readNickname("\u{1f600}".repeat(24)).ok, true); // 48 UTF-16 units, 24 characters
+  assert.equal(readNickname("Ana María 李 O'Neil-2").ok, true);
+  for (const [name, spelt] of [
+    ["Ana\u202eevil", "\\u202e"],
+    ["A\u200bna", "\\u200b"],
+    ["Ana\u0000", "\\x00"],
+    ["Ana\u00a0Bo", "\\xa0"],
+    ["Ana\ud800", "\\ud800"],
+    ["Ana\ue000", "\\ue000"],
+  ]) {
+    assert.equal(readNickname(name).message, `That name holds ${spelt}, which the teacher's screen cannot show: use letters, digits, signs and plain spaces.`, name);
+  }
+});
+
+test("two students of one name are two names on the grid, the later ones numbered in the order they first posted", () => {
+  const student = (id, nickname) => ({ student: id.repeat(32), nickname, answers: {} });
+  const names = studentNames([student("1", "Ana"), student("2", "Bo"), student("3", "Ana"), student("4", "Ana (2)"), student("5", "Ana"), student("6", "x".repeat(30)), student("7", "x".repeat(31))]);
+  assert.deepEqual([...names.values()], ["Ana", "Bo", "Ana (2)", "Ana (2) (2)", "Ana (3)", `${"x".repeat(23)}…`, `${"x".repeat(23)}… (2)`]);
+  assert.equal(new Set(names.values()).size, names.size);
+  assert.equal(names.get("3".repeat(32)), "Ana (2)");
+  // names that differ only in a hidden character are shown apart already, and keep their own names
+  assert.deepEqual([...studentNames([student("a", "Ana"), student("b", "Ana\u200b")]).values()], ["Ana", "Ana\\u200b"]);
 });
 
 test("the grid has a column for every exercise, numbered within its notebook", () => {
@@ -81,4 +107,14 @@ test("the room's CSV: one line per kept answer of a known exercise, nicknames sh
   assert.ok(lines[2].startsWith('"right\\u202eto left","1","1.1"'), lines[2]);
   assert.ok(lines[2].includes('"abc","unread"'), lines[2]);
   assert.equal(lines[3], "");
+});
+
+test("the room's CSV names two students of one nickname as the grid does", () => {
+  const kept = { "nibble-decode": { seed: 7, round: 0, answer: "1", at: 1_800_000_000 } };
+  const students = ["a", "b", "c"].map((id) => ({ student: id.repeat(32), nickname: id === "b" ? "Bo" : "Ana", answers: kept }));
+  const firstFields = roomCsv(students)
+    .split("\r\n")
+    .slice(1, -1)
+    .map((line) => line.split(",")[0]);
+  assert.deepEqual(firstFields, ['"Ana"', '"Bo"', '"Ana (2)"']);
 });

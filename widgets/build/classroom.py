@@ -14,9 +14,20 @@ checks each one again with the exercises' own generator (widgets/codec/teach/exe
 student's page does. A post that claims a verdict, or an answer nobody typed, counts nothing.
 
 Bounds, whatever clients send: a body of at most MAX_BODY_BYTES, read only after its length was
-checked; at most MAX_STUDENTS students of at most MAX_ANSWERS_PER_STUDENT exercises each; posts
-from one address at most POST_BURST at once and POST_RATE_PER_S after that (a token bucket, kept for
-at most MAX_CLIENTS addresses). Every refusal is a 4xx with a one-line reason in the lab's words.
+checked; at most MAX_STUDENTS students of at most MAX_ANSWERS_PER_STUDENT exercises each, at most
+MAX_STUDENTS_PER_ADDRESS of them started from one address, so one device cannot fill the class;
+posts from one address at most POST_BURST at once and POST_RATE_PER_S after that (a token bucket,
+kept for at most MAX_CLIENTS addresses). Text is checked as it enters, never as it leaves: a
+nickname or an answer that is not Unicode text (a lone surrogate) is refused, and so is a nickname
+with a character the teacher's grid could not show as itself (a control, an invisible or bidi
+mark, a space other than the plain one). Every refusal is a 4xx with a one-line reason in the
+lab's words.
+
+The teacher's page changes the room with the token too: POST /class/remove {"student": id} takes a
+student off the grid (their place in the class and on their address is free again; a page of
+theirs that posts again comes back as a new row), and POST /class/merge {"from": id, "into": id}
+folds a student who came back under a new id into one row, which keeps the newer answer to each
+exercise; later posts from the merged-away id land on that row. Both reply with the room's answers.
 
 Which room a page belongs to travels in a session cookie (COOKIE) that every reply of this server
 sets: the exercises post only where it is set, so the static site, a plain `serve` and the live
@@ -35,12 +46,14 @@ import re
 import secrets
 import threading
 import time
+import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from lab.errors import InputError
 from lab.teach import course
 from lab.teach.speaker_notes import speaker_notes
-from lab.text import shown
+from lab.text import HIDDEN_CATEGORIES, OTHER_SPACES, read_json, shown, visible
 from widgets._bundle import bundle
 from widgets.build.room import THEME_CSS
 
@@ -50,6 +63,8 @@ RESULTS_PATH = "/class/results"
 SPEAKER_PATH = "/class/notes"
 NOTES_PATH = "/class/notes.json"
 ANSWERS_PATH = "/class/answers"
+REMOVE_PATH = "/class/remove"
+MERGE_PATH = "/class/merge"
 COOKIE = "four-bit-lab-class"
 # How often the teacher's page asks for the room's answers, in milliseconds.
 POLL_MS = 3000
@@ -58,6 +73,10 @@ POLL_MS = 3000
 MAX_BODY_BYTES = 2048
 # A workshop is twenty; a lecture hall a few hundred. One more student is refused, not a first dropped.
 MAX_STUDENTS = 500
+# Students started from one address: a workshop of twenty behind one address (a NAT, a test on
+# loopback), each starting twice (a second browser, a private window), fits; a script inventing
+# students fills less than a tenth of the class before the teacher can remove them.
+MAX_STUDENTS_PER_ADDRESS = 40
 # Four times the course's exercise kinds (16), far fewer than a flood of invented ones.
 MAX_ANSWERS_PER_STUDENT = 64
 # A nickname fits a grid's column on a phone; the exercises' answer field keeps at most 200 characters.
@@ -76,8 +95,13 @@ STUDENT_ID = re.compile(r"[0-9a-f]{32}")
 ROOM_ID = re.compile(r"[0-9a-f]{32}")
 KIND = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?")
 POST_FIELDS = frozenset({"room", "student", "nickname", "kind", "seed", "round", "answer"})
-# The paths this server takes a POST at (serve.py hands each to Classroom.post): a student's answer.
-POST_PATHS = frozenset({ANSWERS_PATH})
+# The paths this server takes a POST at (serve.py hands each to Classroom.post): a student's answer,
+# and the teacher's two changes.
+POST_PATHS = frozenset({ANSWERS_PATH, REMOVE_PATH, MERGE_PATH})
+# Unicode categories a name on the grid may not hold: lab.text's hidden ones but unassigned (Cn),
+# since Python's tables are older than a browser's and would call a new emoji unassigned; the grid
+# spells out any that is unassigned still.
+UNSHOWABLE_CATEGORIES = HIDDEN_CATEGORIES - {"Cn"}
 
 
 class ClassError(ValueError):
@@ -96,19 +120,44 @@ def _text(value, longest: int) -> bool:
     return isinstance(value, str) and len(value) <= longest
 
 
-def read_post(body: bytes) -> dict:
-    """One answer's post, checked field by field; ClassError(400) says what is wrong with it."""
+def _unshowable(text: str) -> str | None:
+    """The first character of `text` that a name on the grid could not show as itself."""
+    for char in text:
+        category = unicodedata.category(char)
+        if category in UNSHOWABLE_CATEGORIES or (category == OTHER_SPACES and char != " "):
+            return char
+    return None
+
+
+def _json_object(body: bytes, fields: frozenset) -> dict:
+    """A post's body as a JSON object with exactly `fields`; ClassError(400) otherwise."""
     try:
-        post = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise ClassError(400, "the post is not JSON text") from None
+        # the one reader of outside JSON: nesting, UTF-8, NaN and lone surrogates checked before use
+        post = read_json(body, what="the post", max_depth=2, max_chars=MAX_BODY_BYTES)
+    except InputError as error:
+        raise ClassError(400, str(error)) from None
     if not isinstance(post, dict):
         raise ClassError(400, "the post must be one JSON object")
-    if set(post) != POST_FIELDS:
-        unknown = sorted(set(post) - POST_FIELDS)
-        missing = sorted(POST_FIELDS - set(post))
+    if set(post) != fields:
+        unknown = sorted(set(post) - fields)
+        missing = sorted(fields - set(post))
         what = f"has fields it should not ({', '.join(map(repr, unknown))})" if unknown else f"lacks {missing}"
         raise ClassError(400, f"the post {what}")
+    return post
+
+
+def read_post(body: bytes) -> dict:
+    """One answer's post, checked field by field; ClassError(400) says what is wrong with it. The
+    nickname comes back trimmed and composed (NFC), so a name typed two ways is one name."""
+    post = _json_object(body, POST_FIELDS)
+    if isinstance(post["nickname"], str):
+        post["nickname"] = unicodedata.normalize("NFC", post["nickname"]).strip()
+        if unshowable := _unshowable(post["nickname"]):
+            raise ClassError(
+                400,
+                f"the post's nickname holds {visible(unshowable)}, which a name on the teacher's grid may not: "
+                "a name is letters, digits, signs and plain spaces",
+            )
     checks = [
         ("room", isinstance(post["room"], str) and ROOM_ID.fullmatch(post["room"]), "32 hex digits"),
         ("student", isinstance(post["student"], str) and STUDENT_ID.fullmatch(post["student"]), "32 hex digits"),
@@ -125,32 +174,65 @@ def read_post(body: bytes) -> dict:
     for name, good, wanted in checks:
         if not good:
             raise ClassError(400, f"the post's {name} must be {wanted}")
-    post["nickname"] = post["nickname"].strip()
     return post
+
+
+def read_change(body: bytes, fields: tuple[str, ...]) -> dict:
+    """A teacher's change (remove, merge): a JSON object of exactly `fields`, each a student's id;
+    ClassError(400) says what is wrong with it."""
+    change = _json_object(body, frozenset(fields))
+    for name in fields:
+        if not (isinstance(change[name], str) and STUDENT_ID.fullmatch(change[name])):
+            raise ClassError(400, f"the post's {name} must be a student's id, 32 hex digits")
+    return change
 
 
 @dataclass
 class Student:
     nickname: str
+    # the address that first posted as this student, which MAX_STUDENTS_PER_ADDRESS counts
+    address: str
     # kind -> {seed, round, answer, at}, the exercise answered last at the end
     answers: OrderedDict = field(default_factory=OrderedDict)
 
 
-class Register:
-    """The room's answers: each student's last answer to each exercise, bounded in count."""
+def _last_at(student: Student) -> float:
+    return max((entry["at"] for entry in student.answers.values()), default=0.0)
 
-    def __init__(self, max_students: int = MAX_STUDENTS, max_answers: int = MAX_ANSWERS_PER_STUDENT):
-        self.max_students, self.max_answers = max_students, max_answers
+
+class Register:
+    """The room's answers: each student's last answer to each exercise, bounded in count, and the
+    teacher's changes to it (remove, merge)."""
+
+    def __init__(
+        self,
+        max_students: int = MAX_STUDENTS,
+        max_answers: int = MAX_ANSWERS_PER_STUDENT,
+        max_per_address: int = MAX_STUDENTS_PER_ADDRESS,
+    ):
+        self.max_students, self.max_answers, self.max_per_address = max_students, max_answers, max_per_address
         self.students: dict[str, Student] = {}
+        # a merged-away student's id -> the student whose row took its answers, so that the page
+        # still posting under the old id adds to that row; one entry per merge the teacher made
+        self.merged_into: dict[str, str] = {}
         self.lock = threading.Lock()
 
-    def record(self, post: dict, at: float | None = None) -> None:
+    def record(self, post: dict, client: str, at: float | None = None) -> None:
+        """Keep `post` (read_post's) from `client` (its address)."""
         with self.lock:
-            student = self.students.get(post["student"])
+            key = self.merged_into.get(post["student"], post["student"])
+            student = self.students.get(key)
             if student is None:
                 if len(self.students) >= self.max_students:
                     raise ClassError(403, f"the class is full: it takes at most {self.max_students} students")
-                student = self.students[post["student"]] = Student(post["nickname"])
+                started = sum(1 for kept in self.students.values() if kept.address == client)
+                if started >= self.max_per_address:
+                    raise ClassError(
+                        403,
+                        f"this device has started {started} students already, the most one address may: "
+                        "ask your teacher to remove the ones no longer in use",
+                    )
+                student = self.students[key] = Student(post["nickname"], client)
             if post["kind"] not in student.answers and len(student.answers) >= self.max_answers:
                 raise ClassError(403, f"a student answers at most {self.max_answers} exercises here")
             student.nickname = post["nickname"]  # a student may change it; the grid shows the last
@@ -161,6 +243,42 @@ class Register:
                 "answer": post["answer"],
                 "at": round(time.time() if at is None else at, 3),
             }
+
+    def _known(self, key: str) -> Student:
+        student = self.students.get(key)
+        if student is None:
+            raise ClassError(404, "no student in this class has that id: removed or merged already?")
+        return student
+
+    def remove(self, key: str) -> None:
+        """Take student `key` off the grid; their place in the class, and on their address, is free again."""
+        with self.lock:
+            self._known(key)
+            del self.students[key]
+            self.merged_into = {old: into for old, into in self.merged_into.items() if into != key}
+
+    def merge(self, source: str, target: str) -> None:
+        """Fold student `source` into student `target`: the row kept has the newer answer to each
+        exercise, and the name posted last; `source`'s row goes, and its later posts land on `target`."""
+        if source == target:
+            raise ClassError(400, "a student cannot be merged into themself: choose two rows")
+        with self.lock:
+            taken, kept = self._known(source), self._known(target)
+            # oldest first, `target`'s after `source`'s at the same time, so the later one of a
+            # kind is the one kept and the exercise answered last stays at the end
+            entries = sorted([*taken.answers.items(), *kept.answers.items()], key=lambda item: item[1]["at"])
+            answers = OrderedDict()
+            for kind, entry in entries:
+                answers.pop(kind, None)
+                answers[kind] = entry
+            while len(answers) > self.max_answers:
+                answers.popitem(last=False)
+            if _last_at(taken) > _last_at(kept):
+                kept.nickname = taken.nickname
+            kept.answers = answers
+            del self.students[source]
+            self.merged_into = {old: target if into == source else into for old, into in self.merged_into.items()}
+            self.merged_into[source] = target
 
     def snapshot(self) -> dict:
         """What the teacher's page reads: every student, in the order they first posted."""
@@ -207,13 +325,14 @@ CLASS_PAGE = """<!doctype html>
 body {{ font-family: system-ui, sans-serif; font-size: clamp(16px, 1.1vw, 24px); line-height: 1.5; margin: 0; padding: 1rem max(1rem, 2vw); }}
 h1 {{ font-size: 1.6em; line-height: 1.2; margin: 0.3rem 0 0.6rem; }}
 button, select {{ font: inherit; padding: 0.3rem 0.8rem; min-height: 44px; color: inherit; background: transparent; border: 2px solid currentColor; border-radius: 6px; }}
+select {{ max-width: 100%; }}
 select option {{ color: #1a1a1a; background: #ffffff; }}
 :focus-visible {{ outline: 3px solid #005a8c; outline-offset: 2px; }}
 .bar {{ display: flex; flex-wrap: wrap; gap: 0.6rem 1.2rem; align-items: center; margin: 0.6rem 0; }}
 .scroll {{ overflow-x: auto; max-width: 100%; }}
 table {{ border-collapse: collapse; font-variant-numeric: tabular-nums; }}
 th, td {{ border: 1px solid #8a8a8a; padding: 0.25rem 0.5rem; text-align: center; white-space: nowrap; }}
-th[scope=row] {{ text-align: left; position: sticky; left: 0; background: #ffffff; max-width: 12em; overflow: hidden; text-overflow: ellipsis; }}
+th[scope=row] {{ text-align: left; position: sticky; left: 0; background: #ffffff; max-width: 12em; white-space: normal; overflow-wrap: break-word; }}
 td.right {{ background: #d6ecff; color: #00345a; }}
 td.wrong {{ background: #ffe3c4; color: #5a2a00; }}
 .error {{ color: #a30000; font-weight: 600; }}
@@ -221,11 +340,14 @@ td.wrong {{ background: #ffe3c4; color: #5a2a00; }}
 .slide {{ font-size: 1.3em; font-weight: 600; margin: 0.4rem 0; }}
 .note {{ font-size: 1.25em; line-height: 1.5; max-width: 48rem; border-left: 4px solid #e69f00; padding-left: 0.8rem; }}
 .muted {{ color: #4a4a4a; }}
+.confirm {{ border: 2px solid #a30000; border-radius: 6px; padding: 0 0.8rem; margin: 0.6rem 0; max-width: 40rem; }}
+button.danger {{ color: #a30000; }}
 @media (prefers-color-scheme: dark) {{
   th[scope=row] {{ background: #181a1b; }}
   td.right {{ background: #0c3a5e; color: #e6f3ff; }}
   td.wrong {{ background: #5a3000; color: #fff0e0; }}
-  .error {{ color: #ff9d9d; }}
+  .error, button.danger {{ color: #ff9d9d; }}
+  .confirm {{ border-color: #ff9d9d; }}
   .muted {{ color: #c8c8c8; }}
   :focus-visible {{ outline-color: #7cc4f4; }}
 }}
@@ -266,6 +388,11 @@ def notes_of_the_course() -> dict:
             for number, (file, title, _) in enumerate(course.NOTEBOOKS, start=1)
         ]
     }
+
+
+def _json_reply(data: dict) -> bytes:
+    # ASCII escapes for everything else: whatever text got in, the reply is bytes a browser reads
+    return json.dumps(data).encode("ascii")
 
 
 class Classroom:
@@ -319,8 +446,11 @@ class Classroom:
         if path not in (RESULTS_PATH, NOTES_PATH):
             return None
         self.authorised(authorization)
-        data = {"room": self.room, **self.register.snapshot()} if path == RESULTS_PATH else notes_of_the_course()
-        return json.dumps(data, ensure_ascii=False).encode("utf-8")
+        return self.results() if path == RESULTS_PATH else _json_reply(notes_of_the_course())
+
+    def results(self) -> bytes:
+        """The room's answers as the teacher's page reads them."""
+        return _json_reply({"room": self.room, **self.register.snapshot()})
 
     def authorised(self, authorization: str | None) -> None:
         """Raises ClassError 401 without a token and 403 with a wrong one."""
@@ -336,6 +466,14 @@ class Classroom:
         if path == ANSWERS_PATH:
             self.answer(client, body)
             return None
+        if path in (REMOVE_PATH, MERGE_PATH):
+            self.authorised(authorization)
+            if path == REMOVE_PATH:
+                self.register.remove(read_change(body, ("student",))["student"])
+            else:
+                change = read_change(body, ("from", "into"))
+                self.register.merge(change["from"], change["into"])
+            return self.results()
         raise ClassError(404, "there is nothing to post to at this address")
 
     def answer(self, client: str, body: bytes) -> None:
@@ -346,4 +484,4 @@ class Classroom:
         post = read_post(body)
         if not hmac.compare_digest(post["room"], self.room):
             raise ClassError(409, "this page belongs to an earlier class: reload it to join this one")
-        self.register.record(post)
+        self.register.record(post, client)

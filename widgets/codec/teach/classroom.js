@@ -9,6 +9,10 @@ import { visibleText } from "../text.js";
 export const LONGEST_NICKNAME = 24;
 const CLASS_COOKIE = "four-bit-lab-class";
 const ROOM_ID = /^[0-9a-f]{32}$/;
+// What a name on the teacher's grid may not hold (classroom.py's UNSHOWABLE_CATEGORIES): a
+// control, a format mark (zero-width, bidi), half a surrogate pair, private use, a line or
+// paragraph separator, or a space other than the plain one.
+const UNSHOWABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Zl}\p{Zp}]|(?! )\p{Zs}/u;
 
 /**
  * The room a page served by `serve --class` on `port` belongs to: the value of the cookie that
@@ -24,11 +28,17 @@ export function classRoomOf(cookieText, port) {
   return null;
 }
 
-/** A nickname typed for the teacher's view: {ok, value} (trimmed) or {ok: false, message}. */
+/**
+ * A nickname typed for the teacher's view: {ok, value} (composed as NFC and trimmed, as the server
+ * keeps it) or {ok: false, message}. Its length counts characters as the server does, so an emoji is one.
+ */
 export function readNickname(text) {
-  const name = String(text).trim();
+  const name = String(text).normalize("NFC").trim();
   if (!name) return { ok: false, message: "Type a name your teacher will know you by." };
-  if (name.length > LONGEST_NICKNAME) return { ok: false, message: `That name is ${name.length} characters long; a name here is at most ${LONGEST_NICKNAME}.` };
+  const unshowable = UNSHOWABLE.exec(name);
+  if (unshowable) return { ok: false, message: `That name holds ${visibleText(unshowable[0])}, which the teacher's screen cannot show: use letters, digits, signs and plain spaces.` };
+  const length = Array.from(name).length;
+  if (length > LONGEST_NICKNAME) return { ok: false, message: `That name is ${length} characters long; a name here is at most ${LONGEST_NICKNAME}.` };
   return { ok: true, value: name };
 }
 
@@ -66,17 +76,38 @@ export function csvField(value) {
 export const shownNickname = (nickname) => visibleText(nickname, LONGEST_NICKNAME);
 
 /**
- * The room's answers ({students: [{nickname, answers: {kind: {seed, round, answer, at}}}]}) as CSV
- * text, one line per student and exercise the course has, each verdict checked again.
+ * What the grid and the CSV call each of `students` (the server's list, in the order they first
+ * posted): the shown nickname, followed by " (2)", " (3)"… where a student who posted earlier is
+ * already called that, so no two rows read alike and the first keeps the plain name. A Map from
+ * the student's id to that name.
+ */
+export function studentNames(students) {
+  const taken = new Set();
+  const names = new Map();
+  for (const student of students) {
+    const shown = shownNickname(student.nickname);
+    let name = shown;
+    for (let count = 2; taken.has(name); count += 1) name = `${shown} (${count})`;
+    taken.add(name);
+    names.set(student.student, name);
+  }
+  return names;
+}
+
+/**
+ * The room's answers ({students: [{student, nickname, answers: {kind: {seed, round, answer, at}}}]})
+ * as CSV text, one line per student and exercise the course has, each verdict checked again, each
+ * student named as the grid names them (studentNames).
  */
 export function roomCsv(students) {
+  const names = studentNames(students);
   const lines = [["nickname", "notebook", "exercise", "title", "seed", "round", "answer", "verdict", "checked at (UTC)"]];
   for (const student of students) {
     for (const [kind, kept] of Object.entries(student.answers)) {
       const column = exerciseColumn(kind);
       if (!column) continue;
       const at = new Date(kept.at * 1000).toISOString();
-      lines.push([shownNickname(student.nickname), column.topic, column.label, column.title, kept.seed, kept.round, visibleText(kept.answer), answerVerdict(kind, kept), at]);
+      lines.push([names.get(student.student), column.topic, column.label, column.title, kept.seed, kept.round, visibleText(kept.answer), answerVerdict(kind, kept), at]);
     }
   }
   return `${lines.map((line) => line.map(csvField).join(",")).join("\r\n")}\r\n`;
