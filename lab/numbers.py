@@ -45,7 +45,9 @@ _QUOTED_CHARS = 20
 #: browser's \s both call spaces (the C0 separators, U+0085 and U+FEFF, which only one of them
 #: counts, are hidden characters the message spells out instead)
 SPACES = "\t\n\v\f\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
-_SEPARATORS = re.compile(f"[,;{SPACES}]+")
+#: what stands between two numbers of a row: one comma or semicolon with spaces around it, or spaces
+#: alone; two commas in a row leave an empty item between them, which is refused rather than skipped
+_SEPARATOR = re.compile(f"[{SPACES}]*[,;][{SPACES}]*|[{SPACES}]+")
 _NOT_FINITE_WORDS = frozenset({"nan", "inf", "infinity"})
 
 
@@ -168,13 +170,19 @@ def parse_number(text: str) -> float:
 
 
 def parse_number_row(text: str, label: str) -> list[float]:
-    """A row of numbers separated by commas, semicolons or spaces (at most 64)."""
+    """A row of numbers separated by commas, semicolons or spaces (at most 64); "1,,2" is refused, not
+    read as two numbers."""
     text = str(text)
     if len(text) > MAX_ROW_CHARS:
         raise InputError(f"{label}: the row is {len(text)} characters long; a row is at most {MAX_ROW_CHARS}")
-    items = [item for item in _SEPARATORS.split(text) if item]
-    if not items:
+    stripped = text.strip(SPACES)
+    items = _SEPARATOR.split(stripped) if stripped else []
+    if not any(items):
         raise InputError(f"{label}: enter at least one number, separated by commas")
+    if "" in items:
+        raise InputError(
+            f"{label}, item {items.index('') + 1} is empty: write one number between two commas, or remove a comma"
+        )
     if len(items) > MAX_ROW_LENGTH:
         raise InputError(f"{label}: at most {MAX_ROW_LENGTH} numbers, got {len(items)}")
     values = []

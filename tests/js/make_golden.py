@@ -454,6 +454,11 @@ ROW_TEXTS = [
     "1, " + "9" * 101,  # an item too long to read is quoted by its start
     ", ".join(["1" * 100] * 64),  # the longest row: 64 numbers of the longest kind
     "1," * 3265,  # past the longest row, refused before it is split
+    "1,,2",  # two commas with nothing between: refused, not read as two numbers
+    "1, 2,",  # a comma at the end leaves an empty last item
+    ";1",
+    "1 ;  ; 2",
+    "1 , 2\t;3  4",  # spaces around a separator, and spaces alone, are one separator
 ]
 
 

@@ -175,7 +175,9 @@ const QUOTED_CHARS = 20;
 // The spaces both codecs read as spaces (Python lab.numbers.SPACES): written out, since JS's \s and
 // trim() also take U+FEFF and Python's take U+001C..U+001F and U+0085.
 const SPACES = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
-const SEPARATORS = new RegExp(`[,;${SPACES}]+`);
+// What stands between two numbers of a row (Python lab.numbers._SEPARATOR): one comma or semicolon with
+// spaces around it, or spaces alone; two commas in a row leave an empty item, which is refused.
+const SEPARATOR = new RegExp(`[${SPACES}]*[,;][${SPACES}]*|[${SPACES}]+`);
 const NOT_FINITE_WORDS = new Set(["nan", "inf", "infinity"]);
 
 const isHighSurrogate = (unit) => unit >= 0xd800 && unit <= 0xdbff;
@@ -331,8 +333,12 @@ export function parseNumberRow(text, label) {
     const length = codePointCount(text);
     if (length > MAX_ROW_CHARS) return refused(`${label}: the row is ${length} characters long; a row is at most ${MAX_ROW_CHARS}`);
   }
-  const items = text.split(SEPARATORS).filter((item) => item.length > 0);
-  if (items.length === 0) return refused(`${label}: enter at least one number, separated by commas`);
+  const stripped = stripSpaces(text);
+  const items = stripped === "" ? [] : stripped.split(SEPARATOR);
+  if (!items.some((item) => item.length > 0)) return refused(`${label}: enter at least one number, separated by commas`);
+  if (items.includes("")) {
+    return refused(`${label}, item ${items.indexOf("") + 1} is empty: write one number between two commas, or remove a comma`);
+  }
   if (items.length > MAX_ROW_LENGTH) return refused(`${label}: at most ${MAX_ROW_LENGTH} numbers, got ${items.length}`);
   const values = [];
   for (const [position, item] of items.entries()) {
