@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import http.client
-import http.server
 import ipaddress
 import re
 import socket
@@ -128,7 +127,7 @@ def test_ctrl_c_stops_serve_without_a_traceback(site, monkeypatch, capsys):
     def interrupted(self, *args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(http.server.ThreadingHTTPServer, "serve_forever", interrupted)
+    monkeypatch.setattr(serve.SiteServer, "serve_forever", interrupted)
     serve.serve(site, port=0)  # returns instead of raising
     assert "stopped" in capsys.readouterr().out
 
@@ -167,23 +166,51 @@ def test_two_hundred_parallel_requests_are_all_answered_in_full(site):
     assert server.request_queue_size >= 128
 
 
+def _stalled_reader(port, path="/photo.png") -> socket.socket:
+    """A client that asks for a file and reads none of it: a small receive window, so the server's
+    writes stall once a few hundred KB are on their way."""
+    client = socket.socket()
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    client.settimeout(10)
+    client.connect(("127.0.0.1", port))
+    client.sendall(f"GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    return client
+
+
+def _read_to_the_end(client: socket.socket) -> int:
+    """The bytes a client reads until the server closes the connection (10 s at most)."""
+    read, started = 0, time.monotonic()
+    while time.monotonic() - started < 10:
+        try:
+            chunk = client.recv(65536)
+        except ConnectionError:
+            break
+        if not chunk:
+            break
+        read += len(chunk)
+    return read
+
+
 def test_extra_clients_wait_in_the_queue_while_every_handler_is_busy(site):
-    server, thread = start_server(site, timeout_s=2, max_handlers=2)
+    (site / "photo.png").write_bytes(bytes(range(256)) * 16_000)  # 4 MB, more than the buffers hold
+    server, thread = start_server(site, timeout_s=2, max_handlers=2, max_handlers_per_client=2)
     port = server.server_address[1]
-    # two silent clients take both handlers
-    busy = [socket.create_connection(("127.0.0.1", port), timeout=8) for _ in range(2)]
+    # two clients that never read take both handlers, each stalled in a write
+    busy = [_stalled_reader(port) for _ in range(2)]
     try:
+        time.sleep(0.5)
         started = time.monotonic()
         status, body = get_page(port, "/")
         waited = time.monotonic() - started
-        silent_clients_closed = [_closed_by_server(client) for client in busy]
+        stalled_clients_read = [_read_to_the_end(client) for client in busy]
     finally:
         for client in busy:
             client.close()
         stop_server(server, thread)
-    assert silent_clients_closed == [True, True]
+    # each stalled reply was cut off: the server closed the connection before the file's end
+    assert all(0 < read < 4_096_000 for read in stalled_clients_read), stalled_clients_read
     assert (status, body) == (200, b"<h1>lab</h1>")
-    # answered only once a silent client's handler had timed out and freed its place
+    # answered only once a stalled write had timed out and freed its handler
     assert 1.0 <= waited < 8
 
 
@@ -193,6 +220,7 @@ def test_extra_clients_wait_in_the_queue_while_every_handler_is_busy(site):
 def test_the_default_timeout_closes_idle_connections_within_a_minute(site):
     assert 5 <= serve.REQUEST_TIMEOUT_S <= 60
     assert serve.site_handler(site).timeout == serve.REQUEST_TIMEOUT_S
+    assert 1 <= serve.HEAD_DEADLINE_S <= serve.REQUEST_TIMEOUT_S
 
 
 def test_an_idle_connection_is_closed_after_the_timeout(site):
@@ -431,7 +459,7 @@ def _serve_lan_output(site, monkeypatch, capsys, addresses):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(serve, "site_server", on_loopback)
-    monkeypatch.setattr(http.server.ThreadingHTTPServer, "serve_forever", interrupted)
+    monkeypatch.setattr(serve.SiteServer, "serve_forever", interrupted)
     serve.serve(site, port=0, lan=True, addresses=addresses, hostname=ROOM_HOSTNAME)
     out = capsys.readouterr().out
     port = int(re.search(r"serving .* at http://127\.0\.0\.1:(\d+)/", out)[1])

@@ -29,13 +29,16 @@ import http.server
 import io
 import json
 import os
+import queue
 import re
+import selectors
+import signal
 import socket
 import sys
 import threading
 import time
 import urllib.parse
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from pathlib import Path
 
 from widgets.build.classroom import MAX_BODY_BYTES, POST_PATHS, ClassError, Classroom
@@ -44,15 +47,25 @@ from widgets.build.room import ROOM_PATH, lan_addresses, lan_banner, room_page, 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: widgets/build/serve.py
 DEFAULT_PORT = 8765
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
-# A client has this long from the start of a request to the end of its headers, and then for each
-# write of the reply. A browser needs milliseconds; an idle or trickling connection is closed
-# instead of holding a handler.
+# A reply's writes each have this long to reach the client; a browser needs milliseconds.
 REQUEST_TIMEOUT_S = 15
-# Connections the kernel queues while every handler is busy, enough for a classroom opening the
-# site at once (http.server's default of 5 dropped a tenth of 200 such requests).
+# A connection has this long from its accept to send its whole request head (and a post's body),
+# one deadline however its bytes trickle in; a browser sends them with the connection.
+HEAD_DEADLINE_S = 5
+# The longest request head read; a browser's is a few KB, cookies included.
+MAX_HEAD_BYTES = 64 * 1024
+# Connections the kernel queues until the serving loop accepts them.
 REQUEST_QUEUE_SIZE = 256
-# Requests handled at once, one thread each; further connections wait in the queue.
+# Requests handled at once, one thread each, and at most MAX_HANDLERS_PER_CLIENT of them for one
+# address, so a client that asks for files and never reads them holds half the threads at most.
 MAX_HANDLERS = 128
+MAX_HANDLERS_PER_CLIENT = 64
+# Connections the serving loop holds before their request is handed to a thread: still arriving, or
+# whole and waiting for a free handler. A classroom's burst from one address (a NAT, a browser's
+# test on loopback) is 200; an address over its bound loses its oldest connection whose request
+# has not arrived, and so does the loop over its total. 500 also fits select()'s 512 on Windows.
+MAX_WAITING = 500
+MAX_WAITING_PER_CLIENT = 256
 # A Host header as browsers send it: a DNS name or IPv4 address, or an IPv6 address in brackets,
 # then an optional port. Anything else (a list, spaces, a path, user@) is malformed.
 HOST_HEADER = re.compile(
@@ -175,7 +188,8 @@ def site_handler(
     is a loopback name (with `lan` also one of `addresses` or `hostname`) with the served port,
     nothing through a link that leaves `site`, 400 for a path that does not decode, text files
     gzipped from `gzip_cache` when the browser accepts it, cache headers and ETags, the room page
-    at /room with `lan`, connections closed after `timeout_s` seconds, and one log line per error,
+    at /room with `lan`, each write of a reply within `timeout_s` seconds, requests that say their
+    length twice or send a Transfer-Encoding refused, and one log line per error,
     none per hit. With a `classroom` (serve --class) every reply sets its cookie, POST /class/answers
     takes a student's answer, and /class and /class/notes are the teacher's pages, whose data
     needs the teacher's token (widgets/build/classroom.py). Any other method gets a 405."""
@@ -186,28 +200,8 @@ def site_handler(
     # made on its first request, when the served port is known
     room = functools.lru_cache(maxsize=1)(lambda port: room_page(list(addresses), hostname, port))
 
-    class HeadDeadline(io.RawIOBase):
-        """Reads of a client's socket that share one deadline while a request head arrives. A
-        socket timeout alone applies to each read, so a client sending a byte now and then would
-        hold its connection for ever."""
-
-        def __init__(self, connection):
-            self.connection = connection
-            self.deadline: float | None = None
-
-        def readable(self):
-            return True
-
-        def readinto(self, buffer):
-            if self.deadline is not None:
-                remaining = self.deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError("the request head did not arrive in time")
-                self.connection.settimeout(remaining)
-            return self.connection.recv_into(buffer)
-
     class Handler(http.server.SimpleHTTPRequestHandler):
-        timeout = timeout_s  # StreamRequestHandler.setup puts it on the socket
+        timeout = timeout_s  # on each write of the reply
         # source maps are JSON; mimetypes knows no type for them
         extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".map": "application/json"}
 
@@ -215,23 +209,45 @@ def site_handler(
             super().__init__(*args, directory=str(site), **kwargs)
 
         def setup(self):
-            super().setup()
-            # The socket stays open while a file made from it is, so the one setup made is closed.
-            self.rfile.close()
-            self.head = HeadDeadline(self.connection)
-            self.rfile = io.BufferedReader(self.head)
+            # SiteServer's loop read the whole request before handing it over (a Waiting)
+            self.connection = self.request.connection
+            self.connection.settimeout(self.timeout)
+            self.rfile = io.BytesIO(self.request.data)
+            self.wfile = ReplyWriter(self.connection)
 
         def handle_one_request(self):
             self.allowed = None  # the methods a 405 names
-            # a timeout ends in the base class, which closes the connection without a reply
-            self.head.deadline = time.monotonic() + self.timeout
+            if self.request.too_long:
+                self.requestline, self.request_version, self.command = "", "", ""
+                self.send_error(431, "Request head too large")
+                return
             super().handle_one_request()
 
         def parse_request(self):
-            parsed = super().parse_request()
-            self.head.deadline = None
-            self.connection.settimeout(self.timeout)
-            return parsed
+            if not super().parse_request():
+                return False
+            if (refusal := self.framing_refusal()) is None:
+                return True
+            if classroom is not None and self.command == "POST" and self.url_path() in POST_PATHS:
+                with self.send_refusal(ClassError(*refusal), close=True) as reply:
+                    self.copyfile(reply, self.wfile)
+            else:
+                self.send_error(*refusal)
+            return False
+
+        def framing_refusal(self) -> tuple[int, str] | None:
+            """The error that refuses how this request says where its body ends, or None. Two
+            Content-Length headers, or a Transfer-Encoding beside one, may be read differently by
+            this server and by whatever sits in front of it (request smuggling, RFC 9112 6.3); this
+            server never takes a chunked body, so any Transfer-Encoding, even an empty one, is refused."""
+            if len(self.headers.get_all("Content-Length") or []) > 1:
+                return 400, "a request says its length once: this one has more than one Content-Length"
+            if "Transfer-Encoding" in self.headers:
+                return 411, "this server takes no Transfer-Encoding: a request says its length in one Content-Length"
+            return None
+
+        def url_path(self) -> str:
+            return urllib.parse.urlsplit(self.path).path
 
         def host_refusal(self) -> tuple[int, str] | None:
             """The error that refuses this request's Host header, or None to accept it."""
@@ -390,7 +406,7 @@ def site_handler(
             if refusal := self.host_refusal():
                 self.send_error(*refusal)
                 return
-            if classroom is None or urllib.parse.urlsplit(self.path).path not in POST_PATHS:
+            if classroom is None or self.url_path() not in POST_PATHS:
                 self.refuse_method()
                 return
             reply = self.take_post()
@@ -399,11 +415,10 @@ def site_handler(
                     self.copyfile(reply, self.wfile)
 
         def take_post(self):
-            """A post to the class (a student's answer, a teacher's change): its length checked before
-            a byte of it is read, read within the request's deadline, from a page of this site
-            (Origin), then classroom.post."""
+            """A post to the class (a student's answer, a teacher's change): its length checked,
+            from a page of this site (Origin), then classroom.post."""
             length = self.headers.get("Content-Length", "")
-            if self.headers.get("Transfer-Encoding") or not (length.isascii() and length.isdigit()):
+            if not (length.isascii() and length.isdigit()):
                 return self.send_refusal(ClassError(411, "an answer's post must say its length"), close=True)
             if int(length) > MAX_BODY_BYTES:
                 return self.send_refusal(
@@ -414,20 +429,10 @@ def site_handler(
                 return self.send_refusal(ClassError(403, "answers come from the lab's own pages"), close=True)
             if self.headers.get_content_type() != "application/json":
                 return self.send_refusal(ClassError(415, "an answer is posted as application/json"), close=True)
-            self.head.deadline = time.monotonic() + self.timeout
+            # the serving loop waited for the body that this same length announced
+            body = self.rfile.read(int(length))
             try:
-                body = self.rfile.read(int(length))
-            except (TimeoutError, OSError):
-                self.close_connection = True
-                return None
-            finally:
-                self.head.deadline = None
-            if len(body) != int(length):
-                self.close_connection = True
-                return None
-            path = urllib.parse.urlsplit(self.path).path
-            try:
-                reply = classroom.post(path, self.client_address[0], self.headers.get("Authorization"), body)
+                reply = classroom.post(self.url_path(), self.client_address[0], self.headers.get("Authorization"), body)
             except ClassError as refusal:
                 return self.send_refusal(refusal)
             if reply is not None:
@@ -457,6 +462,260 @@ def site_handler(
     return Handler
 
 
+class ReplyWriter(io.BufferedIOBase):
+    """A reply's bytes written whole to the client, each write within the connection's timeout."""
+
+    def __init__(self, connection: socket.socket):
+        self.connection = connection
+
+    def writable(self):
+        return True
+
+    def write(self, data):
+        self.connection.sendall(data)
+        return memoryview(data).nbytes
+
+
+# The blank line that ends a request head, as http.server reads lines (with or without \r).
+HEAD_END = re.compile(rb"\r?\n\r?\n")
+# A body's length as the handler reads it; anything else (two, or beside a Transfer-Encoding) is
+# handed over at the end of the head, for the handler to refuse.
+CONTENT_LENGTH = re.compile(rb"^content-length:[ \t]*([0-9]{1,10})\r?$", re.IGNORECASE | re.MULTILINE)
+TRANSFER_ENCODING = re.compile(rb"^transfer-encoding:", re.IGNORECASE | re.MULTILINE)
+# A read of a connection's waiting bytes; a browser's request head is one or two.
+READ_BYTES = 16 * 1024
+
+
+class Waiting:
+    """A connection SiteServer's loop holds until its request has arrived whole: its bytes so far,
+    and the deadline (HEAD_DEADLINE_S from its accept) by which they must be complete."""
+
+    def __init__(self, connection: socket.socket, address: tuple, deadline: float):
+        self.connection, self.address, self.deadline = connection, address, deadline
+        self.client = address[0]
+        self.data = bytearray()
+        self.expected: int | None = None  # the request's length once its head is in: head and body
+        self.too_long = False
+
+    @property
+    def ready(self) -> bool:
+        return self.expected is not None and len(self.data) >= self.expected
+
+    def take(self, chunk: bytes) -> None:
+        scanned = max(0, len(self.data) - 3)  # a blank line may straddle two reads
+        self.data += chunk
+        if self.expected is not None:
+            return
+        if (end := HEAD_END.search(self.data, scanned)) is None:
+            if len(self.data) > MAX_HEAD_BYTES:
+                self.too_long, self.expected = True, 0
+            return
+        head = bytes(self.data[: end.end()])
+        lengths = CONTENT_LENGTH.findall(head)
+        waits_for_body = len(lengths) == 1 and not TRANSFER_ENCODING.search(head)
+        body_bytes = int(lengths[0]) if waits_for_body and int(lengths[0]) <= MAX_BODY_BYTES else 0
+        self.expected = end.end() + body_bytes
+
+
+class SiteServer(http.server.HTTPServer):
+    """The built site on `address`, with site_handler's rules. One loop (serve_forever) accepts
+    every connection and reads its request without blocking; only a request that has arrived whole
+    is handed to a handler thread, so idle and trickling connections cost a socket and a buffer,
+    never a thread. See site_server for the settings."""
+
+    request_queue_size = REQUEST_QUEUE_SIZE
+    # On Windows SO_REUSEADDR lets a second server bind a port that is in use, which would
+    # hide the port-in-use message; elsewhere it only allows a restart during TIME_WAIT.
+    allow_reuse_address = os.name != "nt"
+
+    def __init__(self, site: Path, address: tuple[str, int], *, lan, addresses, hostname, classroom, limits):
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self.lan_addresses = (lan_addresses() if addresses is None else list(addresses)) if lan else []
+        self.hostname = (socket.gethostname() if hostname is None else hostname) if lan else ""
+        self.gzip_cache = GzipCache(limits["gzip_cache_bytes"])
+        self.head_deadline_s = limits["head_deadline_s"]
+        self.max_handlers, self.max_handlers_per_client = limits["max_handlers"], limits["max_handlers_per_client"]
+        self.max_waiting, self.max_waiting_per_client = limits["max_waiting"], limits["max_waiting_per_client"]
+        names = {"addresses": tuple(self.lan_addresses), "hostname": self.hostname}
+        handler = site_handler(
+            site, lan=lan, **names, gzip_cache=self.gzip_cache, timeout_s=limits["timeout_s"], classroom=classroom
+        )
+        # accept order, which is deadline order; and the same connections by client address
+        self.waiting: OrderedDict[socket.socket, Waiting] = OrderedDict()
+        self.waiting_by_client: dict[str, OrderedDict[socket.socket, Waiting]] = {}
+        self.handling: Counter[str] = Counter()
+        # handler threads say here which client's request they finished, and wake the loop
+        self.finished: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self.wake_reader, self.wake_writer = socket.socketpair()
+        self.wake_writer.setblocking(False)
+        self.stop_requested, self.stopped = threading.Event(), threading.Event()
+        # binds, and closes what it made when it cannot (server_close)
+        super().__init__(address, handler)
+
+    def server_bind(self):
+        if self.address_family == socket.AF_INET6:
+            # one socket for both families, as http.server's own DualStackServer does
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+
+    def serve_forever(self, poll_interval: float = 0.5):
+        selector = selectors.DefaultSelector()
+        self.socket.setblocking(False)
+        selector.register(self.socket, selectors.EVENT_READ)
+        selector.register(self.wake_reader, selectors.EVENT_READ)
+        try:
+            while not self.stop_requested.is_set():
+                for key, _ in selector.select(self.select_timeout(poll_interval)):
+                    if key.fileobj is self.socket:
+                        self.accept_waiting(selector)
+                    elif key.fileobj is self.wake_reader:
+                        self.take_finished()
+                    else:
+                        self.read_waiting(key.data, selector)
+                self.close_expired(selector)
+                self.dispatch()
+        finally:
+            for waiting in list(self.waiting.values()):
+                self.drop(waiting, selector)
+            selector.close()
+            self.stop_requested.clear()
+            self.stopped.set()
+
+    def shutdown(self):
+        """Stops serve_forever and waits until it has returned, as socketserver's does."""
+        self.stop_requested.set()
+        self.wake()
+        self.stopped.wait()
+        self.stopped.clear()
+
+    def server_close(self):
+        super().server_close()
+        self.wake_reader.close()
+        self.wake_writer.close()
+
+    def wake(self) -> None:
+        try:
+            self.wake_writer.send(b"\0")
+        except OSError:  # full (the loop wakes anyway) or closed (the server has stopped)
+            pass
+
+    def select_timeout(self, poll_interval: float) -> float:
+        incomplete = next((waiting for waiting in self.waiting.values() if not waiting.ready), None)
+        if incomplete is None:
+            return poll_interval
+        return max(0.0, min(poll_interval, incomplete.deadline - time.monotonic()))
+
+    def accept_waiting(self, selector) -> None:
+        # a burst is taken in turns, so reading the connections already accepted is not held up
+        for _ in range(64):
+            try:
+                connection, address = self.socket.accept()
+            except BlockingIOError:
+                return
+            except OSError as error:
+                # out of file descriptors: the oldest unfinished connection makes room, or the
+                # kernel keeps the new one queued a moment
+                if error.errno in (errno.EMFILE, errno.ENFILE):
+                    if self.waiting:
+                        self.drop(self.oldest(self.waiting.values()), selector)
+                    else:
+                        time.sleep(0.05)
+                return
+            connection.setblocking(False)
+            waiting = Waiting(connection, address, time.monotonic() + self.head_deadline_s)
+            self.waiting[connection] = waiting
+            self.waiting_by_client.setdefault(waiting.client, OrderedDict())[connection] = waiting
+            selector.register(connection, selectors.EVENT_READ, waiting)
+            mine = self.waiting_by_client[waiting.client]
+            if len(mine) > self.max_waiting_per_client:
+                self.drop(self.oldest(mine.values()), selector)
+            if len(self.waiting) > self.max_waiting:
+                self.drop(self.oldest(self.waiting.values()), selector)
+
+    @staticmethod
+    def oldest(waitings) -> Waiting:
+        """The connection to close for room: the oldest whose request has not arrived whole (an
+        idle or trickling one, far older than a browser's), else the oldest."""
+        waitings = list(waitings)
+        return next((waiting for waiting in waitings if not waiting.ready), waitings[0])
+
+    def read_waiting(self, waiting: Waiting, selector) -> None:
+        if self.waiting.get(waiting.connection) is not waiting:
+            return  # closed for room earlier in the same turn
+        try:
+            chunk = waiting.connection.recv(READ_BYTES)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:  # closed or reset before its request was whole
+            self.drop(waiting, selector)
+            return
+        waiting.take(chunk)
+        if waiting.ready:
+            selector.unregister(waiting.connection)
+
+    def close_expired(self, selector) -> None:
+        now = time.monotonic()
+        for waiting in list(self.waiting.values()):
+            if waiting.deadline > now:
+                break
+            if not waiting.ready:
+                self.drop(waiting, selector)
+
+    def dispatch(self) -> None:
+        """Hands each whole request, oldest first, to a handler thread while one is free and its
+        client is under its share."""
+        for waiting in list(self.waiting.values()):
+            if self.handling.total() >= self.max_handlers:
+                return
+            if waiting.ready and self.handling[waiting.client] < self.max_handlers_per_client:
+                self.forget(waiting)
+                self.handling[waiting.client] += 1
+                threading.Thread(target=self.handle_waiting, args=(waiting,), daemon=True).start()
+
+    def take_finished(self) -> None:
+        self.wake_reader.recv(4096)  # what is left wakes the loop again
+        while True:
+            try:
+                client = self.finished.get_nowait()
+            except queue.Empty:
+                return
+            self.handling[client] -= 1
+            if self.handling[client] <= 0:
+                del self.handling[client]
+
+    def forget(self, waiting: Waiting) -> None:
+        del self.waiting[waiting.connection]
+        mine = self.waiting_by_client[waiting.client]
+        del mine[waiting.connection]
+        if not mine:
+            del self.waiting_by_client[waiting.client]
+
+    def drop(self, waiting: Waiting, selector) -> None:
+        self.forget(waiting)
+        if not waiting.ready:
+            selector.unregister(waiting.connection)
+        waiting.connection.close()
+
+    def handle_waiting(self, waiting: Waiting) -> None:
+        try:
+            waiting.connection.setblocking(True)
+            self.finish_request(waiting, waiting.address)
+        except Exception:
+            self.handle_error(waiting.connection, waiting.address)
+        finally:
+            self.shutdown_request(waiting.connection)
+            self.finished.put(waiting.client)
+            self.wake()
+
+    def handle_error(self, request, client_address):
+        # A browser that drops its connection while a file is on its way (a student leaving a
+        # page before it has loaded), or stops reading it, is no fault of the server's.
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
 def site_server(
     site: Path,
     address: tuple[str, int],
@@ -465,67 +724,60 @@ def site_server(
     addresses: list[str] | None = None,
     hostname: str | None = None,
     timeout_s: float = REQUEST_TIMEOUT_S,
+    head_deadline_s: float | None = None,
     max_handlers: int = MAX_HANDLERS,
+    max_handlers_per_client: int = MAX_HANDLERS_PER_CLIENT,
+    max_waiting: int = MAX_WAITING,
+    max_waiting_per_client: int = MAX_WAITING_PER_CLIENT,
     gzip_cache_bytes: int = GZIP_CACHE_BYTES,
     classroom: Classroom | None = None,
-):
+) -> SiteServer:
     """A server for `site` listening on `address` (serve_forever runs it; an IPv6 address such as
-    "::" also takes IPv4 where the system allows), with site_handler's rules, at most `max_handlers`
-    requests handled at once and REQUEST_QUEUE_SIZE more queued. With `lan` the Host header may
-    also name each of `addresses` (lan_addresses() when None) or `hostname` (this machine's when
-    None), and /room shows them. With a `classroom` it is the teacher's view too (site_handler).
+    "::" also takes IPv4 where the system allows), with site_handler's rules. A connection has
+    `head_deadline_s` (HEAD_DEADLINE_S, or `timeout_s` if shorter) from its accept to send its
+    request whole; at most `max_waiting` connections
+    (`max_waiting_per_client` from one address) wait for that or for a handler; at most
+    `max_handlers` requests (`max_handlers_per_client` from one address) are handled at once, each
+    write of a reply within `timeout_s`. With `lan` the Host header may also name each of
+    `addresses` (lan_addresses() when None) or `hostname` (this machine's when None), and /room
+    shows them. With a `classroom` it is the teacher's view too (site_handler).
     Raises OSError when the address cannot be bound."""
+    limits = {
+        "timeout_s": timeout_s,
+        "head_deadline_s": min(HEAD_DEADLINE_S, timeout_s) if head_deadline_s is None else head_deadline_s,
+        "max_handlers": max_handlers,
+        "max_handlers_per_client": max_handlers_per_client,
+        "max_waiting": max_waiting,
+        "max_waiting_per_client": max_waiting_per_client,
+        "gzip_cache_bytes": gzip_cache_bytes,
+    }
+    return SiteServer(
+        site, address, lan=lan, addresses=addresses, hostname=hostname, classroom=classroom, limits=limits
+    )
 
-    class Server(http.server.ThreadingHTTPServer):
-        address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        request_queue_size = REQUEST_QUEUE_SIZE
-        daemon_threads = True
-        # Ctrl+C stops at once instead of waiting for open connections to time out.
-        block_on_close = False
-        # On Windows SO_REUSEADDR lets a second server bind a port that is in use, which would
-        # hide the port-in-use message; elsewhere it only allows a restart during TIME_WAIT.
-        allow_reuse_address = os.name != "nt"
 
-        def __init__(self):
-            self.lan_addresses = (lan_addresses() if addresses is None else list(addresses)) if lan else []
-            self.hostname = (socket.gethostname() if hostname is None else hostname) if lan else ""
-            self.gzip_cache = GzipCache(gzip_cache_bytes)
-            names = {"addresses": tuple(self.lan_addresses), "hostname": self.hostname}
-            handler = site_handler(
-                site, lan=lan, **names, gzip_cache=self.gzip_cache, timeout_s=timeout_s, classroom=classroom
-            )
-            super().__init__(address, handler)
-            self.free_handlers = threading.BoundedSemaphore(max_handlers)
+def allow_open_files() -> None:
+    """Raises this process's limit on open files to what the server's bounds can hold at once
+    (macOS starts a terminal at 256), where the system allows; accept_waiting copes without."""
+    try:
+        import resource
+    except ImportError:  # Windows, whose select() bound MAX_WAITING already fits
+        return
+    wanted = MAX_WAITING + 2 * MAX_HANDLERS + 64  # a socket each, a file per handler, and the rest
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return
+    try:
+        resource.setrlimit(
+            resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard)
+        )
+    except (ValueError, OSError):
+        pass
 
-        def server_bind(self):
-            if self.address_family == socket.AF_INET6:
-                # one socket for both families, as http.server's own DualStackServer does
-                self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-            super().server_bind()
 
-        def process_request(self, request, client_address):
-            # Waiting here for a free handler leaves later connections in the kernel's queue,
-            # which bounds the server's threads however many clients connect.
-            self.free_handlers.acquire()
-            try:
-                super().process_request(request, client_address)
-            except BaseException:
-                self.free_handlers.release()
-                raise
-
-        def process_request_thread(self, request, client_address):
-            try:
-                super().process_request_thread(request, client_address)
-            finally:
-                self.free_handlers.release()
-
-        def handle_error(self, request, client_address):
-            # A browser that drops its connection while a file is on its way (a student leaving a
-            # page before it has loaded) is no fault of the server's: nothing for the terminal.
-            if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)):
-                super().handle_error(request, client_address)
-
-    return Server()
+def stop_on_signal(signum, frame):
+    # SIGTERM and SIGHUP (a closed terminal) stop serve as Ctrl+C does
+    raise KeyboardInterrupt
 
 
 def serve(
@@ -552,17 +804,17 @@ def serve(
         addresses = [
             name for name in (lan_addresses() if addresses is None else addresses) if dual_stack or ":" not in name
         ]
+    stop_signals = [signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
+    # only the main thread may set signal handlers; serve run from another thread keeps Python's
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = {number: signal.getsignal(number) for number in stop_signals} if in_main_thread else {}
+    server = None
     try:
+        for number in previous:
+            signal.signal(number, stop_on_signal)
+        allow_open_files()
         server = site_server(site, (bind, port), lan=lan, addresses=addresses, hostname=hostname, classroom=classroom)
-    except OSError as error:
-        if error.errno == errno.EADDRINUSE:
-            other = port + 1 if port < 65535 else DEFAULT_PORT
-            raise ServeError(f"port {port} is in use on {where}; pick another with: {command} --port {other}") from None
-        raise ServeError(
-            f"cannot serve on {where} port {port} ({error.strerror}); try another with: {command} --port N"
-        ) from None
-    port = server.server_address[1]  # the one the system chose when asked for port 0
-    try:
+        port = server.server_address[1]  # the one the system chose when asked for port 0
         if lan:
             print(lan_banner(server.lan_addresses, server.hostname, port, colour=terminal_has_colour()))
         if classroom is not None:
@@ -570,9 +822,24 @@ def serve(
         print(f"serving {site} at http://127.0.0.1:{port}/ (Ctrl+C to stop)", flush=True)
         server.serve_forever()
     except KeyboardInterrupt:
-        print("stopped")
+        # a second signal while the server closes would end in a traceback; it is stopping anyway
+        for number in previous:
+            signal.signal(number, signal.SIG_IGN)
+        print("stopped", flush=True)
+    except OSError as error:
+        if server is not None:
+            raise
+        if error.errno == errno.EADDRINUSE:
+            other = port + 1 if port < 65535 else DEFAULT_PORT
+            raise ServeError(f"port {port} is in use on {where}; pick another with: {command} --port {other}") from None
+        raise ServeError(
+            f"cannot serve on {where} port {port} ({error.strerror}); try another with: {command} --port N"
+        ) from None
     finally:
-        server.server_close()
+        if server is not None:
+            server.server_close()
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def class_banner(classroom: Classroom, port: int) -> str:
