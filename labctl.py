@@ -237,6 +237,23 @@ def stopped_as_by_ctrl_c():
             signal.signal(number, handler)
 
 
+def run_to_its_end(command: list[str], **options) -> int:
+    """Run `command` and return its exit status, waiting for it through a stop: Ctrl+C reaches the
+    child from the terminal as it reaches labctl, so labctl leaves the child to stop in its own
+    words (serve says "stopped") instead of ending in a KeyboardInterrupt traceback; SIGTERM and
+    SIGHUP sent to labctl are passed on to the child, which stops as it would on its own."""
+    child = subprocess.Popen(command, **options)
+    # set after the child started: a handler set before would be inherited while it execs
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, lambda *_: None)}
+    for number in STOP_SIGNALS:
+        previous[number] = signal.signal(number, lambda signum, _: child.send_signal(signum))
+    try:
+        return child.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def open_lab(python: Path, extra: list[str], mode: str = "run", *, prepare: bool = True) -> int:
     """Serve the notebooks folder on 127.0.0.1 and open the course's index in the browser.
 
@@ -306,7 +323,7 @@ def print_handouts(python: Path, extra: list[str]) -> int:
     default ./handouts) is where the caller means; the repository root goes on its path for bench's
     Chromium harness, which is not an installed package."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.call([str(python), "-m", "widgets.build.handouts", *extra], env=env)
+    return run_to_its_end([str(python), "-m", "widgets.build.handouts", *extra], env=env)
 
 
 def main(argv: list[str]) -> int:
@@ -314,16 +331,16 @@ def main(argv: list[str]) -> int:
         "open": lambda python, extra: open_lab(python, extra, "run"),
         "edit": lambda python, extra: open_lab(python, extra, "edit"),
         "test": run_tests,
-        "site": lambda python, extra: subprocess.call([str(python), "-m", "widgets.build.site", *extra], cwd=ROOT),
-        "serve": lambda python, extra: subprocess.call(
+        "site": lambda python, extra: run_to_its_end([str(python), "-m", "widgets.build.site", *extra], cwd=ROOT),
+        "serve": lambda python, extra: run_to_its_end(
             [str(python), "-m", "widgets.build.site", "serve", *extra], cwd=ROOT
         ),
-        "bench": lambda python, extra: subprocess.call([str(python), "-m", "bench.run", *extra], cwd=ROOT),
+        "bench": lambda python, extra: run_to_its_end([str(python), "-m", "bench.run", *extra], cwd=ROOT),
         "handouts": print_handouts,
         # in the caller's folder, so that -o FILE.html is where the caller means
-        "explainer": lambda python, extra: subprocess.call([str(python), "-m", "widgets.build.standalone", *extra]),
+        "explainer": lambda python, extra: run_to_its_end([str(python), "-m", "widgets.build.standalone", *extra]),
         # in the caller's folder, so that PATH.py and -o DIR are where the caller means
-        "export": lambda python, extra: subprocess.call([str(python), "-m", "widgets.build.export", *extra]),
+        "export": lambda python, extra: run_to_its_end([str(python), "-m", "widgets.build.export", *extra]),
         "setup": lambda python, extra: 0,
     }
     if not argv or argv[0] not in commands:

@@ -266,3 +266,58 @@ def test_the_quick_tier_leaves_out_tests_by_their_folder_file_and_model():
     collected = {line.split("::")[0] for line in listed.stdout.splitlines() if "::" in line}
     assert collected == {"tests/apps/test_labctl.py", "tests/apps/test_speed_bench.py"}, listed.stdout
     assert real_model_test not in listed.stdout and re.search(r"\(\d+ deselected\)", listed.stdout)
+
+
+# A command labctl runs to its end, standing in for serve: it says when it is ready, then stops in
+# its own words on SIGINT or SIGTERM, as serve does.
+STAND_IN = (
+    "import signal, sys, time\n"
+    "def stop(*_):\n"
+    "    print('stopped', flush=True)\n"
+    "    sys.exit(0)\n"
+    "signal.signal(signal.SIGINT, stop)\n"
+    "signal.signal(signal.SIGTERM, stop)\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+def _run_stand_in() -> subprocess.Popen:
+    """labctl.run_to_its_end on the stand-in, in a process group of its own, once the stand-in is ready."""
+    runner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import sys, labctl; sys.exit(labctl.run_to_its_end([sys.executable, '-c', {STAND_IN!r}]))",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert runner.stdout.readline() == "ready\n"
+    return runner
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX's")
+def test_ctrl_c_on_a_command_labctl_runs_leaves_the_child_to_stop_and_no_traceback():
+    """Ctrl+C reaches the whole group: labctl waits for the child's own quiet stop (serve's "stopped")."""
+    runner = _run_stand_in()
+    try:
+        os.killpg(runner.pid, signal.SIGINT)
+        out, err = runner.communicate(timeout=30)
+        assert (runner.returncode, out, err) == (0, "stopped\n", "")
+    finally:
+        _kill_group(runner)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="SIGTERM and SIGHUP as POSIX sends them")
+def test_sigterm_to_labctl_alone_is_passed_on_to_the_command_it_runs():
+    runner = _run_stand_in()
+    try:
+        runner.terminate()
+        out, err = runner.communicate(timeout=30)
+        assert (runner.returncode, out, err) == (0, "stopped\n", "")
+    finally:
+        _kill_group(runner)
