@@ -457,13 +457,7 @@ def _(code_name, course, explorers, gguf_browser, mo, pick, pick_error, shown):
     )
     if pick.explorer in explorers:
         _view = explorers[pick.explorer]
-        _widget = _view.widget
-        # every input as a new widget would have it (the weight picked in a block of another
-        # type may not exist in this one), then the pick's bytes; sent to the browser at once
-        _inputs = {name: _widget.trait_defaults(name) for name in _widget._inputs if name != "presenter"}
-        with _widget.hold_sync():
-            for _name, _value in (_inputs | pick.widget_traits).items():
-                _widget.set_trait(_name, _value)
+        _view.widget.show_block(pick.type_name, pick.raw)
     if pick.explorer == "q4k":
         _note = "The block's 144 bytes in the Q4_K explorer of notebook 5."
     elif pick.explorer == "ownership":

@@ -4,11 +4,10 @@ Python sets a widget's input traits, its only synced state; the browser side (on
 figure, bundled with the JS codec modules it imports from codec/) computes everything it shows
 from them, so a static HTML export re-renders and stays interactive with no kernel.
 
-A few values are also read back in Python: a later notebook cell prints them, or a test runs the
-notebook or opens a file's block in a widget and checks them. Only those are derived here as
-well, with the `lab` codec, into traits tagged `derived`. They are not synced: the browser never
-reads them, it computes its own with the JS codec, and the golden-vector tests (tests/js/) prove
-the two codecs agree bit for bit.
+Python derives nothing that a figure shows: the tests compute it with the `lab` codec from a
+widget's inputs, and the golden-vector tests (tests/js/) prove the JS codec agrees bit for bit.
+What Python does keep is each figure's check of its inputs (`message`), so a state the figure
+would refuse is refused in Python too, before a page is written with it.
 """
 
 from __future__ import annotations
@@ -20,24 +19,15 @@ import numpy as np
 import traitlets as t
 
 from lab import numbers as text
-from lab.codes import e8m0, nibble
+from lab.codes import nibble
 from lab.errors import LabError, ShapeError, UnsupportedTypeError
-from lab.formats import by_gguf_type, iq4_nl, mxfp4, nvfp4, q4_0, q4k, with_gguf
+from lab.formats import by_gguf_type, mxfp4, nvfp4, q4k, with_gguf
 from lab.teach import scale
 from lab.text import visible
 
 from ._bundle import bundle, stylesheet
 
 __all__ = ["NibbleDecoder", "ScaleLab", "OwnershipView", "Q4KExplorer", "Exercises", "CodeExplorer", "BlockExplorer"]
-
-
-def _plain(values) -> list:
-    """Floats for JSON: NaN and infinities become None (JSON has no spelling for them)."""
-    return [float(v) if math.isfinite(v) else None for v in np.asarray(values, dtype=np.float64).ravel()]
-
-
-def _finite_or_none(value: float) -> float | None:
-    return float(value) if math.isfinite(value) else None
 
 
 class _LabWidget(anywidget.AnyWidget):
@@ -53,66 +43,55 @@ class _LabWidget(anywidget.AnyWidget):
     #: synced traits that tie a figure to its page, not to its state (a link never carries them)
     _page_traits: tuple[str, ...] = ("outcomes",)
 
+    def _show(self, inputs: dict) -> None:
+        """Every input as a new widget has it, then `inputs`, sent to the browser at once.
 
-class _DerivingWidget(_LabWidget):
-    """A figure some of whose values Python reads back: they follow every change of an input."""
+        One widget serves a page's life (a new one would ship its whole script again), so an input
+        the last state set (a weight picked in a block of another type) must not carry over. The
+        presenter view is the reader's choice and stays.
+        """
+        defaults = {name: self.trait_defaults(name) for name in self._inputs if name != "presenter"}
+        with self.hold_sync():
+            for name, value in (defaults | inputs).items():
+                self.set_trait(name, value)
 
-    #: why the derived traits are empty, or "" (the browser words its own problem from the inputs)
-    message = t.Unicode("")
 
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.observe(lambda _change: self._derive(), names=self._inputs)
-        self._derive()
+class _CheckedWidget(_LabWidget):
+    """A figure whose inputs can hold a state it refuses to draw, as the browser's figure refuses it."""
 
-    def _derive(self) -> None:
-        """Recompute every derived trait from the input traits with the `lab` codec."""
+    @property
+    def message(self) -> str:
+        """Why the figure refuses its inputs, in the lab's words, or "" (the browser words its own)."""
+        try:
+            self._check()
+        except LabError as error:
+            return str(error)
+        return ""
+
+    def _check(self) -> None:
+        """Raise LabError when the figure cannot draw its inputs."""
         raise NotImplementedError
 
-    def _refuse(self, error: LabError) -> None:
-        """Say what is wrong and reset every derived trait, so nothing stale looks current."""
-        self.set_trait("message", str(error))
-        for name, trait in self.traits(derived=True).items():
-            self.set_trait(name, None if trait.allow_none else trait.default())
 
-
-class NibbleDecoder(_DerivingWidget):
+class NibbleDecoder(_LabWidget):
     """One nibble under every 4-bit decoder: E2M1, UINT4, INT4, Q4_0, NF4, IQ4_NL. Input trait: `code` (0..15).
 
-    Derived for Python: the E2M1, UINT4 and INT4 readings, and the Q4_0 and IQ4_NL levels (what the
-    code stands for before the block's scale, from the format modules' own tables). A code outside
-    0..15 is refused as it is set, so `message` stays "".
+    A code outside 0..15 is refused as it is set.
     """
 
     _esm = bundle("nibble.js")
     _inputs = ("code", "presenter")
 
     code = t.Int(0b0101).tag(sync=True)
-    e2m1_value = t.Float().tag(derived=True)
-    uint4 = t.Int().tag(derived=True)
-    int4 = t.Int().tag(derived=True)
-    q4_0 = t.Int().tag(derived=True)
-    iq4_nl = t.Int().tag(derived=True)
 
     @t.validate("code")
     def _check_code(self, proposal):
         nibble.as_uint4(proposal["value"])  # raises CodeRangeError naming 0..15
         return proposal["value"]
 
-    def _derive(self) -> None:
-        readings = nibble.three_decoders(self.code)
-        self.set_trait("e2m1_value", readings["e2m1"])
-        self.set_trait("uint4", readings["uint4"])
-        self.set_trait("int4", readings["int4"])
-        self.set_trait("q4_0", self.code - q4_0.CODE_OFFSET)
-        self.set_trait("iq4_nl", int(iq4_nl.KVALUES[self.code]))
 
-
-class ScaleLab(_DerivingWidget):
-    """The article's scale lab. Input traits: `w_text`, `x_text` (comma-separated) and `scale`.
-
-    Derived for Python: the reconstructed weights `w_hat` and the outputs `y`, `y_hat`, `delta_y`.
-    """
+class ScaleLab(_CheckedWidget):
+    """The article's scale lab. Input traits: `w_text`, `x_text` (comma-separated) and `scale`."""
 
     _esm = bundle("scale_lab.js")
     _inputs = ("w_text", "x_text", "scale", "fine", "presenter")
@@ -122,24 +101,12 @@ class ScaleLab(_DerivingWidget):
     scale = t.Float(0.5).tag(sync=True)
     #: the slider moves in fine steps of 2^(1/20) instead of powers of two
     fine = t.Bool(False).tag(sync=True)
-    w_hat = t.List(t.Float()).tag(derived=True)
-    y = t.Float(allow_none=True).tag(derived=True)
-    y_hat = t.Float(allow_none=True).tag(derived=True)
-    delta_y = t.Float(allow_none=True).tag(derived=True)
 
-    def _derive(self) -> None:
-        try:
-            row = scale.analyse(
-                text.parse_number_row(self.w_text, "weights"), text.parse_number_row(self.x_text, "inputs"), self.scale
-            )
-        except LabError as error:
-            self._refuse(error)
-            return
-        self.set_trait("message", "")
-        self.set_trait("w_hat", row.w_hat.tolist())
-        self.set_trait("y", row.y)
-        self.set_trait("y_hat", row.y_hat)
-        self.set_trait("delta_y", row.delta_y)
+    def _check(self) -> None:
+        # rows that parse can still overflow in the products: only the analysis says so
+        scale.analyse(
+            text.parse_number_row(self.w_text, "weights"), text.parse_number_row(self.x_text, "inputs"), self.scale
+        )
 
 
 # 32 element codes, all different neighbours; element 0 is 0101 (E2M1 3) for the article's trace.
@@ -179,57 +146,63 @@ _OWNERSHIP_CODES = [
 ]
 
 
-class OwnershipView(_DerivingWidget):
+class OwnershipView(_CheckedWidget):
     """Who owns which scale: the same 32 codes as one MXFP4 block and as two NVFP4 blocks.
 
     Input traits: `codes` (32 nibbles), `mx_scale_byte` (E8M0), `nv_scale_bytes` (two E4M3 bytes),
     `tensor_scale` (the FP32 multiplier applied on decode), `selected` (the traced element).
-    Derived for Python: the MXFP4 scale, both readings' 32 weights and the traced element's formulas.
     """
 
     _esm = bundle("ownership.js")
     _inputs = ("codes", "mx_scale_byte", "nv_scale_bytes", "tensor_scale", "selected", "presenter")
 
-    codes = t.List(t.Int(), default_value=_OWNERSHIP_CODES, minlen=32, maxlen=32).tag(sync=True)
+    #: the element codes the view holds: one MXFP4 block, or half of a 64-weight GGUF NVFP4 block
+    ELEMENTS = 32
+
+    codes = t.List(t.Int(), default_value=_OWNERSHIP_CODES, minlen=ELEMENTS, maxlen=ELEMENTS).tag(sync=True)
     mx_scale_byte = t.Int(0x7E).tag(sync=True)
     nv_scale_bytes = t.List(t.Int(), default_value=[(5 << 3) | 2, 0x38], minlen=2, maxlen=2).tag(sync=True)
     tensor_scale = t.Float(1.0).tag(sync=True)
     selected = t.Int(0).tag(sync=True)
-    mx_scale = t.Float(allow_none=True).tag(derived=True)
-    mx_weights = t.List(t.Float(allow_none=True)).tag(derived=True)
-    mx_formula = t.Unicode().tag(derived=True)
-    nv_weights = t.List(t.Float(allow_none=True)).tag(derived=True)
-    nv_formula = t.Unicode().tag(derived=True)
 
-    def _derive(self) -> None:
-        try:
-            mx_block = mxfp4.from_parts(np.array(self.codes), np.array([self.mx_scale_byte]))
-            if not (math.isfinite(self.tensor_scale) and self.tensor_scale > 0):
-                raise LabError("the tensor scale must be a positive finite number")
-            # The multiplier f the article calls the tensor scale is MLX's global_scale / 2688.
-            nv_block = nvfp4.from_parts(
-                np.array(self.codes),
-                np.array(self.nv_scale_bytes),
-                global_scale=self.tensor_scale * nvfp4.TENSOR_SCALE_RANGE,
+    def _check(self) -> None:
+        mxfp4.from_parts(np.array(self.codes), np.array([self.mx_scale_byte]))
+        if not (math.isfinite(self.tensor_scale) and self.tensor_scale > 0):
+            raise LabError("the tensor scale must be a positive finite number")
+        # The multiplier f the article calls the tensor scale is MLX's global_scale / 2688.
+        nvfp4.from_parts(
+            np.array(self.codes),
+            np.array(self.nv_scale_bytes),
+            global_scale=self.tensor_scale * nvfp4.TENSOR_SCALE_RANGE,
+        )
+        if not 0 <= self.selected < self.ELEMENTS:
+            raise LabError(f"selected must be an element index 0..{self.ELEMENTS - 1}, got {self.selected}")
+
+    def show_block(self, type_name: str, raw: np.ndarray, half: int = 0) -> None:
+        """Show one GGUF MXFP4 block's codes and scale byte, or the 32 weights `half` (0 or 1) of
+        an NVFP4 block of 64 with their two scale bytes; the other reading keeps its default scales."""
+        if type_name == "MXFP4":
+            tensor = mxfp4.from_gguf(raw.reshape(1, -1))
+            self._show(
+                {"codes": tensor.codes.reshape(-1).tolist(), "mx_scale_byte": int(tensor.scale_bytes.reshape(-1)[0])}
             )
-            if not 0 <= self.selected < 32:
-                raise LabError(f"selected must be an element index 0..31, got {self.selected}")
-        except LabError as error:
-            self._refuse(error)
-            return
-        self.set_trait("message", "")
-        self.set_trait("mx_scale", _finite_or_none(float(e8m0.decode(self.mx_scale_byte))))
-        self.set_trait("mx_weights", _plain(mx_block.dequantize()))
-        self.set_trait("mx_formula", mx_block.explain(self.selected)["formula"])
-        self.set_trait("nv_weights", _plain(nv_block.dequantize()))
-        self.set_trait("nv_formula", nv_block.explain(self.selected)["formula"])
+        elif type_name == "NVFP4":
+            if half not in (0, 1):
+                raise LabError(f"an NVFP4 block has two halves of {self.ELEMENTS} weights, 0 and 1; got {half!r}")
+            tensor = nvfp4.from_gguf(raw.reshape(1, -1))
+            groups = self.ELEMENTS // nvfp4.GROUP_SIZE
+            codes = tensor.codes.reshape(-1)[half * self.ELEMENTS : (half + 1) * self.ELEMENTS]
+            scale_bytes = tensor.scale_bytes.reshape(-1)[half * groups : (half + 1) * groups]
+            # GGUF's NVFP4 has no tensor scale: the block's weights are codes times their E4M3 scales
+            self._show({"codes": codes.tolist(), "nv_scale_bytes": [int(b) for b in scale_bytes], "tensor_scale": 1.0})
+        else:
+            raise UnsupportedTypeError(f"the ownership view shows MXFP4 and NVFP4 blocks; got {visible(type_name, 40)}")
 
 
-class Q4KExplorer(_DerivingWidget):
+class Q4KExplorer(_CheckedWidget):
     """Follow one payload byte of a 144-byte Q4_K block to its two weights.
 
     Input traits: `block` (144 bytes; default the article's presentation fixture), `payload_index`.
-    Derived for Python: the block's 256 `weights` and its eight 6-bit `subblock_scales`.
     """
 
     _esm = bundle("q4k_explorer.js")
@@ -237,25 +210,21 @@ class Q4KExplorer(_DerivingWidget):
 
     block = t.List(t.Int(), default_value=q4k.presentation_fixture().tolist(), minlen=144, maxlen=144).tag(sync=True)
     payload_index = t.Int(0).tag(sync=True)
-    subblock_scales = t.List(t.Int()).tag(derived=True)
-    weights = t.List(t.Float(allow_none=True)).tag(derived=True)
 
-    def _derive(self) -> None:
-        try:
-            raw = np.array(self.block)
-            if raw.shape != (q4k.BLOCK_BYTES,):
-                raise LabError(f"a Q4_K block is {q4k.BLOCK_BYTES} bytes, got {raw.size}")
-            # The figure traces this byte; one that does not exist refuses the figure, as the browser does.
-            q4k.lanes(self.payload_index)
-            with np.errstate(all="ignore"):
-                weights = q4k.decode(raw)
-        except LabError as error:
-            self._refuse(error)
-            return
-        self.set_trait("message", "")
-        scales, _ = q4k.unpack_scale_min(raw[q4k.METADATA_OFFSET : q4k.PAYLOAD_OFFSET])
-        self.set_trait("subblock_scales", scales.tolist())
-        self.set_trait("weights", _plain(weights))
+    def _check(self) -> None:
+        raw = np.array(self.block)
+        if raw.shape != (q4k.BLOCK_BYTES,):
+            raise LabError(f"a Q4_K block is {q4k.BLOCK_BYTES} bytes, got {raw.size}")
+        # The figure traces this byte; one that does not exist refuses the figure, as the browser does.
+        q4k.lanes(self.payload_index)
+        with np.errstate(all="ignore"):
+            q4k.decode(raw)  # refuses bytes outside 0..255
+
+    def show_block(self, type_name: str, raw: np.ndarray) -> None:
+        """Show one GGUF Q4_K block's 144 bytes, traced from its first payload byte."""
+        if type_name != "Q4_K":
+            raise UnsupportedTypeError(f"the Q4_K explorer shows Q4_K blocks; got {visible(type_name, 40)}")
+        self._show({"block": raw.tolist()})
 
 
 class Exercises(_LabWidget):
@@ -321,13 +290,13 @@ _OWN_WIDGETS = ("Q4_K", "MXFP4", "NVFP4")
 _BLOCK_EXPLORER_WEIGHTS = ((np.arange(32) * 11 % 32 - 16) / 16).astype(np.float32)
 
 
-class BlockExplorer(_DerivingWidget):
+class BlockExplorer(_CheckedWidget):
     """One block of a GGUF block format as a map of its bytes, one weight traced to its bits.
 
     Input traits: `type_name` (a GGUF type in `types`: every registry format GGUF has but Q4_K,
     MXFP4 and NVFP4, which have widgets of their own), `block` (that type's bytes, one block;
-    default a Q5_0 block) and `weight` (the traced weight, 0..n-1). Derived for Python: the
-    block's `weights`. The browser draws everything with the format's JS codec module.
+    default a Q5_0 block) and `weight` (the traced weight, 0..n-1). The browser draws everything
+    with the format's JS codec module.
     """
 
     _esm = bundle("block_explorer.js")
@@ -337,23 +306,21 @@ class BlockExplorer(_DerivingWidget):
     type_name = t.Unicode("Q5_0").tag(sync=True)
     block = t.List(t.Int(), default_value=by_gguf_type("Q5_0").to_gguf(_BLOCK_EXPLORER_WEIGHTS).tolist()).tag(sync=True)
     weight = t.Int(1).tag(sync=True)
-    weights = t.List(t.Float(allow_none=True)).tag(derived=True)
 
-    def _derive(self) -> None:
-        try:
-            if self.type_name not in self.types:
-                raise UnsupportedTypeError(
-                    f"the block explorer opens {', '.join(self.types)}; got {visible(self.type_name, 40)}"
-                )
-            fmt = by_gguf_type(self.type_name)
-            n_bytes = int(fmt.block_size * fmt.bits_per_weight) // 8  # a GGUF block stores whole bytes
-            if len(self.block) != n_bytes:
-                raise ShapeError(f"a {fmt.title} block is {n_bytes} bytes, got {len(self.block)}")
-            weights = fmt.decode_gguf(np.array(self.block))
-            if not 0 <= self.weight < fmt.block_size:
-                raise LabError(f"this block has weights 0..{fmt.block_size - 1}, got {self.weight}")
-        except LabError as error:
-            self._refuse(error)
-            return
-        self.set_trait("message", "")
-        self.set_trait("weights", _plain(weights))
+    def _check(self) -> None:
+        if self.type_name not in self.types:
+            raise UnsupportedTypeError(
+                f"the block explorer opens {', '.join(self.types)}; got {visible(self.type_name, 40)}"
+            )
+        fmt = by_gguf_type(self.type_name)
+        n_bytes = int(fmt.block_size * fmt.bits_per_weight) // 8  # a GGUF block stores whole bytes
+        if len(self.block) != n_bytes:
+            raise ShapeError(f"a {fmt.title} block is {n_bytes} bytes, got {len(self.block)}")
+        fmt.decode_gguf(np.array(self.block))  # refuses bytes outside 0..255
+        if not 0 <= self.weight < fmt.block_size:
+            raise LabError(f"this block has weights 0..{fmt.block_size - 1}, got {self.weight}")
+
+    def show_block(self, type_name: str, raw: np.ndarray) -> None:
+        """Show one block of a GGUF type, its weight traced as in a new explorer (a type the
+        explorer does not open is taken, and refused in `message` as the browser refuses it)."""
+        self._show({"type_name": type_name, "block": raw.tolist()})

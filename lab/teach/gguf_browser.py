@@ -9,9 +9,9 @@ by a process that was killed is removed by the next upload, or when `labctl.py o
 (remove_leftover_scratch, which also clears labctl's token folders and notebook 6's toy file).
 
 One block of one tensor is the unit a learner inspects: its raw bytes, the lab's decode of them,
-gguf-py's decode of the same bytes (the oracle) and the traits that put those bytes into the
-course's widgets: Q4_K's explorer, the ownership view for MXFP4 and NVFP4, and the block explorer
-for every other block format; a float tensor's block is a table.
+gguf-py's decode of the same bytes (the oracle) and which of the course's widgets shows those bytes
+(its `show_block` puts them in): Q4_K's explorer, the ownership view for MXFP4 and NVFP4, and the
+block explorer for every other block format; a float tensor's block is a table.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import re
 import shutil
 import tempfile
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import gguf
@@ -30,7 +30,7 @@ import numpy as np
 
 from lab.errors import FileReadError, LabError, UnsupportedTypeError
 from lab.files import shown_path
-from lab.formats import mxfp4, nvfp4, with_gguf
+from lab.formats import with_gguf
 from lab.interop.gguf import DECODABLE_TYPES, FLOAT_TYPES, TENSOR_TYPES, TYPE_IDS, GGUFFile, decode_raw, open_gguf
 from lab.interop.gguf.recipes import explain_recipe
 from lab.text import quoted, visible
@@ -41,8 +41,6 @@ UPLOAD_LIMIT = 64 * 1024**2
 UPLOAD_NAME_CHARS = 120
 #: how many consecutive weights of a float tensor (F32, F16, BF16) one "block" shows
 FLOAT_BLOCK_WEIGHTS = 32
-#: the ownership view holds 32 element codes: one MXFP4 block, or half of a 64-weight GGUF NVFP4 block
-OWNERSHIP_WEIGHTS = 32
 #: the GGUF types that have a figure of their own: notebook 5's Q4_K explorer, and the ownership
 #: view of notebooks 3 and 4, which puts an MXFP4 block beside two NVFP4 ones
 _OWN_FIGURES = {"Q4_K": "q4k", "MXFP4": "ownership", "NVFP4": "ownership"}
@@ -312,15 +310,13 @@ class BlockPick:
     reference: np.ndarray  # gguf-py's decode of the same bytes, float32
     check: GgufPyCheck
     explorer: str  # "q4k", "ownership", "block" or "table"
-    widget_traits: dict = field(default_factory=dict)  # traits for Q4KExplorer, OwnershipView or BlockExplorer
 
 
-def pick_block(gf: GGUFFile, name: str, block: int, decoder: str = "ocp", half: int = 0) -> BlockPick:
+def pick_block(gf: GGUFFile, name: str, block: int, decoder: str = "ocp") -> BlockPick:
     """Block `block` of tensor `name`, read from the memory map (only its own bytes are copied).
 
     A type the lab does not decode is refused with UnsupportedTypeError naming it; a block number
-    outside the tensor with a LabError giving the range. `half` picks which 32 of a 64-weight
-    NVFP4 block the ownership view shows.
+    outside the tensor with a LabError giving the range.
     """
     info = gf.tensor(name)
     if info.type_name not in DECODABLE_TYPES:
@@ -341,7 +337,6 @@ def pick_block(gf: GGUFFile, name: str, block: int, decoder: str = "ocp", half: 
         reference = np.asarray(
             gguf.quants.dequantize(raw.reshape(1, -1), gguf.GGMLQuantizationType[info.type_name]), np.float32
         ).reshape(-1)
-    explorer = EXPLORERS.get(info.type_name, "table")
     return BlockPick(
         tensor=name,
         type_name=info.type_name,
@@ -352,8 +347,7 @@ def pick_block(gf: GGUFFile, name: str, block: int, decoder: str = "ocp", half: 
         weights=weights,
         reference=reference,
         check=check_against_gguf_py(weights, reference),
-        explorer=explorer,
-        widget_traits=_widget_traits(info.type_name, raw, half),
+        explorer=EXPLORERS.get(info.type_name, "table"),
     )
 
 
@@ -375,27 +369,6 @@ def check_against_gguf_py(weights: np.ndarray, reference: np.ndarray) -> GgufPyC
 def block_explorer_types() -> list[str]:
     """The GGUF types the block explorer opens, in the registry's order."""
     return [type_name for type_name, explorer in EXPLORERS.items() if explorer == "block"]
-
-
-def _widget_traits(type_name: str, raw: np.ndarray, half: int) -> dict:
-    """The input traits that show these bytes in the course's widget for the type."""
-    if EXPLORERS.get(type_name) == "block":
-        return {"type_name": type_name, "block": raw.tolist()}
-    if type_name == "Q4_K":
-        return {"block": raw.tolist()}
-    if type_name == "MXFP4":
-        tensor = mxfp4.from_gguf(raw.reshape(1, -1))
-        return {"codes": tensor.codes.reshape(-1).tolist(), "mx_scale_byte": int(tensor.scale_bytes.reshape(-1)[0])}
-    if type_name == "NVFP4":
-        if half not in (0, 1):
-            raise LabError(f"an NVFP4 block has two halves of 32 weights, 0 and 1; got {half!r}")
-        tensor = nvfp4.from_gguf(raw.reshape(1, -1))
-        codes = tensor.codes.reshape(-1)[half * OWNERSHIP_WEIGHTS : (half + 1) * OWNERSHIP_WEIGHTS]
-        groups = OWNERSHIP_WEIGHTS // nvfp4.GROUP_SIZE
-        scale_bytes = tensor.scale_bytes.reshape(-1)[half * groups : (half + 1) * groups]
-        # GGUF's NVFP4 has no tensor scale: the block's weights are codes times their E4M3 scales
-        return {"codes": codes.tolist(), "nv_scale_bytes": [int(b) for b in scale_bytes], "tensor_scale": 1.0}
-    return {}
 
 
 def block_table(pick: BlockPick, limit: int = 64) -> tuple[list[str], list[list[str]]]:

@@ -3,7 +3,9 @@
 The file holds Q4_K, MXFP4, Q8_0 and F16 tensors, an IQ2_XXS tensor the lab does not decode and a
 150k-entry string array; a second holds a tensor of every type the block explorer opens, and the
 real file (where its package is installed) is opened tensor by tensor. gguf-py's
-`quants.dequantize` is the oracle for every block.
+`quants.dequantize` is the oracle for every block: a widget holds only the bytes it is given, so
+the lab codec reads them back from its inputs (the golden vectors of tests/js/ hold the browser's
+JS codec to it).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from gguf import GGMLQuantizationType
 from support import require_shipped_gguf
 
 from lab.errors import LabError, UnsupportedTypeError
-from lab.formats import FORMATS
+from lab.formats import FORMATS, by_gguf_type, mxfp4, nvfp4, q4k
 from lab.teach import gguf_browser
 from widgets import BlockExplorer, OwnershipView, Q4KExplorer
 
@@ -93,8 +95,9 @@ def test_a_q4k_block_opens_in_the_explorer_with_gguf_pys_values(browser):
     start = browser.file.tensor("q4k").offset + 5 * 144
     assert np.array_equal(pick.raw, on_disk[start : start + 144])
     assert pick.explorer == "q4k" and pick.first_weight == 5 * 256
-    explorer = Q4KExplorer(**pick.widget_traits)
-    assert np.array_equal(np.array(explorer.weights, np.float32), reference)
+    explorer = Q4KExplorer()
+    explorer.show_block(pick.type_name, pick.raw)
+    assert explorer.message == "" and np.array_equal(q4k.decode(np.array(explorer.block)), reference)
     assert np.array_equal(pick.weights, reference) and pick.check.matches and pick.check.max_abs_diff == 0.0
     assert pick.check.text == "matches gguf-py: yes, max difference 0 over 256 weights"
 
@@ -102,14 +105,21 @@ def test_a_q4k_block_opens_in_the_explorer_with_gguf_pys_values(browser):
 def test_an_mxfp4_block_opens_in_the_ownership_view(browser):
     pick = gguf_browser.pick_block(browser.file, "mxfp4", 3)
     reference = gguf.quants.dequantize(pick.raw.reshape(1, -1), GGMLQuantizationType.MXFP4).reshape(-1)
-    view = OwnershipView(**pick.widget_traits)
+    view = OwnershipView()
+    view.show_block(pick.type_name, pick.raw)
     assert pick.explorer == "ownership" and pick.check.matches
-    assert np.array_equal(np.array(view.mx_weights, np.float32), reference)
+    shown = mxfp4.from_parts(np.array(view.codes), np.array([view.mx_scale_byte])).dequantize()
+    assert view.message == "" and np.array_equal(shown, reference)
 
 
 def test_a_float_tensor_decodes_to_a_checked_table(browser):
     pick = gguf_browser.pick_block(browser.file, "f16", 2)
-    assert pick.explorer == "table" and pick.widget_traits == {}
+    assert pick.explorer == "table"
+    with pytest.raises(UnsupportedTypeError, match="F16"):  # no figure takes a float block
+        Q4KExplorer().show_block(pick.type_name, pick.raw)
+    with pytest.raises(UnsupportedTypeError, match="F16"):
+        OwnershipView().show_block(pick.type_name, pick.raw)
+    assert "F16" in BlockExplorer(type_name=pick.type_name, block=pick.raw.tolist()).message
     assert pick.weights.size == 16 and pick.check.matches
     header, rows = gguf_browser.block_table(pick)
     assert header == ["weight", "lab", "gguf-py"] and len(rows) == 16
@@ -122,9 +132,11 @@ def test_a_q8_0_block_opens_in_the_block_explorer(browser):
     on_disk = np.fromfile(browser.file.path, np.uint8)
     start = browser.file.tensor("q8_0").offset + 4 * 34
     assert np.array_equal(pick.raw, on_disk[start : start + 34])
-    assert pick.explorer == "block" and pick.widget_traits == {"type_name": "Q8_0", "block": pick.raw.tolist()}
-    explorer = BlockExplorer(**pick.widget_traits)
-    assert explorer.message == "" and np.array_equal(np.array(explorer.weights, np.float32), pick.reference)
+    explorer = BlockExplorer()
+    explorer.show_block(pick.type_name, pick.raw)
+    assert pick.explorer == "block" and (explorer.type_name, explorer.block) == ("Q8_0", pick.raw.tolist())
+    shown = by_gguf_type(explorer.type_name).decode_gguf(np.array(explorer.block)).reshape(-1)
+    assert explorer.message == "" and np.array_equal(shown, pick.reference)
     assert pick.check.matches
 
 
@@ -144,11 +156,19 @@ def test_the_check_reports_a_difference():
 def test_an_nvfp4_half_block_gives_the_ownership_views_codes_and_scales():
     weights = np.random.default_rng(4).normal(0, 1, (1, 64)).astype(np.float32)
     raw = FORMATS["nvfp4"].to_gguf(weights).reshape(-1)
+    reference = gguf.quants.dequantize(raw.reshape(1, -1), GGMLQuantizationType.NVFP4).reshape(-1)
+    view = OwnershipView()
     for half in (0, 1):
-        traits = gguf_browser._widget_traits("NVFP4", raw, half)
-        view = OwnershipView(**traits)
-        lab = FORMATS["nvfp4"].decode_gguf(raw.reshape(1, -1)).reshape(-1)
-        assert np.array_equal(np.array(view.nv_weights, np.float32), lab[32 * half : 32 * (half + 1)])
+        view.show_block("NVFP4", raw, half)
+        # the view's tensor scale is the multiplier on decode, MLX's global_scale / 2688
+        shown = nvfp4.from_parts(
+            np.array(view.codes),
+            np.array(view.nv_scale_bytes),
+            global_scale=view.tensor_scale * nvfp4.TENSOR_SCALE_RANGE,
+        ).dequantize()
+        assert view.message == "" and np.array_equal(shown, reference[32 * half : 32 * (half + 1)])
+    with pytest.raises(LabError, match="two halves of 32 weights"):
+        view.show_block("NVFP4", raw, 2)
 
 
 def test_uploads_above_the_limit_are_refused_and_point_to_the_path_box():
@@ -206,10 +226,12 @@ def test_every_block_format_but_those_with_their_own_figure_opens_in_the_block_e
 def test_a_block_of_each_type_opens_in_the_block_explorer_with_gguf_pys_values(every_block_type, type_name):
     pick = gguf_browser.pick_block(every_block_type.file, type_name.lower(), 1)
     assert pick.type_name == type_name and pick.explorer == "block"
-    assert pick.widget_traits == {"type_name": type_name, "block": pick.raw.tolist()}
-    explorer = BlockExplorer(**pick.widget_traits)
+    explorer = BlockExplorer(weight=5)  # a weight picked in an earlier block, which a new pick resets
+    explorer.show_block(pick.type_name, pick.raw)
+    assert (explorer.type_name, explorer.block) == (type_name, pick.raw.tolist())
     assert explorer.message == "" and explorer.weight == 1
-    assert np.array_equal(np.array(explorer.weights, np.float32), pick.reference)
+    shown = by_gguf_type(explorer.type_name).decode_gguf(np.array(explorer.block)).reshape(-1)
+    assert np.array_equal(shown, pick.reference)
     assert pick.check.matches and pick.check.max_abs_diff == 0.0
 
 
@@ -223,7 +245,9 @@ def test_every_tensor_of_the_real_file_opens_in_an_explorer():
             seen[pick.type_name] = pick.explorer
             assert pick.check.matches, row.name
             if pick.explorer == "block":
-                explorer = BlockExplorer(**pick.widget_traits)
+                explorer = BlockExplorer()
+                explorer.show_block(pick.type_name, pick.raw)
                 assert explorer.message == "", row.name
-                assert np.array_equal(np.array(explorer.weights, np.float32), pick.reference), row.name
+                shown = by_gguf_type(explorer.type_name).decode_gguf(np.array(explorer.block)).reshape(-1)
+                assert np.array_equal(shown, pick.reference), row.name
     assert seen == {"F32": "table", "Q5_0": "block", "Q4_K": "q4k", "Q8_0": "block", "Q6_K": "block"}

@@ -1,6 +1,8 @@
 """Every notebook runs headless with no error, and the values it defines are the article's numbers.
 
-The expected numbers are written out here (from the article), not read from the lab.
+A widget holds only its inputs: what its figure shows of them is read here with the `lab` codec
+(the golden vectors of tests/js/ hold the browser's JS codec to it). The expected numbers are
+written out here (from the article), not read from the lab.
 """
 
 from __future__ import annotations
@@ -46,40 +48,68 @@ def test_00_index_links_every_notebook():
 
 
 def test_01_one_nibble():
+    from lab.codes import nibble
+
     decoder = run_notebook("01_one_nibble.py")["decoder"].widget
-    assert (decoder.code, decoder.e2m1_value, decoder.uint4, decoder.int4) == (5, 3.0, 5, 5)
+    read = nibble.three_decoders(decoder.code)
+    assert (decoder.code, read["e2m1"], read["uint4"], read["int4"]) == (5, 3.0, 5, 5)
     decoder.code = 8
-    assert decoder.e2m1_value == 0 and decoder.int4 == -8
+    read = nibble.three_decoders(decoder.code)
+    assert read["e2m1"] == 0 and read["int4"] == -8
 
 
 def test_02_scale_is_a_ruler():
+    from lab import numbers
+    from lab.teach import scale
+
     widget = run_notebook("02_scale_is_a_ruler.py")["lab_row"].widget
-    assert widget.y == pytest.approx(-1.75) and widget.delta_y == pytest.approx(-0.25)
+    w = numbers.parse_number_row(widget.w_text, "weights")
+    x = numbers.parse_number_row(widget.x_text, "inputs")
+    row = scale.analyse(w, x, widget.scale)
+    assert row.y == pytest.approx(-1.75) and row.delta_y == pytest.approx(-0.25)
     widget.scale = 0.125
-    assert widget.w_hat == [-0.75, 0.25, 0.75, 0.75] and widget.delta_y == pytest.approx(0.125)
+    row = scale.analyse(w, x, widget.scale)
+    assert row.w_hat.tolist() == [-0.75, 0.25, 0.75, 0.75] and row.delta_y == pytest.approx(0.125)
 
 
 def test_03_mxfp4():
+    from lab.codes import e8m0
+    from lab.formats import mxfp4
+
     defs = run_notebook("03_mxfp4.py")
     ownership = defs["ownership"].widget
-    assert ownership.mx_scale == 0.5 and ownership.mx_formula == "3 \u00d7 0.5 = 1.5"
+    mx_block = mxfp4.from_parts(np.array(ownership.codes), np.array([ownership.mx_scale_byte]))
+    assert e8m0.decode(ownership.mx_scale_byte) == 0.5
+    assert mx_block.explain(ownership.selected)["formula"] == "3 \u00d7 0.5 = 1.5"
     assert defs["mxfp4"].BITS_PER_WEIGHT == 4.25
     assert defs["block"].shape == (32,)
 
 
 def test_04_nvfp4():
+    from lab.formats import nvfp4
+
     defs = run_notebook("04_nvfp4.py")
-    assert defs["ownership"].widget.nv_formula == "3 \u00d7 0.3125 \u00d7 1 = 0.9375"
+    ownership = defs["ownership"].widget
+    # the view's tensor scale is the multiplier on decode, MLX's global_scale / 2688
+    nv_block = nvfp4.from_parts(
+        np.array(ownership.codes),
+        np.array(ownership.nv_scale_bytes),
+        global_scale=ownership.tensor_scale * nvfp4.TENSOR_SCALE_RANGE,
+    )
+    assert nv_block.explain(ownership.selected)["formula"] == "3 \u00d7 0.3125 \u00d7 1 = 0.9375"
     assert defs["tensor"].bits_per_weight == 4.5 + 32 / 32
     assert defs["global_scale"] == pytest.approx(float(abs(defs["weights"]).max()))
 
 
 def test_05_q4k():
+    from lab.formats import q4k
+
     defs = run_notebook("05_q4k.py")
     traced = defs["traced"]
     assert (traced["low"]["lane"], traced["high"]["lane"]) == (0, 32)
     assert (traced["low"]["weight"], traced["high"]["weight"]) == (1.0, 3.25)
-    assert defs["explorer"].widget.subblock_scales[4] == 33
+    raw = np.array(defs["explorer"].widget.block)
+    assert q4k.unpack_scale_min(raw[q4k.METADATA_OFFSET : q4k.PAYLOAD_OFFSET])[0][4] == 33
 
 
 def test_07_capacity_and_cost():

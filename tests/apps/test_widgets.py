@@ -1,25 +1,31 @@
-"""Each widget's Python side: construct it, change a trait, read the traits Python derives.
+"""Each widget's Python side: construct it, change a trait, check the inputs it refuses.
 
-A widget derives only what Python code reads back (a notebook cell, a test of a notebook); the
-browser computes everything it shows with the JS codec. What a figure shows and Python no longer
-derives is checked here from the `lab` function the widget used to call, and in the browser's
-codec by the golden vectors (tests/js/). Expected values are the article's worked numbers,
-written out here, not read from the lab.
+A widget holds its inputs and derives nothing: the browser computes everything it shows with the
+JS codec. What a figure shows is checked here with the `lab` codec, from the widget's inputs, and
+in the browser's codec by the golden vectors (tests/js/); that a figure draws nothing for a state
+it refuses is checked with the figure's own `check`, run by node. Expected values are the
+article's worked numbers, written out here, not read from the lab.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
+import shutil
+import subprocess
 
 import anywidget
+import gguf
 import numpy as np
 import pytest
+from gguf import GGMLQuantizationType
 
-from lab.codes import e2m1, e8m0
+from lab import numbers
+from lab.codes import e2m1, e8m0, nibble
 from lab.errors import CodeRangeError, LabError
-from lab.formats import FORMATS, mxfp4, nvfp4, q4k
+from lab.formats import FORMATS, by_gguf_type, iq4_nl, mxfp4, nvfp4, q4_0, q4k
 from lab.teach import scale, sizes
 from widgets import BlockExplorer, CodeExplorer, Exercises, NibbleDecoder, OwnershipView, Q4KExplorer, ScaleLab
 from widgets._bundle import HERE
@@ -35,14 +41,63 @@ WIDGET_FILES = {
 }
 
 
+def _node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("node is not installed; .ci/run installs it, so CI must have it")
+        pytest.skip("node is not installed")
+    return node
+
+
+def _figure_refusal(widget) -> str | None:
+    """Why the widget's figure draws nothing for its inputs, or None: its ES module's `check`, run
+    by node on the state the browser reads (JSON's NaN and Infinity are JavaScript's too)."""
+    state = json.dumps({name: getattr(widget, name) for name in widget._inputs})
+    # anywidget makes each instance a subclass of its own, so the widget's class is found by isinstance
+    figure = (HERE / next(file for cls, file in WIDGET_FILES.items() if isinstance(widget, cls))).as_uri()
+    script = f"import figure from {json.dumps(figure)};\nconsole.log(JSON.stringify(figure.check({state})));"
+    result = subprocess.run([_node(), "--input-type=module", "-e", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def _analysed(widget: ScaleLab) -> scale.ScaleLabRow:
+    """The scale lab's row, read from its inputs by the lab codec as the figure reads it."""
+    return scale.analyse(
+        numbers.parse_number_row(widget.w_text, "weights"),
+        numbers.parse_number_row(widget.x_text, "inputs"),
+        widget.scale,
+    )
+
+
+def _readings(widget: OwnershipView) -> tuple[mxfp4.MXTensor, nvfp4.NVFP4Tensor]:
+    """The ownership view's codes as one MXFP4 block and as two NVFP4 blocks, by the lab codec;
+    the tensor scale is the multiplier on decode, MLX's global_scale / 2688."""
+    codes = np.array(widget.codes)
+    mx_block = mxfp4.from_parts(codes, np.array([widget.mx_scale_byte]))
+    nv_block = nvfp4.from_parts(
+        codes, np.array(widget.nv_scale_bytes), global_scale=widget.tensor_scale * nvfp4.TENSOR_SCALE_RANGE
+    )
+    return mx_block, nv_block
+
+
+def _q4k_weights(widget: Q4KExplorer) -> np.ndarray:
+    return q4k.decode(np.array(widget.block))
+
+
+def _block_weights(widget: BlockExplorer) -> np.ndarray:
+    return by_gguf_type(widget.type_name).decode_gguf(np.array(widget.block)).reshape(-1)
+
+
 @pytest.mark.parametrize("widget_class", WIDGET_FILES)
-def test_a_widget_syncs_its_inputs_and_nothing_it_derives(widget_class):
-    """Python sets the inputs and the browser computes what it shows: a derived trait never goes
-    over the wire, so no figure can come to rely on Python pushing it."""
+def test_a_widget_syncs_its_inputs_and_nothing_else(widget_class):
+    """Python sets the inputs and the browser computes what it shows: a widget holds no trait it
+    does not sync, so no figure can come to rely on Python deriving it."""
     own = set(widget_class.class_traits(sync=True)) - set(anywidget.AnyWidget.class_traits(sync=True))
     assert own == set(widget_class._inputs) | set(widget_class._page_traits)
     assert widget_class._page_traits == ("outcomes",)  # the outcome panels a figure drives (ui.js)
-    assert not set(widget_class.class_traits(derived=True)) & own
+    assert set(widget_class.class_traits()) - set(anywidget.AnyWidget.class_traits()) == own
 
 
 @pytest.mark.parametrize(("widget_class", "module_file"), WIDGET_FILES.items())
@@ -53,17 +108,22 @@ def test_a_widgets_module_reads_only_its_input_traits(widget_class, module_file)
 
 
 def test_nibble_decoder_0101_then_7_then_8():
+    """The readings are the browser's (the golden nibble, e2m1 and nibble_decoders vectors); the lab
+    codec's are their source."""
     widget = NibbleDecoder()
-    assert (widget.code, widget.e2m1_value, widget.uint4, widget.int4) == (5, 3.0, 5, 5)
-    assert (widget.q4_0, widget.iq4_nl) == (-3, -35)  # what notebook 1 prints: 5 - 8, and IQ4_NL's entry 5
+    read = nibble.three_decoders(widget.code)
+    assert (widget.code, read["e2m1"], read["uint4"], read["int4"]) == (5, 3.0, 5, 5)
+    # what notebook 1 prints: 5 - 8, and IQ4_NL's entry 5
+    assert (widget.code - q4_0.CODE_OFFSET, int(iq4_nl.KVALUES[widget.code])) == (-3, -35)
     # The bits, formula and kind are the browser's (the golden e2m1 vectors); e2m1.explain is their source.
     assert e2m1.explain(5)["bits"] == "0101"
     assert e2m1.explain(5)["formula"] == "(+1) \u00d7 2^(2 \u2212 1) \u00d7 (1 + 1/2) = 3"
     widget.code = 7
-    assert widget.e2m1_value == 6.0 and e2m1.explain(7)["kind"] == "normal"
+    assert nibble.three_decoders(widget.code)["e2m1"] == 6.0 and e2m1.explain(7)["kind"] == "normal"
     widget.code = 8
-    assert widget.e2m1_value == 0.0 and math.copysign(1, widget.e2m1_value) == -1.0
-    assert (widget.uint4, widget.int4, e2m1.explain(8)["kind"]) == (8, -8, "zero")
+    read = nibble.three_decoders(widget.code)
+    assert read["e2m1"] == 0.0 and math.copysign(1, read["e2m1"]) == -1.0
+    assert (read["uint4"], read["int4"], e2m1.explain(8)["kind"]) == (8, -8, "zero")
 
 
 def test_nibble_decoder_rejects_a_code_above_15():
@@ -75,12 +135,14 @@ def test_nibble_decoder_rejects_a_code_above_15():
 
 def test_scale_lab_article_row_at_half_and_eighth():
     widget = ScaleLab()
-    assert widget.y == pytest.approx(-1.75, abs=1e-15)
-    assert widget.w_hat == [-1.0, 0.25, 1.0, 1.5] and widget.y_hat == -2.0
-    assert widget.delta_y == pytest.approx(-0.25, abs=1e-15)
+    row = _analysed(widget)  # the golden scale_lab vectors hold the browser's row to this one
+    assert row.y == pytest.approx(-1.75, abs=1e-15)
+    assert row.w_hat.tolist() == [-1.0, 0.25, 1.0, 1.5] and row.y_hat == -2.0
+    assert row.delta_y == pytest.approx(-0.25, abs=1e-15)
     widget.scale = 0.125
-    assert widget.w_hat == [-0.75, 0.25, 0.75, 0.75] and widget.y_hat == -1.625
-    assert widget.delta_y == pytest.approx(0.125, abs=1e-15)
+    row = _analysed(widget)
+    assert row.w_hat.tolist() == [-0.75, 0.25, 0.75, 0.75] and row.y_hat == -1.625
+    assert row.delta_y == pytest.approx(0.125, abs=1e-15)
     # Which weights clip is the browser's to show (the golden scale_lab vectors); scale.analyse is its source.
     assert scale.analyse(scale.ARTICLE_W, scale.ARTICLE_X, 0.125).clipped.tolist() == [True, False, True, True]
 
@@ -99,14 +161,19 @@ def test_scale_lab_article_row_at_half_and_eighth():
 def test_scale_lab_bad_input_gives_a_message_not_an_exception(w_text, x_text, scale, problem):
     widget = ScaleLab(w_text=w_text, x_text=x_text, scale=scale)
     assert problem in widget.message
-    assert widget.w_hat == [] and widget.delta_y is None
+    # no row to show: the lab codec refuses the inputs, and the figure draws none
+    with pytest.raises(LabError):
+        _analysed(widget)
+    assert _figure_refusal(widget)
 
 
 def test_ownership_view_traces_3_times_half_and_3_times_0_3125():
     widget = OwnershipView()
-    assert widget.mx_scale == 0.5
-    assert widget.mx_formula == "3 \u00d7 0.5 = 1.5" and widget.mx_weights[0] == 1.5
-    assert widget.nv_formula == "3 \u00d7 0.3125 \u00d7 1 = 0.9375" and widget.nv_weights[0] == 0.9375
+    mx_block, nv_block = _readings(widget)  # the golden e8m0, mxfp4 and nvfp4 vectors hold the browser's
+    assert e8m0.decode(widget.mx_scale_byte) == 0.5
+    assert mx_block.explain(widget.selected)["formula"] == "3 \u00d7 0.5 = 1.5" and mx_block.dequantize()[0] == 1.5
+    assert nv_block.explain(widget.selected)["formula"] == "3 \u00d7 0.3125 \u00d7 1 = 0.9375"
+    assert nv_block.dequantize()[0] == 0.9375
     # The NVFP4 block scales and the storage line are the browser's (golden nvfp4 and bits_per_weight
     # vectors); these are the lab values they come from.
     nv_block = nvfp4.from_parts(np.array(widget.codes), np.array(widget.nv_scale_bytes))
@@ -117,21 +184,25 @@ def test_ownership_view_traces_3_times_half_and_3_times_0_3125():
 def test_ownership_view_nan_scale_byte_makes_the_whole_block_nan():
     widget = OwnershipView()
     widget.mx_scale_byte = 0xFF
-    assert widget.mx_scale is None and widget.mx_weights == [None] * 32
-    assert widget.nv_weights[0] == 0.9375  # NVFP4's scales are separate bytes: untouched
+    mx_block, nv_block = _readings(widget)
+    assert math.isnan(e8m0.decode(widget.mx_scale_byte)) and np.isnan(mx_block.dequantize()).tolist() == [True] * 32
+    assert nv_block.dequantize()[0] == 0.9375  # NVFP4's scales are separate bytes: untouched
 
 
 def test_ownership_view_tensor_scale_multiplies_nvfp4_only():
     widget = OwnershipView(tensor_scale=2.0, selected=16)
-    assert widget.nv_weights[0] == 3 * 0.3125 * 2
-    assert widget.mx_weights[0] == 1.5
+    mx_block, nv_block = _readings(widget)
+    assert nv_block.dequantize()[0] == 3 * 0.3125 * 2
+    assert mx_block.dequantize()[0] == 1.5
 
 
 def test_q4k_explorer_follows_0xa5_then_byte_zero():
     """The traced byte is the browser's to show (the golden q4k vectors); q4k.explain_byte is its source."""
     widget = Q4KExplorer()
-    assert widget.subblock_scales[4] == 33
-    assert (widget.weights[0], widget.weights[32]) == (1.0, 3.25)
+    raw = np.array(widget.block)
+    assert q4k.unpack_scale_min(raw[q4k.METADATA_OFFSET : q4k.PAYLOAD_OFFSET])[0][4] == 33
+    weights = _q4k_weights(widget)  # the golden q4k_presentation vectors hold the browser's
+    assert (weights[0], weights[32]) == (1.0, 3.25)
     traced = q4k.explain_byte(np.array(widget.block), 0)
     assert (traced["byte"], traced["low_lane"], traced["high_lane"]) == (0xA5, 0, 32)
     assert (traced["low"]["weight"], traced["high"]["weight"]) == (1.0, 3.25)
@@ -140,7 +211,7 @@ def test_q4k_explorer_follows_0xa5_then_byte_zero():
     assert (traced["byte"], traced["low"]["weight"], traced["high"]["weight"]) == (0, -0.25, -0.5)
     traced = q4k.explain_byte(np.array(widget.block), 2)  # the fixture's 0xFF byte
     assert (traced["low"]["weight"], traced["high"]["weight"]) == (3.5, 5.125)
-    assert (widget.weights[2], widget.weights[34]) == (3.5, 5.125)
+    assert (weights[2], weights[34]) == (3.5, 5.125)
 
 
 def test_q4k_explorer_editing_a_byte_changes_its_weights():
@@ -150,7 +221,8 @@ def test_q4k_explorer_editing_a_byte_changes_its_weights():
     widget.block = block
     traced = q4k.explain_byte(np.array(widget.block), widget.payload_index)
     assert (traced["low"]["weight"], traced["high"]["weight"]) == (-0.25, -0.5)
-    assert widget.weights[0] == -0.25 and widget.weights[32] == -0.5
+    weights = _q4k_weights(widget)
+    assert weights[0] == -0.25 and weights[32] == -0.5
 
 
 def test_q4k_explorer_bad_index_gives_a_message():
@@ -166,17 +238,10 @@ def test_each_bundle_and_standalone_script_parses(module_file, tmp_path):
     """The bundler joins a widget, ui.js and the codec modules it imports into one module (and a
     standalone page adds its host), so a name declared twice would break the widget; node's parser
     catches that."""
-    import shutil
-    import subprocess
-
     from widgets._bundle import bundle
     from widgets.build import standalone
 
-    node = shutil.which("node")
-    if node is None:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("node is not installed; .ci/run installs it, so CI must have it")
-        pytest.skip("node is not installed")
+    node = _node()
     slug = next(slug for slug, (_, file, _) in standalone.PAGES.items() if file == module_file)
     script = re.search(r'<script type="module">\n(.*)\n</script>', standalone.page(slug), re.DOTALL).group(1)
     for name, source in (("bundle.mjs", bundle(module_file)), ("page.mjs", script)):
@@ -186,31 +251,41 @@ def test_each_bundle_and_standalone_script_parses(module_file, tmp_path):
         assert result.returncode == 0, f"{module_file} {name}: {result.stderr}"
 
 
-def test_a_refused_input_clears_what_was_derived_from_the_last_good_one():
+def test_a_refused_input_shows_nothing_and_the_last_good_one_shows_again():
     widget = OwnershipView()
-    assert widget.mx_weights[0] == 1.5
+    assert _readings(widget)[0].dequantize()[0] == 1.5
     widget.mx_scale_byte = 300
-    assert "0..255" in widget.message and widget.mx_weights == [] and widget.mx_formula == ""
+    assert "0..255" in widget.message
+    with pytest.raises(LabError, match=r"0\.\.255"):  # no MXFP4 weights nor formula to show
+        _readings(widget)
+    assert "0..255" in _figure_refusal(widget)
     widget.mx_scale_byte = 0x7E
-    assert widget.message == "" and widget.mx_weights[0] == 1.5
+    assert widget.message == "" and _readings(widget)[0].dequantize()[0] == 1.5
     explorer = Q4KExplorer()
     explorer.payload_index = 128
-    assert "0..127" in explorer.message and explorer.subblock_scales == [] and explorer.weights == []
+    assert "0..127" in explorer.message
+    with pytest.raises(LabError, match=r"0\.\.127"):  # no byte to trace, so no lanes, scales or weights
+        q4k.lanes(explorer.payload_index)
+    assert _figure_refusal(explorer)
 
 
 @pytest.mark.parametrize("tensor_scale", [1e36, float("inf"), 1e-50])
 def test_ownership_view_refuses_a_tensor_scale_float32_cannot_hold(tensor_scale):
     widget = OwnershipView(tensor_scale=tensor_scale)
     assert "global_scale" in widget.message or "tensor scale" in widget.message
-    assert widget.nv_weights == []
+    with pytest.raises(LabError, match="global_scale"):  # no NVFP4 weights to show
+        _readings(widget)
+    assert _figure_refusal(widget)
 
 
 def test_scale_lab_reads_the_same_grammar_as_the_browser():
     widget = ScaleLab(w_text="2^-3, 3/8, \u22121", x_text="1 1 1", scale=0.125)
-    assert widget.message == "" and widget.w_hat == [0.125, 0.375, -0.75]
+    assert widget.message == "" and _analysed(widget).w_hat.tolist() == [0.125, 0.375, -0.75]
     widget.w_text = "1e308, 1e308"
     widget.x_text = "1, 1"
-    assert "overflows float64" in widget.message and widget.delta_y is None
+    assert "overflows float64" in widget.message
+    with pytest.raises(LabError, match="overflows float64"):  # no error to show
+        _analysed(widget)
 
 
 @pytest.mark.parametrize(
@@ -276,8 +351,9 @@ def test_block_explorer_opens_its_q5_0_block_of_codes_11j_mod_32():
     widget = BlockExplorer()
     assert (widget.type_name, widget.weight, len(widget.block), widget.message) == ("Q5_0", 1, 22, "")
     assert widget.block[:2] == [0x00, 0x2C]  # d = 0.0625 as a little-endian float16
-    assert widget.weights[:4] == [-1.0, -0.3125, 0.375, -0.9375]
-    assert sorted(widget.weights) == [(code - 16) / 16 for code in range(32)]
+    weights = _block_weights(widget)  # the golden gguf_blocks vectors hold the browser's
+    assert weights[:4].tolist() == [-1.0, -0.3125, 0.375, -0.9375]
+    assert sorted(weights.tolist()) == [(code - 16) / 16 for code in range(32)]
     traced = FORMATS["q5_0"].from_gguf(np.array(widget.block, np.uint8)).explain(1)
     assert (traced["code"], traced["code_bits"], traced["qh_byte"], traced["qh_bit_in_byte"]) == (11, "0 1011", 2, 1)
 
@@ -295,7 +371,8 @@ def test_block_explorer_opens_its_q5_0_block_of_codes_11j_mod_32():
 )
 def test_block_explorer_refuses_what_its_block_cannot_show(traits, problem):
     widget = BlockExplorer(**traits)
-    assert problem in widget.message and widget.weights == []
+    assert problem in widget.message
+    assert problem in _figure_refusal(widget)  # the browser draws no weights either
 
 
 def test_block_explorer_follows_a_new_type_and_block():
@@ -305,21 +382,17 @@ def test_block_explorer_follows_a_new_type_and_block():
     assert "110 bytes" in widget.message  # the Q5_0 block is no Q3_K block
     widget.block = block.tolist()
     widget.weight = 200
-    assert widget.message == "" and widget.weights == FORMATS["q3_k"].decode_gguf(block).tolist()
+    assert widget.message == "" and _figure_refusal(widget) is None
+    assert (widget.type_name, widget.block) == ("Q3_K", block.tolist())
+    reference = gguf.quants.dequantize(block.reshape(1, -1), GGMLQuantizationType.Q3_K).reshape(-1)
+    assert np.array_equal(_block_weights(widget), reference)
 
 
 def test_block_explorers_bundle_parses(tmp_path):
     """The block explorer has no standalone page of its own; its bundle alone must parse."""
-    import shutil
-    import subprocess
-
     from widgets._bundle import bundle
 
-    node = shutil.which("node")
-    if node is None:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("node is not installed; .ci/run installs it, so CI must have it")
-        pytest.skip("node is not installed")
+    node = _node()
     path = tmp_path / "bundle.mjs"
     path.write_text(bundle("block_explorer.js"))
     result = subprocess.run([node, "--check", str(path)], capture_output=True, text=True)
