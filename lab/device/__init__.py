@@ -9,8 +9,10 @@ not an exception. The modules, one job each:
 
     report      the dataclasses a run produces (DeviceReport, DeviceRun, Comparison, RoundTrip...)
     render      report_markdown(report): the report as markdown, in words ("row 0, element 5"), not tuples
-    compare     pure numpy comparisons and rounding allowances, no MLX
+    compare     pure numpy comparisons, rounding allowances and the float32 accumulation bound, no MLX
     steps       the guarded MLX calls, the device list, refusals
+    session     DeviceSession: the installed MLX and its devices, how MLX runs each format
+                (mlx_parameters), and the one wording of "nothing runs here" (NoDevice)
     blocks      run_block: every format in the registry with an MLX mode
     decoding    what MLX's decoder does with the lab's bytes beyond the plain comparison
     round_trip  MLX's own quantize-then-dequantize beside the lab's

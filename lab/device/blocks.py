@@ -29,10 +29,11 @@ from lab.device.decoding import (
 )
 from lab.device.report import Comparison, DeviceReport, DeviceRun
 from lab.device.round_trip import round_trip
-from lab.device.steps import Steps, device_name, learner_input, mlx_devices, mlx_version, unavailable
+from lab.device.session import DeviceSession, NoDevice, no_mode
+from lab.device.steps import Steps, device_name, learner_input
 from lab.errors import LabError, ShapeError
 from lab.formats import affine, mlx_layout
-from lab.formats.registry import FORMATS, Format, MLXMode, MLXTensor, get, with_mlx
+from lab.formats.registry import FORMATS, Format, MLXMode, MLXTensor, get
 
 #: the name run_block took for MLX affine before the registry, with bits= and group_size= options
 LEGACY_AFFINE = "affine"
@@ -86,14 +87,14 @@ def run_block(fmt: str | Format, w=None, tensor=None, x=None, **options) -> Devi
             "when run_block quantizes w itself, and the tensor already fixes them: pass one or the other"
         )
     fmt, options = resolve_format(fmt, options, tensor)
-    if fmt.mlx is None:
-        return _no_mlx_mode(fmt)
+    session = DeviceSession.open()
+    if fmt.mlx is None:  # Q4_K's bytes reach MLX through run_q4k, which knows its affine rewrite
+        return _not_run(fmt, no_mode(fmt, None if isinstance(session, NoDevice) else session.version))
     if tensor is not None and not isinstance(tensor, MLXTensor):
         raise LabError(f"running {fmt.title} needs a tensor with MLX's layout (mlx_layout, to_mlx), got {type(tensor)}")
-    try:
-        mx = mlx_layout.mlx_core()
-    except mlx_layout.MLXUnavailableError as error:
-        return unavailable(fmt.name, error, fmt.title)
+    if isinstance(session, NoDevice):
+        return _not_run(fmt, session)
+    mx = session.mx
     try:
         weights = None if w is None else to_float32_input(w)
         # a huge block can overflow a scale to inf; the comparison shows it, a warning would not help
@@ -104,7 +105,7 @@ def run_block(fmt: str | Format, w=None, tensor=None, x=None, **options) -> Devi
             available=True,
             kind=fmt.name,
             title=fmt.title,
-            mlx_version=mlx_version(mx),
+            mlx_version=session.version,
             message=f"The lab could not quantize this input: {error}",
         )
     if weights is not None and weights[0].shape != lab_tensor.shape:
@@ -112,7 +113,7 @@ def run_block(fmt: str | Format, w=None, tensor=None, x=None, **options) -> Devi
     layout = _checked_layout(fmt, lab_tensor)
     inputs = learner_input(x, lab_tensor.shape[-1])
     runs = tuple(
-        _run_block_on(mx, label, device, fmt, lab_tensor, layout, weights, inputs) for label, device in mlx_devices(mx)
+        _run_block_on(mx, label, device, fmt, lab_tensor, layout, weights, inputs) for label, device in session.devices
     )
     shown = fmt.mlx.parameters()
     shown.update({name: getattr(lab_tensor, name) for name in _TENSOR_SETTINGS if hasattr(lab_tensor, name)})
@@ -121,28 +122,22 @@ def run_block(fmt: str | Format, w=None, tensor=None, x=None, **options) -> Devi
         kind=fmt.name,
         title=fmt.title,
         message=" ".join(f"{run.device}: {run.verdict}." for run in runs),
-        mlx_version=mlx_version(mx),
+        mlx_version=session.version,
         shape=tuple(lab_tensor.shape),
         parameters=shown,
         runs=runs,
     )
 
 
-def _no_mlx_mode(fmt: Format) -> DeviceReport:
-    modes = ", ".join(sorted({other.mlx.mode for other in with_mlx()}))
-    try:
-        version = mlx_version(mlx_layout.mlx_core())
-    except mlx_layout.MLXUnavailableError:
-        version = None
+def _not_run(fmt: Format, why: NoDevice) -> DeviceReport:
+    """The report of a block no device runs: no MLX here, or no MLX mode for the format."""
     return DeviceReport(
-        available=version is not None,
+        available=why.available,
         kind=fmt.name,
         title=fmt.title,
-        mlx_version=version,
-        message=(
-            f"MLX has no {fmt.title} mode: mx.quantize and mx.dequantize take mode= as one of {modes} only, "
-            f"so there is nothing of {fmt.title} for a device to run."
-        ),
+        message=why.message,
+        install_hint=why.install_hint or None,
+        mlx_version=why.mlx_version,
     )
 
 

@@ -15,7 +15,7 @@ logit difference with the lab's answer fed to both (teacher forcing), beside the
 between its best two tokens at the step where they part: an answer may part only where that margin
 is within the difference. In that teacher-forced pass, per Linear and on the very input MLX
 received, MLX's product is held to the lab's and to the float32 accumulation bound of
-lab.device.model (2·γ_{K+3}·Σ|x_k|·m_k): the share of the bound used must stay at or under 1.
+lab.device.compare (2·γ_{K+3}·Σ|x_k|·m_k): the share of the bound used must stay at or under 1.
 
 `run_chat(fmt, cache=True)` keeps the report (lab.study.cache), keyed by the model file, the lab's
 code, the MLX version, every device's name, the format, the prompts and the token count.
@@ -23,24 +23,27 @@ code, the MLX version, every device's name, the format, the prompts and the toke
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from lab.device.model import accumulation_bound, mlx_parameters
-from lab.device.steps import Steps, device_name, mlx_devices, mlx_version
+from lab.device.compare import accumulation_bound
+from lab.device.session import DeviceSession, NoDevice, mlx_layout_of, mlx_parameters
+from lab.device.steps import Steps, device_name
 from lab.errors import LabError
-from lab.formats import FORMATS, mlx_layout
+from lab.formats import FORMATS
 from lab.formats.registry import Format, get
 from lab.numbers import format_number
 from lab.study import cache as result_cache
 from lab.study import chat_study, shipped_gguf
 from lab.study.chat.gguf_model import LINEARS
+from lab.study.requantize import requantize
+from lab.study.results import CachedResults
 from lab.text import shown
 
 GREEDY_TOKENS = 20
 CACHE_NAMESPACE = "device_chat"
-SOURCES = ("device", "study/chat", "study/chat_study.py", "formats", "codes")
+SOURCES = ("device", "study/chat", "study/chat_study.py", "study/requantize.py", "study/results.py", "formats", "codes")
 
 
 @dataclass(frozen=True)
@@ -166,23 +169,28 @@ class _DeviceLinears:
 
 def _device_arrays(spec: Format, model, lab_blocks, fallbacks) -> dict:
     """Per quantized Linear (layer, name): MLX parameters, the bytes in MLX's layout, the bound's m,
-    the tensor factor. The lab quantizes again, and the result must decode to the very ŵ the lab ran."""
+    the tensor factor. The lab quantizes again (lab.study.requantize), and each result must decode
+    to the very ŵ the lab ran."""
     parameters = mlx_parameters(spec)
     refitted = {fallback.layer for fallback in fallbacks}
+    held = {
+        (layer, name): block[name]
+        for layer, block in enumerate(model.weights.blocks)
+        for name in LINEARS
+        if f"blk.{layer}.{name}" not in refitted
+    }
+    requantized = requantize({f"blk.{layer}.{name}": w for (layer, name), w in held.items()}, spec, keep_tensors=True)
     arrays = {}
-    for layer, block in enumerate(model.weights.blocks):
-        for name in LINEARS:
-            if f"blk.{layer}.{name}" in refitted:
-                continue
-            tensor = spec.quantize(block[name])
-            w_hat = lab_blocks[layer][name]
-            if not np.array_equal(tensor.dequantize(), w_hat):
-                raise LabError(f"{spec.title} of blk.{layer}.{name} quantized twice gave different weights")
-            layout = tensor.mlx_layout() if spec.mlx is not None else tensor.to_mlx_affine()
-            magnitude = np.abs(w_hat).astype(np.float64)
-            if len(layout) == 3:  # affine: a bias per group, which ŵ = s·q + b may partly cancel
-                magnitude += 2 * np.repeat(np.abs(layout[2].astype(np.float64)), parameters["group_size"], axis=-1)
-            arrays[(layer, name)] = (parameters, layout, magnitude, getattr(tensor, "global_scale", None))
+    for layer, name in held:
+        label = f"blk.{layer}.{name}"
+        tensor, w_hat = requantized.tensors[label], lab_blocks[layer][name]
+        if not np.array_equal(requantized.weights[label], w_hat):
+            raise LabError(f"{spec.title} of {label} quantized twice gave different weights")
+        layout = mlx_layout_of(spec, tensor)
+        magnitude = np.abs(w_hat).astype(np.float64)
+        if len(layout) == 3:  # affine: a bias per group, which ŵ = s·q + b may partly cancel
+            magnitude += 2 * np.repeat(np.abs(layout[2].astype(np.float64)), parameters["group_size"], axis=-1)
+        arrays[(layer, name)] = (parameters, layout, magnitude, getattr(tensor, "global_scale", None))
     return arrays
 
 
@@ -211,21 +219,8 @@ def _answer(model, spec: Format, prompt: str, tokens: int, linear) -> ChatAnswer
     )
 
 
-def _from_json(entry: dict) -> ChatDeviceReport:
-    runs = tuple(
-        ChatDeviceRun(
-            **{
-                **run,
-                "answers": tuple(
-                    ChatAnswer(**{**a, "lab_ids": tuple(a["lab_ids"]), "device_ids": tuple(a["device_ids"])})
-                    for a in run["answers"]
-                ),
-                "refusals": tuple(run["refusals"]),
-            }
-        )
-        for run in entry["runs"]
-    )
-    return ChatDeviceReport(**{**entry, "runs": runs})
+#: reports on disk only: each is a run on this machine's devices, computed again without the cache
+_REPORTS = CachedResults(CACHE_NAMESPACE, ChatDeviceReport, remember=False)
 
 
 def device_formats() -> list[str]:
@@ -243,37 +238,37 @@ def run_chat(
 ) -> ChatDeviceReport:
     """Gemma 3 270M with every block Linear in `fmt`, on every MLX device, against the lab's numpy."""
     spec = get(fmt)
-    try:
-        mx = mlx_layout.mlx_core()
-    except mlx_layout.MLXUnavailableError as error:
-        return ChatDeviceReport(False, spec.name, spec.title, str(error), install_hint=mlx_layout.install_hint())
-    if mlx_parameters(spec) is None:
+    session = DeviceSession.open(spec)
+    if isinstance(session, NoDevice):
         return ChatDeviceReport(
-            True,
+            session.available,
             spec.name,
             spec.title,
-            f"MLX has no {spec.title} mode and the lab has no rewrite of it into one, so nothing runs on a device.",
-            mlx_version(mx),
+            session.message,
+            session.mlx_version or "",
+            install_hint=session.install_hint,
         )
-    devices = mlx_devices(mx)
     path = model.path if model is not None else shipped_gguf.model_file()
-    store = result_cache.ResultCache(CACHE_NAMESPACE) if cache else None
-    key = (
-        result_cache.digest(
+
+    def disk_key() -> str:
+        return result_cache.digest(
             result_cache.lab_source_digest(SOURCES),
             result_cache.files_digest([path]),
-            mlx_version(mx),
-            *(f"{label}={device_name(mx, device)}" for label, device in devices),
+            session.version,
+            *(f"{label}={device_name(session.mx, device)}" for label, device in session.devices),
             spec.name,
             *prompts,
             str(tokens),
         )
-        if store
-        else None
-    )
-    found = store.load_as(key, _from_json) if store else None
-    if found is not None:
-        return found
+
+    def run() -> ChatDeviceReport:
+        return _run_on_devices(session, spec, prompts, tokens, model, path)
+
+    return _REPORTS.get(spec.name, run, disk_key=disk_key if cache else None)
+
+
+def _run_on_devices(session: DeviceSession, spec: Format, prompts, tokens: int, model, path) -> ChatDeviceReport:
+    mx = session.mx
     if model is None:
         from lab.study import chat  # decoding 1 GB of weights: only when the report must be computed
 
@@ -281,7 +276,7 @@ def run_chat(
     lab_blocks, fallbacks = model.blocks(spec.name)
     arrays = _device_arrays(spec, model, lab_blocks, fallbacks)
     runs = []
-    for label, device in devices:
+    for label, device in session.devices:
         linear = _DeviceLinears(mx, device, lab_blocks, arrays)
         answers = tuple(_answer(model, spec, prompt, tokens, linear) for prompt in prompts)
         runs.append(
@@ -297,9 +292,6 @@ def run_chat(
                 refusals=tuple(linear.steps.refusals),
             )
         )
-    report = ChatDeviceReport(
-        True, spec.name, spec.title, mlx_version=mlx_version(mx), fallbacks=len(fallbacks), runs=tuple(runs)
+    return ChatDeviceReport(
+        True, spec.name, spec.title, mlx_version=session.version, fallbacks=len(fallbacks), runs=tuple(runs)
     )
-    if store:
-        store.store(key, asdict(report))
-    return report

@@ -302,3 +302,19 @@ def non_finite_values(source: str, values: np.ndarray, scales: np.ndarray, group
         negative_infinity=int(np.isneginf(values).sum()),
         first=tuple(first),
     )
+
+
+#: roundings per term beyond the K − 1 of the sum: product, code·scale, + bias, a tensor factor
+EXTRA_ROUNDINGS = 4
+
+
+def accumulation_bound(x: np.ndarray, magnitude: np.ndarray) -> np.ndarray:
+    """2·γ_{K+3}·|x|·mᵀ: how far two float32 evaluations of x·Ŵᵀ may differ, per output element
+    (lab.device.model's docstring derives it).
+
+    x: float [tokens, K]; magnitude: m [out, K], the per-weight size the roundings scale with.
+    """
+    k = x.shape[-1]
+    n = (k - 1 + EXTRA_ROUNDINGS) * FLOAT32_UNIT_ROUNDOFF
+    gamma = n / (1 - n)
+    return 2 * gamma * (np.abs(x.astype(np.float64)) @ magnitude.astype(np.float64).T)

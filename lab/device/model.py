@@ -35,35 +35,21 @@ that run computed, on the same MLX and the same devices.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
-from lab.device.compare import FLOAT32_UNIT_ROUNDOFF
-from lab.device.steps import Steps, device_name, mlx_devices, mlx_version
+from lab.device.compare import accumulation_bound
+from lab.device.session import DeviceSession, NoDevice, mlx_layout_of, mlx_parameters
+from lab.device.steps import Steps, device_name, mlx_version
 from lab.errors import LabError
-from lab.formats import mlx_layout, q4k
 from lab.formats.registry import Format, get
 from lab.study import behaviour
 from lab.study import cache as result_cache
 from lab.study import model as sentence_model
+from lab.study.requantize import requantize
+from lab.study.results import CachedResults
 from lab.text import code_name
-
-#: roundings per term beyond the K − 1 of the sum: product, code·scale, + bias, a tensor factor
-EXTRA_ROUNDINGS = 4
-#: Q4_K on MLX: its 32-lane subblocks are affine groups of 32 (lab.formats.q4k.to_mlx_affine)
-Q4K_AFFINE = {"mode": "affine", "bits": 4, "group_size": 32}
-
-
-def accumulation_bound(x: np.ndarray, magnitude: np.ndarray) -> np.ndarray:
-    """2·γ_{K+3}·|x|·mᵀ: how far two float32 evaluations of x·Ŵᵀ may differ, per output element.
-
-    x: float [tokens, K]; magnitude: m [out, K], the per-weight size the roundings scale with.
-    """
-    k = x.shape[-1]
-    n = (k - 1 + EXTRA_ROUNDINGS) * FLOAT32_UNIT_ROUNDOFF
-    gamma = n / (1 - n)
-    return 2 * gamma * (np.abs(x.astype(np.float64)) @ magnitude.astype(np.float64).T)
 
 
 @dataclass(frozen=True)
@@ -138,33 +124,24 @@ class ModelDeviceReport:
         return "\n\n".join(parts)
 
 
-def mlx_parameters(spec: Format) -> dict | None:
-    """The MLX parameters a format's bytes run with: its own mode, Q4_K's affine repack, or None."""
-    if spec.mlx is not None:
-        return spec.mlx.parameters()
-    return Q4K_AFFINE if spec.name == q4k.FORMAT.name else None
-
-
-def _device_arrays(fmt_name: str, original, quantized_model):
+def _device_arrays(fmt: Format, original, quantized_model):
     """Per quantized Linear: (MLX parameters, numpy arrays in MLX's layout, m = |s·q| + |b| bound size).
 
-    The lab's tensor is quantized again here, with the format's defaults as load() does, and its
-    dequantize() must equal the model's weight exactly: MLX gets the very bytes the lab used.
+    The lab's tensors are quantized again here (lab.study.requantize, with the format's defaults as
+    load() does), and each one's dequantize() must equal the model's weight exactly: MLX gets the
+    very bytes the lab used.
     """
-    fmt = get(fmt_name)
     kept = {name for name, _ in quantized_model.fallbacks}
+    requantized = requantize({name: w for name, w in original.items() if name not in kept}, fmt, keep_tensors=True)
+    parameters = mlx_parameters(fmt)
     arrays = {}
-    for name, w in original.items():
-        if name in kept:
-            continue
-        tensor = fmt.quantize(w)
+    for name, tensor in requantized.tensors.items():
         w_hat = quantized_model.linear_weights[name]
-        if not np.array_equal(tensor.dequantize(), w_hat):
+        if not np.array_equal(requantized.weights[name], w_hat):
             raise LabError(
                 f"{fmt.title} of {name} quantized twice gave different weights; the lab is not deterministic"
             )
-        parameters = mlx_parameters(fmt)
-        layout = tensor.mlx_layout() if fmt.mlx is not None else tensor.to_mlx_affine()
+        layout = mlx_layout_of(fmt, tensor)
         magnitude = np.abs(w_hat).astype(np.float64)
         if len(layout) == 3:  # affine: a bias per group, which ŵ = s·q + b may partly cancel
             group = parameters["group_size"]
@@ -241,18 +218,8 @@ def _report_key(mx, spec: Format, sentences: list[str], devices) -> str:
     )
 
 
-def _report_from_json(entry: dict) -> ModelDeviceReport:
-    runs = tuple(
-        ModelDeviceRun(
-            **{
-                **run,
-                "layers": tuple(LayerDifference(**layer) for layer in run["layers"]),
-                "refusals": tuple(run["refusals"]),
-            }
-        )
-        for run in entry["runs"]
-    )
-    return ModelDeviceReport(**{**entry, "runs": runs})
+#: reports on disk only: each is a run on this machine's devices, computed again without the cache
+_REPORTS = CachedResults(CACHE_NAMESPACE, ModelDeviceReport, remember=False)
 
 
 def run_model(fmt: str, sentences: list[str] | None = None, cache: bool = False) -> ModelDeviceReport:
@@ -264,40 +231,28 @@ def run_model(fmt: str, sentences: list[str] | None = None, cache: bool = False)
     """
     spec = get(fmt)
     sentences = list(behaviour.SIMILARITY_SENTENCES if sentences is None else sentences)
-    try:
-        mx = mlx_layout.mlx_core()
-    except mlx_layout.MLXUnavailableError as error:
+    session = DeviceSession.open(spec)
+    if isinstance(session, NoDevice):
         return ModelDeviceReport(
-            available=False,
+            available=session.available,
             format=spec.name,
             title=spec.title,
-            message=str(error),
-            install_hint=mlx_layout.install_hint(),
+            message=session.message,
+            install_hint=session.install_hint,
+            mlx_version=session.mlx_version,
         )
-    if mlx_parameters(spec) is None:
-        return ModelDeviceReport(
-            available=True,
-            format=spec.name,
-            title=spec.title,
-            mlx_version=mlx_version(mx),
-            message=f"MLX has no {spec.title} mode and the lab has no rewrite of it into one, so nothing runs on a device.",
-        )
-    devices = mlx_devices(mx)
-    store = result_cache.ResultCache(CACHE_NAMESPACE) if cache else None
-    key = _report_key(mx, spec, sentences, devices) if store else None
-    found = store.load_as(key, _report_from_json) if store else None
-    if found is not None:
-        return found
-    report = _run_on_devices(mx, spec, sentences, devices)
-    if store:
-        store.store(key, asdict(report))
-    return report
+    mx, devices = session.mx, session.devices
+    return _REPORTS.get(
+        spec.name,
+        lambda: _run_on_devices(mx, spec, sentences, devices),
+        disk_key=(lambda: _report_key(mx, spec, sentences, devices)) if cache else None,
+    )
 
 
 def _run_on_devices(mx, spec: Format, sentences: list[str], devices) -> ModelDeviceReport:
     original = sentence_model.load().linear_weights
     base = sentence_model.load(spec.name)
-    arrays = _device_arrays(spec.name, original, base)
+    arrays = _device_arrays(spec, original, base)
     lab_embeddings = base.embed(sentences)
     runs = []
     for label, device in devices:

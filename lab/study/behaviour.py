@@ -40,6 +40,7 @@ from lab.formats.registry import get
 from lab.study import cache as result_cache
 from lab.study import model as sentence_model
 from lab.study.metrics import relative_error
+from lab.study.results import CachedResults
 from lab.study.retrieval_data import PASSAGES, QUERIES
 
 #: the row name of the unquantized model
@@ -105,6 +106,8 @@ STUDY_SOURCES = (
     "study/real_weights.py",
     "study/metrics.py",
     "study/model.py",
+    "study/requantize.py",
+    "study/results.py",
     "study/retrieval_data.py",
     "study/behaviour.py",
 )
@@ -132,8 +135,10 @@ def model_key() -> str:
     )
 
 
-def _store(cache: bool):
-    return result_cache.ResultCache(CACHE_NAMESPACE) if cache else None
+def _disk_key(cache: bool, *parts: str):
+    """The on-disk key of a result of this module named by `parts`, made only when asked (with
+    `cache`), since model_key() reads the model's files; None keeps the result in memory only."""
+    return (lambda: result_cache.digest(model_key(), *parts)) if cache else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,46 +158,22 @@ class Embeddings:
     sentences: np.ndarray
 
 
-_EMBEDDINGS: dict[str, Embeddings] = {}
-
-
-def _embeddings_to_json(found: Embeddings) -> dict:
-    return {
-        "bits_per_weight": found.bits_per_weight,
-        "fallbacks": [list(pair) for pair in found.fallbacks],
-        **{part: result_cache.encode_array(getattr(found, part)) for part in ("queries", "passages", "sentences")},
-    }
-
-
-def _embeddings_from_json(name: str, entry: dict) -> Embeddings:
-    return Embeddings(
-        name=name,
-        bits_per_weight=float(entry["bits_per_weight"]),
-        fallbacks=tuple((layer, reason) for layer, reason in entry["fallbacks"]),
-        **{
-            part: result_cache.decode_array(entry[part], np.float32, (len(texts), None))
-            for part, texts in (("queries", QUERIES), ("passages", PASSAGES), ("sentences", SIMILARITY_SENTENCES))
-        },
-    )
+_EMBEDDINGS = CachedResults(CACHE_NAMESPACE, Embeddings)
 
 
 def embeddings(name: str, cache: bool = False) -> Embeddings:
     """The model quantized with format `name` (or fp32) applied to every text of the study; cached
     in memory, and with `cache=True` on disk too (read back bit for bit)."""
     name = _checked_name(name)
-    if name in _EMBEDDINGS:
-        return _EMBEDDINGS[name]
-    store = _store(cache)
-    key = result_cache.digest(model_key(), "embeddings", name) if store else None
-    found = store.load_as(key, lambda entry: _embeddings_from_json(name, entry)) if store else None
-    if found is not None:
-        _EMBEDDINGS[name] = found
-        return found
+    return _EMBEDDINGS.get(name, lambda: _embed(name), disk_key=_disk_key(cache, "embeddings", name))
+
+
+def _embed(name: str) -> Embeddings:
     model = sentence_model.load(None if name == FP32 else name)
     texts = [*QUERIES, *PASSAGES, *SIMILARITY_SENTENCES]
     vectors = model.embed(texts)
     queries, passages, sentences = np.split(vectors, np.cumsum([len(QUERIES), len(PASSAGES)]))
-    _EMBEDDINGS[name] = Embeddings(
+    return Embeddings(
         name=name,
         bits_per_weight=32.0 if name == FP32 else float(FORMATS[name].bits_per_weight),
         fallbacks=model.fallbacks,
@@ -200,9 +181,6 @@ def embeddings(name: str, cache: bool = False) -> Embeddings:
         passages=passages,
         sentences=sentences,
     )
-    if store:
-        store.store(key, _embeddings_to_json(_EMBEDDINGS[name]))
-    return _EMBEDDINGS[name]
 
 
 def clear_caches() -> None:
@@ -406,6 +384,10 @@ ROW_FIELDS = (
 )
 
 
+#: every format's retrieval row, by format name, in one disk entry
+_RETRIEVAL_ROWS = CachedResults(CACHE_NAMESPACE, dict[str, dict], remember=False)
+
+
 def retrieval_study(
     formats: tuple[str, ...] | None = None, progress: Progress | None = None, cache: bool = False
 ) -> list[dict]:
@@ -418,10 +400,9 @@ def retrieval_study(
     read back needs no embeddings: those are read (or computed) only when a row is missing.
     """
     names = study_formats() if formats is None else tuple(_checked_name(name) for name in formats)
-    store = _store(cache)
     # one file for every format's row (one file to open, not twenty), joined by formats added later
-    key = result_cache.digest(model_key(), "retrieval_rows") if store else None
-    saved = (store.load(key) or {}) if store else {}
+    key = result_cache.digest(model_key(), "retrieval_rows") if cache else None
+    saved = (_RETRIEVAL_ROWS.load(key) or {}) if cache else {}
     changed = False
     rows = []
     for done, name in enumerate(names, start=1):
@@ -432,8 +413,8 @@ def retrieval_study(
         rows.append(dict(row))
         if progress is not None:
             progress(done, len(names), name)
-    if store and changed:
-        store.store(key, saved)
+    if cache and changed:
+        _RETRIEVAL_ROWS.store(key, saved)
     return rows
 
 
@@ -588,7 +569,7 @@ def layer_errors(
 
 
 _FP32_PARTS: dict[str, tuple] = {}
-_LAYER_STUDIES: dict[str, LayerStudy] = {}
+_LAYER_STUDIES = CachedResults(CACHE_NAMESPACE, LayerStudy)
 
 
 def captured_inputs() -> tuple[Mapping[str, np.ndarray], dict[str, np.ndarray]]:
@@ -600,57 +581,6 @@ def captured_inputs() -> tuple[Mapping[str, np.ndarray], dict[str, np.ndarray]]:
     return _FP32_PARTS["inputs"]
 
 
-#: LayerStudy's array fields (float64, one number per layer), and ChannelOutliers' with their
-#: dtypes (one number per input channel, and TOP_CHANNELS indices), as the on-disk entry keeps them
-_STUDY_ARRAYS = ("weight_error", "output_error", "weight_rank", "output_rank", "peak_to_median")
-_OUTLIER_ARRAYS = {"rms": np.float64, "top_channels": np.intp}
-_OUTLIER_NUMBERS = ("peak_to_median", "error_share", "signal_share", "channel_share")
-
-
-def _layer_study_to_json(study: LayerStudy) -> dict:
-    return {
-        "layers": list(study.layers),
-        "kept_float": list(study.kept_float),
-        "spearman": study.spearman,
-        "disagreeing": list(study.disagreeing),
-        "tokens": study.tokens,
-        **{field: result_cache.encode_array(getattr(study, field)) for field in _STUDY_ARRAYS},
-        "outliers": {
-            layer: {
-                **{field: result_cache.encode_array(getattr(found, field)) for field in _OUTLIER_ARRAYS},
-                **{field: getattr(found, field) for field in _OUTLIER_NUMBERS},
-            }
-            for layer, found in study.outliers.items()
-        },
-    }
-
-
-def _layer_study_from_json(name: str, entry: dict) -> LayerStudy:
-    return LayerStudy(
-        format=name,
-        layers=tuple(entry["layers"]),
-        kept_float=tuple(entry["kept_float"]),
-        spearman=float(entry["spearman"]),
-        disagreeing=tuple(entry["disagreeing"]),
-        tokens=int(entry["tokens"]),
-        **{
-            field: result_cache.decode_array(entry[field], np.float64, (len(entry["layers"]),))
-            for field in _STUDY_ARRAYS
-        },
-        outliers={
-            layer: ChannelOutliers(
-                layer=layer,
-                **{
-                    field: result_cache.decode_array(found[field], dtype, (None,))
-                    for field, dtype in _OUTLIER_ARRAYS.items()
-                },
-                **{field: float(found[field]) for field in _OUTLIER_NUMBERS},
-            )
-            for layer, found in entry["outliers"].items()
-        },
-    )
-
-
 def layer_study(name: str, progress: Progress | None = None, cache: bool = False) -> LayerStudy:
     """The layer study of format `name` on the float32 model's real inputs; cached per format in
     memory, and with `cache=True` on disk too (see model_key()).
@@ -660,20 +590,15 @@ def layer_study(name: str, progress: Progress | None = None, cache: bool = False
     layer)` is called after each layer that is computed; a study read back from disk calls it once.
     """
     name = get(name).name
-    if name in _LAYER_STUDIES:
-        return _LAYER_STUDIES[name]
-    store = _store(cache)
-    key = result_cache.digest(model_key(), "layer_study", name) if store else None
-    found = store.load_as(key, lambda entry: _layer_study_from_json(name, entry)) if store else None
-    if found is not None:
-        _LAYER_STUDIES[name] = found
+
+    def compute() -> LayerStudy:
+        weights, inputs = captured_inputs()
+        model = sentence_model.load(name)
+        kept = tuple(layer for layer, _ in model.fallbacks)
+        return layer_errors(name, weights, model.linear_weights, inputs, kept, progress=progress)
+
+    def loaded(found: LayerStudy) -> None:
         if progress is not None:
             progress(len(found.layers), len(found.layers), found.layers[-1])
-        return found
-    weights, inputs = captured_inputs()
-    model = sentence_model.load(name)
-    kept = tuple(layer for layer, _ in model.fallbacks)
-    _LAYER_STUDIES[name] = layer_errors(name, weights, model.linear_weights, inputs, kept, progress=progress)
-    if store:
-        store.store(key, _layer_study_to_json(_LAYER_STUDIES[name]))
-    return _LAYER_STUDIES[name]
+
+    return _LAYER_STUDIES.get(name, compute, disk_key=_disk_key(cache, "layer_study", name), on_load=loaded)

@@ -35,6 +35,7 @@ from lab.formats.registry import get
 from lab.study import cache as result_cache
 from lab.study import shipped_gguf
 from lab.study.compare import pareto_front
+from lab.study.results import CachedResults
 
 #: an included passage: plain prose about the subject of the course, so no download is needed
 PASSAGE = (
@@ -55,7 +56,17 @@ GREEDY_TOKENS = 20
 #: the longest prompt a learner may type, in tokens: its prefill runs in a few seconds on two cores
 PROMPT_TOKEN_LIMIT = 256
 CACHE_NAMESPACE = "chat_study"
-STUDY_SOURCES = ("codes", "formats", "_arrays.py", "errors.py", "interop", "study/chat", "study/chat_study.py")
+STUDY_SOURCES = (
+    "codes",
+    "formats",
+    "_arrays.py",
+    "errors.py",
+    "interop",
+    "study/chat",
+    "study/requantize.py",
+    "study/results.py",
+    "study/chat_study.py",
+)
 REFERENCE = "reference"
 #: a comma-separated list of registry names limits the study notebook 12 runs (the test suite's
 #: site build sets it, so CI runs a few formats; the bench runs them all)
@@ -220,43 +231,8 @@ def _key(path, name: str, passage: str, prompts: Sequence[str], tokens: int) -> 
     )
 
 
-def _to_entry(result: FormatResult) -> dict:
-    return {
-        "name": result.name,
-        "title": result.title,
-        "bits_per_weight": result.bits_per_weight,
-        "kl_divergence": result.kl_divergence,
-        "same_top": result.same_top,
-        "nll": result.nll,
-        "nll_delta": result.nll_delta,
-        "continuations": [
-            [c.prompt, list(c.ids), c.text, c.first_divergence, c.agreeing, c.departing] for c in result.continuations
-        ],
-        "fallbacks": list(result.fallbacks),
-        "passage_tokens": result.passage_tokens,
-    }
-
-
-def _from_entry(entry) -> FormatResult | None:
-    """A cached result, or None when the entry is not one (a forged or older entry is recomputed)."""
-    try:
-        return FormatResult(
-            name=str(entry["name"]),
-            title=str(entry["title"]),
-            bits_per_weight=None if entry["bits_per_weight"] is None else float(entry["bits_per_weight"]),
-            kl_divergence=float(entry["kl_divergence"]),
-            same_top=float(entry["same_top"]),
-            nll=float(entry["nll"]),
-            nll_delta=float(entry["nll_delta"]),
-            continuations=tuple(
-                Continuation(str(p), tuple(int(i) for i in ids), str(t), None if d is None else int(d), str(a), str(b))
-                for p, ids, t, d, a, b in entry["continuations"]
-            ),
-            fallbacks=tuple(str(f) for f in entry["fallbacks"]),
-            passage_tokens=int(entry["passage_tokens"]),
-        )
-    except (KeyError, TypeError, ValueError):
-        return None
+#: each format's result, on disk only: a study run again without the cache measures again
+_RESULTS = CachedResults(CACHE_NAMESPACE, FormatResult, remember=False)
 
 
 def run_study(
@@ -275,7 +251,6 @@ def run_study(
     the cache: a warm study reads its results back without decoding a weight.
     """
     names = list(FORMATS) if formats is None else [get(name).name for name in formats]
-    store = result_cache.ResultCache(CACHE_NAMESPACE) if cache else None
     path = model.path if model is not None else shipped_gguf.model_file()
     loaded = {"model": model}
     measured_reference: dict = {}
@@ -301,13 +276,8 @@ def run_study(
         return measured_reference
 
     def cached(name: str, compute: Callable[[], FormatResult]) -> FormatResult:
-        key = _key(path, name, passage, prompts, tokens) if store else None
-        found = _from_entry(store.load(key)) if store else None
-        if found is None:
-            found = compute()
-            if store:
-                store.store(key, _to_entry(found))
-        return found
+        disk_key = (lambda: _key(path, name, passage, prompts, tokens)) if cache else None
+        return _RESULTS.get(name, compute, disk_key=disk_key)
 
     def reference() -> FormatResult:
         measure = reference_measure()

@@ -25,7 +25,8 @@ masked out), a LayerNorm after the residual, a GELU feed-forward, and another La
 attention output, intermediate, output) by its round trip ŵ. Embeddings, LayerNorms and biases
 stay float32: they are what a quantized checkpoint usually keeps in float too. A named format that
 cannot hold a tensor (a row length that is not a multiple of its block) leaves that tensor float32,
-as a converter would, and `model.fallbacks` says which and why.
+as a converter would, and `model.fallbacks` says which and why. The weights are re-quantized by
+lab.study.requantize, the pipeline every study shares.
 
 Linears are named as in the checkpoint without the ".weight" suffix, e.g.
 "encoder.layer.0.attention.self.query"; `linear_weights`, `fallbacks` and the captured inputs all
@@ -34,7 +35,6 @@ use these names, so inputs[name] @ linear_weights[name].T is that Linear's outpu
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +43,9 @@ from types import MappingProxyType
 import numpy as np
 
 from lab.study import real_weights
+from lab.study.requantize import requantize
 
-from ..errors import InputError, LabError, NonFiniteError, RuleError, ShapeError
+from ..errors import InputError, LabError
 from ..files import shown_path
 from ..text import read_json
 
@@ -70,10 +71,6 @@ Quantize = None | str | RoundTrip
 
 class ModelConfigError(LabError):
     """A shipped configuration file asks for something this forward pass does not implement."""
-
-
-class QuantizeError(LabError):
-    """`quantize` is not a round trip the model can use, or the round trip failed."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -326,73 +323,6 @@ def _tokenizer(config: ModelConfig):
 
 
 # --------------------------------------------------------------------------------------------
-# Quantizing the Linear weights
-# --------------------------------------------------------------------------------------------
-
-
-def _round_trip_for(name: str) -> tuple[RoundTrip, int]:
-    """The round trip w -> ŵ of the format lab.formats.FORMATS calls `name`, and its block size."""
-    try:
-        formats = importlib.import_module("lab.formats")
-    except ModuleNotFoundError as error:
-        if error.name != "lab.formats":
-            raise
-        raise QuantizeError(
-            f"format names need lab.formats, which this lab does not have; pass a round trip w -> ŵ instead of {name!r}"
-        ) from None
-    registry = formats.FORMATS
-    if name not in registry:
-        raise RuleError(f"unknown format {name!r}; known: {sorted(registry)}")
-    spec = registry[name]
-    return (lambda w: spec.quantize(w).dequantize()), int(spec.block_size)
-
-
-def _checked_round_trip(round_trip: RoundTrip, name: str, w: np.ndarray) -> np.ndarray:
-    try:
-        # A copy, so that a round trip that writes into its input cannot alter the original weights.
-        result = round_trip(w.copy())
-    except Exception as error:
-        raise QuantizeError(f"the round trip failed on {name}: {type(error).__name__}: {error}") from error
-    result = np.asarray(result)
-    if not (np.issubdtype(result.dtype, np.floating) or np.issubdtype(result.dtype, np.integer)):
-        raise QuantizeError(f"the round trip of {name} gave {result.dtype} values, not numbers")
-    if result.shape != w.shape:
-        raise ShapeError(f"the round trip of {name} changed its shape from {w.shape} to {result.shape}")
-    bad = np.count_nonzero(~np.isfinite(result))
-    if bad:
-        raise NonFiniteError(f"the round trip of {name} gave {bad} NaN or infinite weights of {result.size}")
-    return result.astype(np.float32)
-
-
-def _quantized_linears(
-    quantize: Quantize, originals: Mapping[str, np.ndarray]
-) -> tuple[dict[str, np.ndarray], tuple[tuple[str, str], ...]]:
-    if quantize is None:
-        return dict(originals), ()
-    if isinstance(quantize, str):
-        round_trip, block_size = _round_trip_for(quantize)
-    elif callable(quantize):
-        round_trip, block_size = quantize, 1
-    else:
-        raise QuantizeError(
-            f"quantize must be None, a format name or a round trip w -> ŵ, not {type(quantize).__name__}"
-        )
-    weights, fallbacks = {}, []
-    for name, w in originals.items():
-        if w.shape[-1] % block_size:
-            fallbacks.append(
-                (
-                    name,
-                    f"row length {w.shape[-1]} is not a multiple of {quantize}'s block of {block_size}; kept in float32",
-                )
-            )
-            weights[name] = w
-        else:
-            weights[name] = _checked_round_trip(round_trip, name, w)
-    return weights, tuple(fallbacks)
-
-
-# --------------------------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------------------------
 
@@ -571,5 +501,10 @@ def load(quantize: Quantize = None) -> SentenceModel:
             raise ModelConfigError(
                 f"{name}.weight is {weights[f'{name}.weight'].shape} in the weights file; config.json implies {expected}"
             )
-    linear_weights, fallbacks = _quantized_linears(quantize, {name: weights[f"{name}.weight"] for name in names})
-    return SentenceModel(config, weights, linear_weights, fallbacks)
+    originals = {name: weights[f"{name}.weight"] for name in names}
+    if quantize is None:
+        return SentenceModel(config, weights, originals, ())
+    # a Linear a format cannot hold stays float32, as sentence-transformers' converters leave it
+    requantized = requantize(originals, quantize, fallback_types=False)
+    fallbacks = tuple((record.layer, record.reason) for record in requantized.fallbacks)
+    return SentenceModel(config, weights, requantized.weights, fallbacks)

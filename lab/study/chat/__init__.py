@@ -30,10 +30,10 @@ on a float32 copy of the file the logits and greedy continuations of pinned prom
     gguf_model   the architecture from metadata, the tensor check, the float32 weights
     tokenizer    llama.cpp's SentencePiece tokenizer, with its special-token handling
     forward      RMSNorm, NEOX rope, sliding-window and global attention, GeGLU; the KV cache
-    generate     ChatModel, Generation, re-quantizing the Linears
+    generate     ChatModel, Generation, the Linears re-quantized by lab.study.requantize
 
-May import: lab.formats, lab.interop, lab.study.model (QuantizeError), lab.study.shipped_gguf and lab's
-root modules.
+May import: lab.formats, lab.interop, lab.study.requantize, lab.study.shipped_gguf and lab's root
+modules.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from pathlib import Path
 
 from lab.interop.gguf import open_gguf
 from lab.study import shipped_gguf
-from lab.study.chat.generate import STOP_END, STOP_LENGTH, ChatModel, Fallback, Generation, Quantize
+from lab.study.chat.generate import STOP_END, STOP_LENGTH, ChatModel, Generation, Quantize
 from lab.study.chat.gguf_model import Architecture, UnsupportedModelError, read_architecture, read_weights
 from lab.study.chat.tokenizer import Tokenizer
 
@@ -67,7 +67,6 @@ __all__ = [
     "STOP_LENGTH",
     "Architecture",
     "ChatModel",
-    "Fallback",
     "Generation",
     "Quantize",
     "Tokenizer",

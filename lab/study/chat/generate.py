@@ -5,37 +5,24 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from lab.errors import InputError, NonFiniteError, ShapeError
-from lab.formats import registry
-from lab.interop.gguf import LLAMA_CPP_FALLBACK
+from lab.errors import InputError
 from lab.study.chat import forward
 from lab.study.chat.gguf_model import LINEARS, Architecture, Weights
 from lab.study.chat.tokenizer import Tokenizer
-from lab.study.model import QuantizeError
+from lab.study.requantize import RoundTrip, TensorRecord, requantize
 
-RoundTrip = Callable[[np.ndarray], np.ndarray]
 Quantize = None | str | RoundTrip
 #: re-quantized weights kept per format name: each set is another 400 MB of float32, so two at most,
 #: the least recently used going first
 QUANTIZED_FORMATS_KEPT = 2
 STOP_END = "end of generation"
 STOP_LENGTH = "max_tokens"
-
-
-@dataclass(frozen=True)
-class Fallback:
-    """A Linear the format could not hold, and what it got instead: for a GGUF format, llama.cpp's
-    fallback type where that type's blocks divide the row (Q5_0 for Q4_K), else the file's weights."""
-
-    layer: str  # "blk.3.attn_q"
-    reason: str
-    stored_as: str | None = None  # the registry name of the fallback format, None when the file's weights stay
 
 
 @dataclass(frozen=True)
@@ -47,65 +34,29 @@ class Generation:
     text: str  # the generated tokens' text (control tokens show as nothing)
     stop: str  # STOP_END or STOP_LENGTH
     quantize: str | None  # the format's name, "round trip" for a callable, None for the file's weights
-    fallbacks: tuple[Fallback, ...]
+    fallbacks: tuple[TensorRecord, ...]
     prompt_seconds: float  # reading the prompt and choosing the first token
     seconds_per_token: float  # each later token, on average (0.0 when only one was generated)
 
 
-def _checked_round_trip(round_trip: RoundTrip, layer: str, w: np.ndarray) -> np.ndarray:
-    try:
-        # a copy, so a round trip that writes into its input cannot alter the reference weights
-        result = np.asarray(round_trip(w.copy()))
-    except Exception as error:
-        raise QuantizeError(f"the round trip failed on {layer}: {type(error).__name__}: {error}") from error
-    if result.shape != w.shape:
-        raise ShapeError(f"the round trip of {layer} changed its shape from {w.shape} to {result.shape}")
-    if not (np.issubdtype(result.dtype, np.floating) or np.issubdtype(result.dtype, np.integer)):
-        raise QuantizeError(f"the round trip of {layer} gave {result.dtype} values, not numbers")
-    bad = np.count_nonzero(~np.isfinite(result))
-    if bad:
-        raise NonFiniteError(f"the round trip of {layer} gave {bad} NaN or infinite weights of {result.size}")
-    return np.ascontiguousarray(result, dtype=np.float32)
-
-
 def quantized_blocks(
     weights: Weights, quantize: str | RoundTrip
-) -> tuple[tuple[dict[str, np.ndarray], ...], tuple[Fallback, ...]]:
-    """The blocks with every Linear replaced by its round trip; norms and the embedding stay as read.
+) -> tuple[tuple[dict[str, np.ndarray], ...], tuple[TensorRecord, ...]]:
+    """The blocks with every Linear replaced by its round trip (lab.study.requantize); norms and the
+    embedding stay as read.
 
-    A named format that cannot hold a Linear's rows (Format.skip_reason) stores it as llama.cpp would:
-    a GGUF K-quant in its fallback type (lab.interop.gguf.LLAMA_CPP_FALLBACK: Q5_0 for Q4_K) where
-    that type's blocks divide the row; any other keeps the file's weights, as MLX's converter leaves
-    such a layer in float. Each fallback says which Linear, why, and what it got.
+    A named format that cannot hold a Linear's rows stores it as llama.cpp would: a GGUF K-quant in
+    its fallback type (Q5_0 for Q4_K) where that type's blocks divide the row; any other keeps the
+    file's weights, as MLX's converter leaves such a layer in float. Each fallback says which
+    Linear, why, and what it got.
     """
-    fallback = None
-    if isinstance(quantize, str):
-        fmt = registry.get(quantize)
-        skip_reason, round_trip = fmt.skip_reason, fmt.round_trip
-        # a GGUF converter stores a row a K-quant cannot hold in llama.cpp's fallback type
-        fallback_type = LLAMA_CPP_FALLBACK.get(fmt.gguf_type) if fmt.family == "gguf" else None
-        fallback = registry.by_gguf_type(fallback_type) if fallback_type else None
-    elif callable(quantize):
-        skip_reason, round_trip = (lambda row_length: None), quantize
-    else:
-        raise QuantizeError(
-            f"quantize must be None, a format name or a round trip w -> ŵ, not {type(quantize).__name__}"
-        )
-    blocks, fallbacks = [], []
-    for layer, block in enumerate(weights.blocks):
-        replaced = dict(block)
-        for name in LINEARS:
-            label, w = f"blk.{layer}.{name}", block[name]
-            reason = skip_reason(w.shape[-1])
-            if reason is None:
-                replaced[name] = _checked_round_trip(round_trip, label, w)
-            elif fallback is not None and fallback.skip_reason(w.shape[-1]) is None:
-                replaced[name] = _checked_round_trip(fallback.round_trip, label, w)
-                fallbacks.append(Fallback(label, reason, fallback.name))
-            else:
-                fallbacks.append(Fallback(label, reason))
-        blocks.append(replaced)
-    return tuple(blocks), tuple(fallbacks)
+    linears = {f"blk.{layer}.{name}": block[name] for layer, block in enumerate(weights.blocks) for name in LINEARS}
+    requantized = requantize(linears, quantize)
+    blocks = tuple(
+        {**block, **{name: requantized.weights[f"blk.{layer}.{name}"] for name in LINEARS}}
+        for layer, block in enumerate(weights.blocks)
+    )
+    return blocks, requantized.fallbacks
 
 
 def _checked_ids(ids, n_vocab: int) -> np.ndarray:
@@ -132,7 +83,7 @@ class ChatModel:
         self.arch = arch
         self.weights = weights
         self.tokenizer = tokenizer
-        self._quantized: OrderedDict[str, tuple[tuple[dict[str, np.ndarray], ...], tuple[Fallback, ...]]] = (
+        self._quantized: OrderedDict[str, tuple[tuple[dict[str, np.ndarray], ...], tuple[TensorRecord, ...]]] = (
             OrderedDict()
         )
 
@@ -144,7 +95,7 @@ class ChatModel:
         """The text of `ids`; control tokens show only with `special`."""
         return self.tokenizer.decode(ids, special=special)
 
-    def blocks(self, quantize: Quantize = None) -> tuple[tuple[dict[str, np.ndarray], ...], tuple[Fallback, ...]]:
+    def blocks(self, quantize: Quantize = None) -> tuple[tuple[dict[str, np.ndarray], ...], tuple[TensorRecord, ...]]:
         """The blocks the forward pass runs, and the fallbacks: a named format's are made once and kept."""
         if quantize is None:
             return self.weights.blocks, ()
