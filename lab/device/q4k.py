@@ -1,7 +1,8 @@
 """Q4_K on the device: MLX's two paths for a GGUF Q4_K block, against gguf-py's decoder.
 
-There are two MLX paths: the block rewritten as MLX affine groups of 32 (lab.formats.q4k.to_mlx_affine),
-and a real GGUF file read back with mx.load. The reference for Q4_K is gguf-py's decoder; where
+There are two MLX paths: the block rewritten as MLX affine groups of 32 (lab.formats.q4k.to_mlx_affine,
+with the parameters the format's record names as its `mlx_rewrite`), and a real GGUF file read back
+with mx.load. The reference for Q4_K is gguf-py's decoder; where
 MLX disagrees with it the pane says where, names the known misreading of Q4_K
 that reproduces MLX's values if one does, and never moves the lab.
 """
@@ -46,7 +47,7 @@ def run_q4k(raw, x=None) -> DeviceReport:
     import gguf
 
     with np.errstate(over="ignore", invalid="ignore"):  # an inf or NaN d is the block's own answer
-        reference = gguf.quants.dequantize(tensor.raw, gguf.GGMLQuantizationType.Q4_K)
+        reference = gguf.quants.dequantize(tensor.raw, gguf.GGMLQuantizationType[q4k.FORMAT.gguf_type])
         lab_weights = tensor.dequantize()
     inputs = learner_input(x, tensor.shape[-1])
     lab_check = compare_values(
@@ -67,7 +68,7 @@ def run_q4k(raw, x=None) -> DeviceReport:
         message=" ".join(f"{run.device}: {run.verdict}." for run in runs),
         mlx_version=mlx_version(mx),
         shape=tuple(tensor.shape),
-        parameters={"group_size": q4k.SUBBLOCK_WEIGHTS, "bits": 4, "mode": "affine"},
+        parameters=q4k.FORMAT.mlx_rewrite.parameters(),
         reference_checks=(lab_check,),
         runs=runs,
     )
@@ -80,7 +81,7 @@ def _run_q4k_on(mx, label, device, tensor, reference, inputs) -> DeviceRun:
     layout = tensor.to_mlx_affine()
     packed, scales, biases = (np.ascontiguousarray(a).reshape(rows, -1) for a in layout)
     affine_mx = [mx.array(packed), mx.array(scales), mx.array(biases)]
-    parameters = {"group_size": q4k.SUBBLOCK_WEIGHTS, "bits": 4}
+    parameters = q4k.FORMAT.mlx_rewrite.parameters()
     comparisons, notes = [], []
 
     dequantized = steps.attempt(
@@ -141,7 +142,11 @@ def _load_gguf(mx, steps: Steps, tensor: q4k.Q4KTensor, device) -> _Loaded | Non
     with tempfile.TemporaryDirectory(prefix="four-bit-lab-") as folder:
         path = pathlib.Path(folder) / "block.gguf"
         writer = gguf.GGUFWriter(str(path), arch="four-bit-lab")
-        writer.add_tensor(GGUF_TENSOR_NAME, np.ascontiguousarray(tensor.raw), raw_dtype=gguf.GGMLQuantizationType.Q4_K)
+        writer.add_tensor(
+            GGUF_TENSOR_NAME,
+            np.ascontiguousarray(tensor.raw),
+            raw_dtype=gguf.GGMLQuantizationType[q4k.FORMAT.gguf_type],
+        )
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()

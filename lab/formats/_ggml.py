@@ -8,13 +8,11 @@ into 16 bytes by halves, not neighbours:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from lab.errors import NonFiniteError
 from lab.formats._blocks import grouped
-from lab.formats._tensor import Field, GGUFBlockTensor, Lane, Part, half, rows
+from lab.formats._tensor import GGUFBlockTensor, Lane, Part, Stored, block_field, half, rows, stored
 from lab.numbers import format_number
 
 #: ggml's GROUP_MAX_EPS: a group whose largest magnitude is below it is stored as zeros
@@ -108,7 +106,22 @@ def nearest_index(values: np.ndarray, table: np.ndarray) -> np.ndarray:
     return np.take(half_step_table(table), cells)
 
 
-@dataclass(frozen=True, eq=False)
+def nibble_halves(at: int) -> Stored:
+    """32 four-bit codes a block in 16 bytes by halves (pack_halves) from byte `at`: Q4_0's, Q4_1's, MXFP4's."""
+    return stored(
+        Part("qs", 16, "nibbles", at=at, trace=True),
+        write=lambda codes: pack_halves(grouped(codes, 32)),
+        read=lambda qs: rows(unpack_halves(qs)),
+    )
+
+
+def scales_words(tensor: GGUFBlockTensor, explained: dict, *names: str) -> str:
+    """The block's float16 scales `names` ("d", "m") in words, with the bytes they take: byte trace's owner."""
+    values = " and ".join(f"{name} = {format_number(explained[name], 6)}" for name in names)
+    first, last = tensor.gguf_part(names[0]), tensor.gguf_part(names[-1])
+    return f"the block's {values} (bytes {first.at}..{last.at + last.size - 1})"
+
+
 class OneScaleTensor(GGUFBlockTensor):
     """ggml's blocks of 32 codes under one float16 scale d: weight = d * level(code).
 
@@ -119,8 +132,9 @@ class OneScaleTensor(GGUFBlockTensor):
              [ d (fp16, LE) ][ the block's codes, as the subclass packs them ]
     """
 
+    # the first field, so the one per weight; each subclass declares what its codes are and where they sit
     codes: np.ndarray
-    d: np.ndarray
+    d: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=0))
 
     # -- what a subclass says ----------------------------------------------------------------
 
@@ -159,6 +173,9 @@ class OneScaleTensor(GGUFBlockTensor):
             "formula": f"{self.product_text(format_number(d), code)} = {format_number(weight)}",
         }
 
+    def owner_words(self, explained: dict) -> str:
+        return scales_words(self, explained, "d")
+
 
 class HalvesTensor(OneScaleTensor):
     """A OneScaleTensor whose 32 four-bit codes sit in 16 bytes by halves (pack_halves): Q4_0, IQ4_NL.
@@ -166,19 +183,11 @@ class HalvesTensor(OneScaleTensor):
     byte 2 + j: low nibble = code of weight j, high nibble = code of weight j + 16
     """
 
-    fields = (Field("codes", "codes", dtype=np.uint8, low=0, high=15), Field("d", "d", (), np.float16))
-    gguf_layout = (half("d"), Part("qs", 16, "nibbles"))
-
-    def gguf_parts(self) -> dict[str, np.ndarray]:
-        return {"qs": pack_halves(grouped(self.codes, self.block_size))}
-
-    @classmethod
-    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
-        return {"codes": rows(unpack_halves(parts["qs"]))}
+    codes: np.ndarray = block_field(dtype=np.uint8, low=0, high=15, gguf=nibble_halves(at=2))
 
     def code_fields(self, lane: int, code: int) -> dict:
         return {
-            "byte": 2 + lane % 16,
+            "byte": self.gguf_part("qs").at + lane % 16,
             "nibble": "low" if lane < 16 else "high",
             "code": code,
             "value": int(self.levels(np.array(code, np.uint8))),
@@ -189,18 +198,28 @@ class HalvesTensor(OneScaleTensor):
 # (pack_halves), and its fifth bit in one little-endian uint32 qh, bit j for weight j.
 
 
-def five_bit_parts(codes: np.ndarray) -> dict[str, np.ndarray]:
+def five_bits(at: int) -> Stored:
+    """32 five-bit codes a block from byte `at`: their fifth bits in qh (4 bytes), their low nibbles in qs (16)."""
+    return stored(
+        Part("qh", 4, "fifth bits", at=at),
+        Part("qs", 16, "low nibbles", at=at + 4, trace=True),
+        write=lambda codes: five_bit_parts(grouped(codes, 32)),
+        read=lambda qh, qs: rows(five_bit_codes(qh, qs)),
+    )
+
+
+def five_bit_parts(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Five-bit codes [..., 32] -> their GGUF parts: qh [..., 4] (the fifth bits) and qs [..., 16] (the low nibbles)."""
     codes = codes.astype(np.uint8)
     # little-endian bit order: bit j of qh read as a little-endian uint32 is bit j % 8 of byte j // 8
     fifth_bits = np.packbits(codes >> np.uint8(4), axis=-1, bitorder="little")
-    return {"qh": fifth_bits, "qs": pack_halves(codes & np.uint8(15))}
+    return fifth_bits, pack_halves(codes & np.uint8(15))
 
 
-def five_bit_codes(parts: dict[str, np.ndarray]) -> np.ndarray:
+def five_bit_codes(qh: np.ndarray, qs: np.ndarray) -> np.ndarray:
     """The GGUF parts qh [..., 4] and qs [..., 16] -> the 32 five-bit codes they hold [..., 32]."""
-    fifth_bits = np.unpackbits(parts["qh"], axis=-1, bitorder="little")
-    return unpack_halves(parts["qs"]) | (fifth_bits << np.uint8(4))
+    fifth_bits = np.unpackbits(qh, axis=-1, bitorder="little")
+    return unpack_halves(qs) | (fifth_bits << np.uint8(4))
 
 
 def five_bit_fields(lane: int, code: int, qh_start: int) -> dict:
@@ -217,3 +236,8 @@ def five_bit_fields(lane: int, code: int, qh_start: int) -> dict:
         "code": code,
         "code_bits": f"{code >> 4} {code & 15:04b}",
     }
+
+
+def fifth_bit_words(explained: dict) -> str:
+    """Where a five-bit code's fifth bit came from, for the byte trace's owner."""
+    return f"fifth bit {explained['fifth_bit']} from qh byte {explained['qh_byte']}, bit {explained['qh_bit_in_byte']}"

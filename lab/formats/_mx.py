@@ -8,7 +8,6 @@ The element codec is E2M1 for MXFP4 and E4M3 for MXFP8; everything else is commo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -17,8 +16,8 @@ from lab._arrays import as_code_array, as_float_array, round_to
 from lab.codes import e2m1, e4m3, e8m0
 from lab.formats import mlx_layout
 from lab.formats._blocks import block_amax, check_group, float_input, grouped
-from lab.formats._ggml import pack_halves, unpack_halves
-from lab.formats._tensor import BLOCKS, Block, Field, GGUFBlockTensor, Lane, Part, rows
+from lab.formats._ggml import nibble_halves
+from lab.formats._tensor import BLOCKS, Block, GGUFBlockTensor, Lane, Part, block_field, gguf_value, stored
 from lab.formats.rounding import RuleName
 from lab.formats.rounding import preset as get_preset
 from lab.numbers import format_number
@@ -43,34 +42,38 @@ def _element_values(element: ElementFormat, codes: np.ndarray) -> np.ndarray:
     return e2m1.decode(codes) if element.bits == 4 else e4m3.decode(codes)
 
 
-@dataclass(frozen=True)
 class MXTensor(GGUFBlockTensor, gguf_type="MXFP4"):
     """A tensor in an MX format: element codes [..., K] and E8M0 scale bytes [..., K/32].
 
     GGUF (ggml's block_mxfp4) has MXFP4 only: the E8M0 byte, then the 32 codes by halves.
     """
 
-    element: ElementFormat
-    codes: np.ndarray
-    scale_bytes: np.ndarray
-    rule: str = "mlx"  # the preset it was quantized under, or where it came from ("gguf", "given")
+    element: ElementFormat = gguf_value(E2M1_ELEMENT)
+    codes: np.ndarray = block_field(
+        convert=lambda codes, tensor: as_code_array(
+            codes, limit=2**tensor.element.bits, what=f"{tensor.element.name} code"
+        ),
+        gguf=nibble_halves(at=1),
+    )
+    scale_bytes: np.ndarray = block_field(
+        "scale bytes",
+        per_block=(),
+        convert=lambda scale_bytes, _: as_code_array(scale_bytes, limit=256, what="E8M0 scale byte"),
+        gguf=stored(
+            Part("e", 1, "E8M0 scale", at=0),
+            write=lambda scale_bytes: scale_bytes[..., None],
+            read=lambda e: e[..., 0],
+        ),
+    )
+    # the preset it was quantized under, or where it came from ("gguf", "given")
+    rule: str = gguf_value("gguf", default="mlx")
     source_dtype: str = "float32"
     group_size: int = field(default=GROUP_SIZE, init=False)
-
-    gguf_layout = (Part("e", 1, "E8M0 scale"), Part("qs", 16, "nibbles"))
 
     @property
     def block(self) -> Block:
         """MXFP4's or MXFP8's block, by the element: the table's titles are MLX's mode names."""
         return BLOCKS[self.element.mode.upper()]
-
-    @property
-    def fields(self) -> tuple[Field, ...]:
-        codes = partial(as_code_array, limit=2**self.element.bits, what=f"{self.element.name} code")
-        return (
-            Field("codes", "codes", convert=codes),
-            Field("scale_bytes", "scale bytes", (), convert=partial(as_code_array, limit=256, what="E8M0 scale byte")),
-        )
 
     @property
     def scales(self) -> np.ndarray:
@@ -111,13 +114,9 @@ class MXTensor(GGUFBlockTensor, gguf_type="MXFP4"):
             "formula": f"{format_number(element['value'])} \u00d7 {format_number(scale['value'])} = {format_number(weight)}",
         }
 
-    def gguf_parts(self) -> dict[str, np.ndarray]:
-        return {"e": self.scale_bytes[..., None], "qs": pack_halves(grouped(self.codes, GROUP_SIZE))}
-
-    @classmethod
-    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
-        codes = rows(unpack_halves(parts["qs"]))
-        return {"element": E2M1_ELEMENT, "codes": codes, "scale_bytes": parts["e"][..., 0], "rule": "gguf"}
+    def owner_words(self, explained: dict) -> str:
+        scale = explained["scale"]
+        return f"the block's E8M0 scale byte {self.gguf_part('e').at} = {scale['hex']} = {format_number(scale['value'], 6)}"
 
     def mlx_layout(self) -> tuple[np.ndarray, np.ndarray]:
         """(packed uint32 codes, uint8 scales) as numpy arrays in MLX's layout."""

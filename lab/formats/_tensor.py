@@ -2,19 +2,26 @@
 
 In the style of gguf-py (GGML_QUANT_SIZES in gguf/constants.py, `__init_subclass__` in
 gguf/quants.py): a format's numbers come from one row of `BLOCKS`, and its tensor class names the
-row when it subclasses the base,
+row when it subclasses the base. Each array the tensor holds is declared once, as a field whose
+metadata says what it holds and where GGUF keeps it:
 
-    class Q4_0Tensor(HalvesTensor, block="Q4_0"): ...
+    class Q4_1Tensor(GGUFBlockTensor, block="Q4_1"):
+        codes: np.ndarray = block_field(dtype=np.uint8, low=0, high=15, gguf=nibble_halves(at=4))
+        d: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=0))
+        m: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=2))
 
-The base then gives the tensor its checks, `shape`, `block_size`, `bits_per_weight`, the scaffolding
-of `explain`, and, for a format GGUF holds, `to_gguf` and `from_gguf` from a description of the
-block's bytes; `block_format` makes the registry's record from the same row. A format module keeps
-its layout diagram, its fields, its quantizer and its decoder. Adding a GGUF block format (Q5_0,
-Q3_K) is a row here and one such module.
+The base makes every subclass a frozen dataclass and derives from those fields the tensor's checks
+(`fields`), its GGUF byte map (`gguf_layout`, which must tile GGUF's block exactly), `to_gguf` and
+`from_gguf`, besides `shape`, `block_size`, `bits_per_weight` and the scaffolding of `explain`;
+`block_format` makes the registry's record from the same row and class. A format module keeps its
+layout diagram, its fields, its quantizer and its decoder; a byte packing of its own (Q4_K's 6-bit
+scales, Q5's fifth bits) is a write/read pair declared at the field it packs. Adding a GGUF block
+format (Q5_0, Q3_K) is a row here and one such module.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, Self
@@ -107,9 +114,14 @@ BLOCKS: dict[str, Block] = {
 }
 
 
-def block_format(block: Block, *, name: str, quantize: Callable, family: str, summary: str, **options) -> Format:
+def block_format(
+    block: Block, *, name: str, quantize: Callable, family: str, summary: str, tensor: type | None = None, **options
+) -> Format:
     """The registry's record of a format with this block: its title, block size, bits per weight and
-    GGUF type are the block's; `options` are the Format's other fields (from_gguf where GGUF has it)."""
+    GGUF type are the block's; `tensor` is the class `quantize` returns, whose from_gguf the record
+    reads GGUF with where GGUF has the block; `options` are the Format's other fields."""
+    if tensor is not None and block.gguf is not None:
+        options.setdefault("from_gguf", tensor.from_gguf)
     return Format(
         name=name,
         title=block.title,
@@ -119,18 +131,104 @@ def block_format(block: Block, *, name: str, quantize: Callable, family: str, su
         family=family,
         summary=summary,
         gguf_type=None if block.gguf is None else block.title,
+        tensor=tensor,
         **options,
     )
 
 
 # --------------------------------------------------------------------------------------------
-# The base
+# GGUF's bytes, as a field declares them
 # --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
+class Part:
+    """A run of bytes at the same place in every GGUF block.
+
+    name   the part's name; for a float16 part, the attribute it stores (d, dmin, m)
+    size   its bytes
+    words  what it holds, for a message about a short file
+    at     the byte of the block it starts at
+    half   one little-endian float16
+    trace  the part notebook 11's byte trace follows: each byte holds the low four bits of two codes
+    """
+
+    name: str
+    size: int
+    words: str
+    at: int = 0
+    half: bool = False
+    trace: bool = False
+
+
+@dataclass(frozen=True)
+class Stored:
+    """Where a field sits in GGUF's block: the parts it takes, and the pair that writes and reads them.
+
+    parts        its runs of bytes; a float16's part is named when the field is (see `named`)
+    write        the field's values (then `with_fields`' values) -> each part's bytes, uint8
+                 [..., n, size]; a tuple of them where there are several parts
+    read         each part's bytes uint8 [..., n, size] -> the field's values; a tuple of them
+                 (the field's first) where `with_fields` share the parts
+    with_fields  fields whose bits share these parts (Q4_K's minimums beside its scales)
+    """
+
+    parts: tuple[Part, ...]
+    write: Callable[..., np.ndarray | tuple[np.ndarray, ...]]
+    read: Callable[..., Any]
+    with_fields: tuple[str, ...] = ()
+
+    def named(self, name: str) -> Stored:
+        """The parts with the field's name where they have none (a float16 part's name is its field's)."""
+        parts = tuple(part if part.name else dataclasses.replace(part, name=name, words=name) for part in self.parts)
+        return dataclasses.replace(self, parts=parts)
+
+
+def stored(*parts: Part, write: Callable, read: Callable, with_fields: tuple[str, ...] = ()) -> Stored:
+    """A field kept in GGUF's `parts` by a packing of its own: `write` makes their bytes, `read` undoes it."""
+    return Stored(parts, write, read, with_fields)
+
+
+def fp16_bytes(values: np.ndarray) -> np.ndarray:
+    """float16 values [..., n] -> their little-endian bytes [..., n, 2]."""
+    return values.astype("<f2")[..., None].view(np.uint8)
+
+
+def fp16_values(part: np.ndarray) -> np.ndarray:
+    """Little-endian float16 bytes [..., n, 2] -> float16 [..., n]."""
+    return part.copy().view("<f2")[..., 0].astype(np.float16)
+
+
+def half(at: int) -> Stored:
+    """One little-endian float16 a block, at byte `at`: the part takes the field's name."""
+    return Stored((Part("", 2, "", at=at, half=True),), fp16_bytes, fp16_values)
+
+
+def rows(per_block: np.ndarray) -> np.ndarray:
+    """Values per block [..., n, m] as rows [..., n * m]: a block's codes back in the tensor's order."""
+    return per_block.reshape(*per_block.shape[:-2], -1)
+
+
+def split_blocks(raw: ArrayLike, block_bytes: int, title: str, layout: str) -> np.ndarray:
+    """GGUF bytes [..., n * block_bytes] as uint8 blocks [..., n, block_bytes]; `layout` names the parts."""
+    data = as_byte_array(raw, what=f"GGUF {title} bytes")
+    if data.ndim == 0 or data.shape[-1] == 0 or data.shape[-1] % block_bytes:
+        raise ShapeError(f"{title} data must be whole {block_bytes}-byte blocks ({layout}), got shape {data.shape}")
+    return np.ascontiguousarray(data).reshape(*data.shape[:-1], -1, block_bytes)
+
+
+# --------------------------------------------------------------------------------------------
+# A field, declared once
+# --------------------------------------------------------------------------------------------
+
+#: the metadata keys a tensor's dataclass fields carry
+FIELD_KEY = "lab.block_field"
+GGUF_VALUE_KEY = "lab.gguf_value"
+
+
+@dataclass(frozen=True)
 class Field:
-    """One array a tensor holds, as its checks see it.
+    """One array a tensor holds, as its checks and GGUF's bytes see it.
 
     name       the attribute
     words      what messages call it ("codes", "indices", "d")
@@ -138,8 +236,10 @@ class Field:
                () for one value a block, (8,) for eight
     dtype      the dtype it must have (a DTypeError names it), with `low`..`high` the values it
                may hold, where they are narrower than the dtype's
-    convert    instead of dtype and range: what makes the array from what was given, refusing what
-               it cannot take (lab._arrays.as_code_array); the tensor then holds the array it made
+    convert    instead of dtype and range: convert(values, tensor) makes the array from what was
+               given, refusing what it cannot take (lab._arrays.as_code_array); the tensor then
+               holds the array it made
+    gguf       where GGUF's block keeps it, or None where GGUF does not
     """
 
     name: str
@@ -148,12 +248,40 @@ class Field:
     dtype: type | None = None
     low: int | None = None
     high: int | None = None
-    convert: Callable[[Any], np.ndarray] | None = None
+    convert: Callable[[Any, Any], np.ndarray] | None = None
+    gguf: Stored | None = None
 
     def pattern(self, block_size: int) -> str:
         if self.per_block is None:
             return f"[..., {block_size}k]"
         return "[..., " + ", ".join(["k", *map(str, self.per_block)]) + "]"
+
+
+def block_field(
+    words: str = "",
+    per_block: tuple[int, ...] | None = None,
+    dtype: type | None = None,
+    *,
+    low: int | None = None,
+    high: int | None = None,
+    convert: Callable[[Any, Any], np.ndarray] | None = None,
+    gguf: Stored | None = None,
+):
+    """A tensor's array, declared once: a dataclass field whose metadata is its Field (see Field;
+    `words` defaults to the attribute's name). The first such field of a tensor is the one per weight."""
+    field = Field("", words, per_block, dtype, low, high, convert, gguf)
+    return dataclasses.field(metadata={FIELD_KEY: field})
+
+
+def gguf_value(value: Any, **options):
+    """A field GGUF's bytes do not hold, and the value from_gguf gives it (MX's element: GGUF has
+    MXFP4 only); `options` are dataclasses.field's (a default)."""
+    return dataclasses.field(metadata={GGUF_VALUE_KEY: value}, **options)
+
+
+# --------------------------------------------------------------------------------------------
+# The base
+# --------------------------------------------------------------------------------------------
 
 
 class Lane(NamedTuple):
@@ -175,13 +303,21 @@ def _listing(items: Iterable[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def _declared(field: dataclasses.Field) -> Field:
+    """A dataclass field's Field, named: its words and its float16 part take the attribute's name where unset."""
+    declared = field.metadata[FIELD_KEY]
+    gguf = None if declared.gguf is None else declared.gguf.named(field.name)
+    return dataclasses.replace(declared, name=field.name, words=declared.words or field.name, gguf=gguf)
+
+
 class BlockTensor:
     """What every format's tensor has: its block, its checked fields, its shape, and explain's frame.
 
     A subclass names its row of BLOCKS (`block="Q4_0"`), or has a `block` property where one
     class serves several blocks (MXTensor, by its element; AffineTensor, by its bits and group
-    size). Its `fields` list the arrays it holds, the one per weight first; a frozen dataclass
-    subclass gets them checked after __init__. It writes `explain_lane`, explain's own keys.
+    size). Every subclass is made a frozen dataclass (compared by identity: it holds arrays); its
+    `block_field`s are its `fields`, checked after __init__, the one per weight first. It writes
+    `explain_lane`, explain's own keys.
     """
 
     block: ClassVar[Block]
@@ -193,6 +329,8 @@ class BlockTensor:
         super().__init_subclass__(**kwargs)
         if block is not None:
             cls.block = BLOCKS[block]
+        dataclass(frozen=True, eq=False)(cls)
+        cls.fields = tuple(_declared(field) for field in dataclasses.fields(cls) if FIELD_KEY in field.metadata)
 
     def __post_init__(self):
         fields = self.fields
@@ -201,7 +339,7 @@ class BlockTensor:
             if field.convert is None:
                 arrays[field.name] = np.asarray(getattr(self, field.name))
             else:
-                arrays[field.name] = field.convert(getattr(self, field.name))
+                arrays[field.name] = field.convert(getattr(self, field.name), self)
                 object.__setattr__(self, field.name, arrays[field.name])
         exact = [field for field in fields if field.convert is None]
         if any(arrays[field.name].dtype != field.dtype for field in exact):
@@ -272,62 +410,14 @@ class BlockTensor:
         raise NotImplementedError
 
 
-# --------------------------------------------------------------------------------------------
-# GGUF's bytes
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Part:
-    """A run of bytes at the same place in every GGUF block.
-
-    name   the part's name; for a float16 part, the attribute it stores (d, dmin, m)
-    size   its bytes
-    words  what it holds, for a message about a short file
-    half   one little-endian float16, which the base reads and writes itself
-    """
-
-    name: str
-    size: int
-    words: str
-    half: bool = False
-
-
-def half(name: str) -> Part:
-    """A part holding the float16 attribute `name` (little-endian)."""
-    return Part(name, 2, name, half=True)
-
-
-def split_blocks(raw: ArrayLike, block_bytes: int, title: str, layout: str) -> np.ndarray:
-    """GGUF bytes [..., n * block_bytes] as uint8 blocks [..., n, block_bytes]; `layout` names the parts."""
-    data = as_byte_array(raw, what=f"GGUF {title} bytes")
-    if data.ndim == 0 or data.shape[-1] == 0 or data.shape[-1] % block_bytes:
-        raise ShapeError(f"{title} data must be whole {block_bytes}-byte blocks ({layout}), got shape {data.shape}")
-    return np.ascontiguousarray(data).reshape(*data.shape[:-1], -1, block_bytes)
-
-
-def fp16_field(blocks: np.ndarray, offset: int) -> np.ndarray:
-    """The little-endian float16 at byte `offset` of every block [..., n, B] -> float16 [..., n]."""
-    return blocks[..., offset : offset + 2].copy().view("<f2")[..., 0].astype(np.float16)
-
-
-def fp16_bytes(values: np.ndarray) -> np.ndarray:
-    """float16 values [..., n] -> their little-endian bytes [..., n, 2]."""
-    return values.astype("<f2")[..., None].view(np.uint8)
-
-
-def rows(per_block: np.ndarray) -> np.ndarray:
-    """Values per block [..., n, m] as rows [..., n * m]: a block's codes back in the tensor's order."""
-    return per_block.reshape(*per_block.shape[:-2], -1)
-
-
 class GGUFBlockTensor(BlockTensor):
-    """A BlockTensor that GGUF holds: its bytes block by block, as `gguf_layout` lists the parts.
+    """A BlockTensor that GGUF holds: its bytes block by block, as its fields' `gguf` places say.
 
-    A subclass writes `gguf_parts` (the bytes of each part but the float16 ones) and
-    `fields_from_gguf` (the inverse); the base splits and joins the blocks and reads and writes
-    the float16 parts. `gguf_type` is the GGUF type whose bytes `from_gguf` reads: the block's
-    own, or MXFP4 for MXTensor, which holds MXFP8 too (GGUF has no MXFP8).
+    `gguf_layout` is every field's parts in byte order, which must tile GGUF's block exactly (a
+    class whose bytes are the tensor, Q4_K's, states its layout itself). `to_gguf` has each field
+    write its parts and `from_gguf` splits the blocks once and has each field read its own.
+    `gguf_type` is the GGUF type whose bytes `from_gguf` reads: the block's own, or MXFP4 for
+    MXTensor, which holds MXFP8 too (GGUF has no MXFP8).
     """
 
     gguf_type: ClassVar[str]
@@ -340,19 +430,44 @@ class GGUFBlockTensor(BlockTensor):
         if gguf_type is None:
             return
         cls.gguf_type = gguf_type
+        if "gguf_layout" not in cls.__dict__:
+            parts = (part for field in cls.fields if field.gguf is not None for part in field.gguf.parts)
+            cls.gguf_layout = tuple(sorted(parts, key=lambda part: part.at))
         # the parts must fill GGUF's block exactly, or every block after the first is misread
-        described, stored = sum(part.size for part in cls.gguf_layout), BLOCKS[gguf_type].gguf.bytes
-        if described != stored:
-            raise LabError(f"{cls.__name__}'s GGUF parts are {described} bytes, but a {gguf_type} block is {stored}")
+        described, stored_bytes = sum(part.size for part in cls.gguf_layout), BLOCKS[gguf_type].gguf.bytes
+        if described != stored_bytes:
+            raise LabError(
+                f"{cls.__name__}'s GGUF parts are {described} bytes, but a {gguf_type} block is {stored_bytes}"
+            )
+        ends = [0] + [part.at + part.size for part in cls.gguf_layout[:-1]]
+        for part, end in zip(cls.gguf_layout, ends, strict=True):
+            if part.at != end:
+                raise LabError(f"{cls.__name__}'s GGUF part {part.name} starts at byte {part.at}, not {end}")
 
-    def gguf_parts(self) -> dict[str, np.ndarray]:
-        """Each part's bytes, uint8 [..., K / GGUF's block weights, size], but the float16 parts'."""
+    @classmethod
+    def gguf_part(cls, name: str) -> Part:
+        """The part of GGUF's block called `name` ("qs"): where explanations find its bytes."""
+        return next(part for part in cls.gguf_layout if part.name == name)
+
+    @classmethod
+    def traced_part(cls) -> Part | None:
+        """The part notebook 11's byte trace follows (two 4-bit nibbles of codes a byte), or None."""
+        return next((part for part in cls.gguf_layout if part.trace), None)
+
+    def owner_words(self, explained: dict) -> str:
+        """Which scale owns a weight, in words, from explain's keys: the byte trace's owner column,
+        which a format with a traced part writes."""
         raise NotImplementedError
 
     @classmethod
-    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict[str, Any]:
-        """The tensor's fields but the float16 ones, from each part's bytes uint8 [..., n, size]."""
-        raise NotImplementedError
+    def layout_words(cls) -> str:
+        """The block's parts in words, for a message about bytes that are not whole blocks."""
+        return " + ".join(f"{part.size} byte{'s' * (part.size > 1)} of {part.words}" for part in cls.gguf_layout)
+
+    @classmethod
+    def split_gguf(cls, raw: ArrayLike) -> np.ndarray:
+        """GGUF bytes [..., k * block bytes] -> uint8 blocks [..., k, block bytes], refusing partial blocks."""
+        return split_blocks(raw, BLOCKS[cls.gguf_type].gguf.bytes, cls.gguf_type, cls.layout_words())
 
     def to_gguf(self) -> np.ndarray:
         """The blocks in GGUF's layout, uint8 [..., K / block weights * block bytes]."""
@@ -364,20 +479,33 @@ class GGUFBlockTensor(BlockTensor):
                 f"GGUF {self.title} blocks hold {gguf.weights} weights; the last dimension {self.shape[-1]} "
                 f"is not a multiple of {gguf.weights}"
             )
-        parts = self.gguf_parts()
-        raw = [fp16_bytes(getattr(self, part.name)) if part.half else parts[part.name] for part in self.gguf_layout]
-        return np.concatenate(raw, axis=-1).reshape(*self.shape[:-1], -1)
+        blocks = np.empty((*self.shape[:-1], self.shape[-1] // gguf.weights, gguf.bytes), np.uint8)
+        for field in self.fields:
+            if field.gguf is None:
+                continue
+            written = field.gguf.write(*(getattr(self, name) for name in (field.name, *field.gguf.with_fields)))
+            for part, part_bytes in zip(field.gguf.parts, _as_tuple(written, field.gguf.parts), strict=True):
+                blocks[..., part.at : part.at + part.size] = part_bytes
+        return blocks.reshape(*self.shape[:-1], -1)
 
     @classmethod
     def from_gguf(cls, raw: ArrayLike) -> Self:
         """GGUF bytes [..., k * block bytes] -> the tensor they hold."""
-        layout = " + ".join(f"{part.size} byte{'s' * (part.size > 1)} of {part.words}" for part in cls.gguf_layout)
-        blocks = split_blocks(raw, BLOCKS[cls.gguf_type].gguf.bytes, cls.gguf_type, layout)
-        halves, parts, start = {}, {}, 0
-        for part in cls.gguf_layout:
-            if part.half:
-                halves[part.name] = fp16_field(blocks, start)
-            else:
-                parts[part.name] = blocks[..., start : start + part.size]
-            start += part.size
-        return cls(**halves, **cls.fields_from_gguf(parts))
+        blocks = cls.split_gguf(raw)
+        values = {
+            field.name: field.metadata[GGUF_VALUE_KEY]
+            for field in dataclasses.fields(cls)
+            if GGUF_VALUE_KEY in field.metadata
+        }
+        for field in cls.fields:
+            if field.gguf is None:
+                continue
+            read = field.gguf.read(*(blocks[..., part.at : part.at + part.size] for part in field.gguf.parts))
+            names = (field.name, *field.gguf.with_fields)
+            values.update(zip(names, read if field.gguf.with_fields else (read,), strict=True))
+        return cls(**values)
+
+
+def _as_tuple(written, parts: tuple[Part, ...]) -> tuple:
+    """A write's bytes as one entry per part: a write for one part returns the array itself."""
+    return (written,) if len(parts) == 1 else written

@@ -24,7 +24,6 @@ when they are float32): `bits_per_weight`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -34,7 +33,7 @@ from lab._arrays import as_code_array, is_integer, round_to
 from lab.errors import BitsError, GroupSizeError
 from lab.formats import mlx_layout
 from lab.formats._blocks import float_input
-from lab.formats._tensor import Block, BlockTensor, Field, Lane, block_format, element_block
+from lab.formats._tensor import Block, BlockTensor, Lane, block_field, block_format, element_block
 from lab.formats.registry import Format, MLXMode, register
 from lab.numbers import format_number
 
@@ -81,16 +80,22 @@ def format_record(bits: int, group_size: int) -> Format:
         family="mlx",
         summary=f"{bits}-bit codes with a scale and a bias per {group_size} weights",
         mlx=MLXMode(mode="affine", bits=bits, group_size=group_size),
+        tensor=AffineTensor,
     )
 
 
-@dataclass(frozen=True)
+def _as_float32(values, _) -> np.ndarray:
+    return np.asarray(values, dtype=np.float32)
+
+
 class AffineTensor(BlockTensor):
     """Codes [..., K], per-group scales and biases [..., K/group_size] (values exact in `dtype`)."""
 
-    codes: np.ndarray
-    scales: np.ndarray
-    biases: np.ndarray
+    codes: np.ndarray = block_field(
+        convert=lambda codes, tensor: as_code_array(codes, limit=2**tensor.bits, what=f"{tensor.bits}-bit code")
+    )
+    scales: np.ndarray = block_field(per_block=(), convert=_as_float32)
+    biases: np.ndarray = block_field(per_block=(), convert=_as_float32)
     bits: int
     group_size: int
     dtype: str = "float32"
@@ -103,15 +108,6 @@ class AffineTensor(BlockTensor):
     def block(self) -> Block:
         """A group, its scale and bias as wide as the dtype they are exact in (float32: 32 bits, else 16)."""
         return _group(self.bits, self.group_size, 32 if self.dtype == "float32" else 16)
-
-    @property
-    def fields(self) -> tuple[Field, ...]:
-        as_float32 = partial(np.asarray, dtype=np.float32)
-        return (
-            Field("codes", "codes", convert=partial(as_code_array, limit=2**self.bits, what=f"{self.bits}-bit code")),
-            Field("scales", "scales", (), convert=as_float32),
-            Field("biases", "biases", (), convert=as_float32),
-        )
 
     def dequantize(self) -> np.ndarray:
         """scale * q + bias in float64, rounded once to float32 at the end.

@@ -36,10 +36,11 @@ from lab.formats._ggml import (
     HalvesTensor,
     half_step_table,
     nearest_index,
+    nibble_halves,
     reciprocal_or_zero,
     refuse_beyond_reach,
 )
-from lab.formats._tensor import BLOCKS, Field, block_format
+from lab.formats._tensor import BLOCKS, block_field, block_format
 from lab.formats.registry import register
 
 BLOCK = BLOCKS["IQ4_NL"]
@@ -56,7 +57,7 @@ SEARCH_TRIES = 7
 class IQ4NLTensor(HalvesTensor, block="IQ4_NL"):
     """uint8 codebook indices 0..15 [..., 32k] and one float16 scale d per 32 [..., k]."""
 
-    fields = (Field("codes", "indices", dtype=np.uint8, low=0, high=len(KVALUES) - 1), HalvesTensor.fields[1])
+    codes: np.ndarray = block_field("indices", dtype=np.uint8, low=0, high=len(KVALUES) - 1, gguf=nibble_halves(at=2))
 
     @staticmethod
     def levels(codes: np.ndarray) -> np.ndarray:
@@ -179,6 +180,6 @@ FORMAT = register(
         quantize=quantize,
         family="gguf",
         summary="GGUF's non-linear 4-bit blocks: 32 indices into a 16-entry codebook, one float16 scale",
-        from_gguf=from_gguf,
+        tensor=IQ4NLTensor,
     )
 )

@@ -23,8 +23,6 @@ quantizer; its `quants.dequantize` is the decoder's oracle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -37,7 +35,7 @@ from lab.formats._ggml import (
     refuse_beyond_reach,
     unpack_halves,
 )
-from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, half, rows
+from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, Part, block_field, block_format, half, rows, stored
 from lab.formats.iq4_nl import KVALUES, KVALUES_F32, codes_for, fit_scales
 from lab.formats.registry import register
 from lab.numbers import format_number
@@ -52,26 +50,63 @@ SCALE_OFFSET = 32
 QS_OFFSET = 8
 
 
-@dataclass(frozen=True, eq=False)
+_HIGH_SHIFTS = np.arange(0, 2 * SUBBLOCKS, 2, dtype=np.uint16)  # bits 2j..2j+1 of scales_h hold s_j's top two
+
+
+def _scale_parts(scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int8 scales -32..31 [..., k, 8] -> scales_h [..., k, 2] (their bits 4..5) and scales_l [..., k, 4] (bits 0..3)."""
+    stored_scales = (scales.astype(np.int16) + SCALE_OFFSET).astype(np.uint16)
+    high = ((stored_scales >> 4) << _HIGH_SHIFTS).sum(axis=-1, dtype=np.uint16)
+    low = (stored_scales & 15).astype(np.uint8)
+    return high.astype("<u2")[..., None].view(np.uint8), low[..., 0::2] | (low[..., 1::2] << np.uint8(4))
+
+
+def _scales(scales_h: np.ndarray, scales_l: np.ndarray) -> np.ndarray:
+    """scales_h [..., k, 2] and scales_l [..., k, 4] -> int8 scales -32..31 [..., k, 8]; the inverse of _scale_parts."""
+    high = (scales_h.copy().view("<u2").astype(np.uint16) >> _HIGH_SHIFTS) & 3
+    low = unpack_halves(scales_l)  # s_0, s_2, s_4, s_6, then s_1, s_3, ...
+    low = np.stack([low[..., :4], low[..., 4:]], axis=-1).reshape(*low.shape[:-1], SUBBLOCKS)
+    return ((low | (high.astype(np.uint8) << np.uint8(4))).astype(np.int16) - SCALE_OFFSET).astype(np.int8)
+
+
+def _qs(codes: np.ndarray) -> np.ndarray:
+    """Indices [..., 256k] -> qs [..., k, 128]: each subblock's 32 by halves in its own 16 bytes."""
+    by_subblock = codes.reshape(*codes.shape[:-1], -1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
+    return pack_halves(by_subblock).reshape(*by_subblock.shape[:-2], -1)
+
+
+def _codes(qs: np.ndarray) -> np.ndarray:
+    """qs [..., k, 128] -> the indices [..., 256k] it holds; the inverse of _qs."""
+    by_subblock = qs.reshape(*qs.shape[:-1], SUBBLOCKS, 16)
+    return rows(unpack_halves(by_subblock).reshape(*qs.shape[:-1], -1))
+
+
 class IQ4XSTensor(GGUFBlockTensor, block="IQ4_XS"):
     """uint8 codebook indices [..., 256k], float16 d [..., k], int8 subblock scales -32..31 [..., k, 8]."""
 
-    codes: np.ndarray
-    d: np.ndarray
-    scales: np.ndarray
+    codes: np.ndarray = block_field(
+        "indices",
+        dtype=np.uint8,
+        low=0,
+        high=len(KVALUES) - 1,
+        gguf=stored(Part("qs", 128, "nibbles", at=QS_OFFSET, trace=True), write=_qs, read=_codes),
+    )
+    d: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=0))
+    scales: np.ndarray = block_field(
+        "subblock scales",
+        per_block=(SUBBLOCKS,),
+        dtype=np.int8,
+        low=-SCALE_OFFSET,
+        high=SCALE_OFFSET - 1,
+        gguf=stored(
+            Part("scales_h", 2, "scales' high bits", at=2),
+            Part("scales_l", 4, "scales' low bits", at=4),
+            write=_scale_parts,
+            read=_scales,
+        ),
+    )
 
-    fields = (
-        Field("codes", "indices", dtype=np.uint8, low=0, high=len(KVALUES) - 1),
-        Field("d", "d", (), np.float16),
-        Field("scales", "subblock scales", (SUBBLOCKS,), np.int8, low=-SCALE_OFFSET, high=SCALE_OFFSET - 1),
-    )
     subblock_weights = SUBBLOCK_WEIGHTS
-    gguf_layout = (
-        half("d"),
-        Part("scales_h", 2, "scales' high bits"),
-        Part("scales_l", 4, "scales' low bits"),
-        Part("qs", 128, "nibbles"),
-    )
 
     def gains(self) -> np.ndarray:
         """Each subblock's d * scale, rounded to float32 as the decoder uses it [..., k, 8]."""
@@ -106,26 +141,11 @@ class IQ4XSTensor(GGUFBlockTensor, block="IQ4_XS"):
             "formula": f"{format_number(gain)} \u00d7 KVALUES[{code}] = {format_number(gain)} \u00d7 {value} = {format_number(weight)}",
         }
 
-    def gguf_parts(self) -> dict[str, np.ndarray]:
-        stored = (self.scales.astype(np.int16) + SCALE_OFFSET).astype(np.uint16)
-        high = ((stored >> 4) << np.arange(0, 2 * SUBBLOCKS, 2, dtype=np.uint16)).sum(axis=-1, dtype=np.uint16)
-        low = (stored & 15).astype(np.uint8)
-        codes = self.codes.reshape(*self.d.shape, SUBBLOCKS, SUBBLOCK_WEIGHTS)
-        return {
-            "scales_h": high.astype("<u2")[..., None].view(np.uint8),
-            "scales_l": low[..., 0::2] | (low[..., 1::2] << np.uint8(4)),
-            "qs": pack_halves(codes).reshape(*self.d.shape, -1),
-        }
-
-    @classmethod
-    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
-        high = parts["scales_h"].copy().view("<u2").astype(np.uint16)  # [..., n, 1]
-        high = (high >> np.arange(0, 2 * SUBBLOCKS, 2, dtype=np.uint16)) & 3
-        low = unpack_halves(parts["scales_l"])  # s_0, s_2, s_4, s_6, then s_1, s_3, ...
-        low = np.stack([low[..., :4], low[..., 4:]], axis=-1).reshape(*low.shape[:-1], SUBBLOCKS)
-        scales = ((low | (high.astype(np.uint8) << np.uint8(4))).astype(np.int16) - SCALE_OFFSET).astype(np.int8)
-        qs = parts["qs"].reshape(*parts["qs"].shape[:-1], SUBBLOCKS, 16)
-        return {"codes": rows(unpack_halves(qs).reshape(*qs.shape[:-2], -1)), "scales": scales}
+    def owner_words(self, explained: dict) -> str:
+        return (
+            f"subblock {explained['subblock']}: d \u00d7 ({explained['stored_scale']} \u2212 32), "
+            f"gain {format_number(explained['gain'], 6)}"
+        )
 
 
 def quantize(w: ArrayLike) -> IQ4XSTensor:
@@ -157,6 +177,6 @@ FORMAT = register(
         quantize=quantize,
         family="gguf",
         summary="IQ4_NL's codebook in super-blocks of 256: 6-bit scales per 32, one float16 d",
-        from_gguf=from_gguf,
+        tensor=IQ4XSTensor,
     )
 )

@@ -80,7 +80,7 @@ FORMAT = register(
         summary="OCP MX: 32 E2M1 codes share one E8M0 power-of-two scale",
         presets=("mlx", "ggml", "ocp"),
         mlx=MLXMode(mode="mxfp4", bits=4, group_size=GROUP_SIZE),
-        from_gguf=from_gguf,
+        tensor=MXTensor,
         dequantize_gguf=dequantize_gguf,
         gguf_preset="ggml",
         nan_scale_bytes=(e8m0.NAN_BYTE,),

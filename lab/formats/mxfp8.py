@@ -43,6 +43,7 @@ FORMAT = register(
         summary="OCP MX: 32 E4M3 codes share one E8M0 power-of-two scale",
         presets=("mlx", "ocp"),
         mlx=MLXMode(mode="mxfp8", bits=8, group_size=GROUP_SIZE),
+        tensor=MXTensor,
         nan_scale_bytes=(e8m0.NAN_BYTE,),
     )
 )

@@ -33,13 +33,11 @@ No GGUF type and no MLX mode hold NF4; bitsandbytes is its home.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
 from lab.formats._blocks import block_amax, float_input, grouped
-from lab.formats._tensor import BLOCKS, BlockTensor, Field, Lane, block_format
+from lab.formats._tensor import BLOCKS, BlockTensor, Lane, block_field, block_format
 from lab.formats.registry import register
 from lab.numbers import format_number
 
@@ -80,7 +78,6 @@ ABSMAX_BLOCK = 256
 ABSMAX_CODE_MAX = 127
 
 
-@dataclass(frozen=True, eq=False)
 class NF4Tensor(BlockTensor, block="NF4"):
     """uint8 codes 0..15 [..., 64k] and one float32 absmax per 64 [..., k].
 
@@ -88,16 +85,11 @@ class NF4Tensor(BlockTensor, block="NF4"):
     one float32 `absmax_scales` per 256 of them (flattened, in order) and one float32 `absmax_offset`.
     """
 
-    codes: np.ndarray
-    absmax: np.ndarray
+    codes: np.ndarray = block_field(dtype=np.uint8, low=0, high=len(LEVELS) - 1)
+    absmax: np.ndarray = block_field(per_block=(), dtype=np.float32)
     absmax_codes: np.ndarray | None = None
     absmax_scales: np.ndarray | None = None
     absmax_offset: np.float32 | None = None
-
-    fields = (
-        Field("codes", "codes", dtype=np.uint8, low=0, high=len(LEVELS) - 1),
-        Field("absmax", "absmax", (), np.float32),
-    )
 
     @property
     def double_quantized(self) -> bool:
@@ -223,5 +215,6 @@ FORMAT = register(
         quantize=quantize,
         family="bitsandbytes",
         summary="QLoRA's NormalFloat: 64 codes for normal-quantile levels, times one float32 absmax",
+        tensor=NF4Tensor,
     )
 )

@@ -27,8 +27,7 @@ ggml reads the scale bytes as *unsigned* E4M3 (lab.codes.e4m3.decode_ggml_unsign
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import field
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -38,7 +37,7 @@ from lab.codes import e2m1, e4m3
 from lab.errors import LabError, NonFiniteError, RuleError
 from lab.formats import mlx_layout
 from lab.formats._blocks import block_amax, check_group, float_input, grouped
-from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, rows
+from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, Part, block_field, block_format, rows, stored
 from lab.formats.registry import MLXMode, register
 from lab.numbers import format_number
 
@@ -50,21 +49,42 @@ GGUF_BLOCK_WEIGHTS = BLOCK.gguf.weights  # 64: four blocks of 16
 DECODERS = ("ocp", "ggml")
 
 
-@dataclass(frozen=True)
+def _gguf_payload(codes: np.ndarray) -> np.ndarray:
+    """E2M1 codes [..., 64k] -> GGUF's nibbles [..., k, 32]: byte j of group g holds elements 16g + j and 16g + j + 8."""
+    by_half = codes.reshape(*codes.shape[:-1], -1, 4, 2, 8)  # [..., block, group, half, j]
+    return (by_half[..., 0, :] | (by_half[..., 1, :] << 4)).reshape(*codes.shape[:-1], -1, 32)
+
+
+def _gguf_codes(qs: np.ndarray) -> np.ndarray:
+    """GGUF's nibbles [..., k, 32] -> the E2M1 codes [..., 64k] they hold; the inverse of _gguf_payload."""
+    payload = qs.reshape(*qs.shape[:-1], 4, 8)
+    codes = np.stack([payload & 0x0F, payload >> 4], axis=-2)  # [..., block, group, half, j]
+    return rows(codes.reshape(*payload.shape[:-2], -1))
+
+
+def _gguf_scales(scale_bytes: np.ndarray) -> np.ndarray:
+    """E4M3 scale bytes [..., 4k] -> GGUF's [..., k, 4], which holds them unsigned."""
+    if np.any(scale_bytes & 0x80):
+        raise LabError("GGUF NVFP4 stores unsigned E4M3 scales; a negative block scale cannot be exported")
+    return scale_bytes.reshape(*scale_bytes.shape[:-1], -1, 4)
+
+
 class NVFP4Tensor(GGUFBlockTensor, block="NVFP4"):
     """E2M1 codes [..., K], E4M3 block-scale bytes [..., K/16], and the tensor amax `global_scale` or None."""
 
-    codes: np.ndarray
-    scale_bytes: np.ndarray
+    codes: np.ndarray = block_field(
+        convert=lambda codes, _: as_code_array(codes, limit=16, what="E2M1 code"),
+        gguf=stored(Part("qs", 32, "nibbles", at=4), write=_gguf_payload, read=_gguf_codes),
+    )
+    scale_bytes: np.ndarray = block_field(
+        "scale bytes",
+        per_block=(),
+        convert=lambda scale_bytes, _: as_code_array(scale_bytes, limit=256, what="E4M3 scale byte"),
+        gguf=stored(Part("scales", 4, "unsigned E4M3 scales", at=0), write=_gguf_scales, read=rows),
+    )
     global_scale: float | None = None
     source_dtype: str = "float32"
     group_size: int = field(default=GROUP_SIZE, init=False)
-
-    fields = (
-        Field("codes", "codes", convert=partial(as_code_array, limit=16, what="E2M1 code")),
-        Field("scale_bytes", "scale bytes", (), convert=partial(as_code_array, limit=256, what="E4M3 scale byte")),
-    )
-    gguf_layout = (Part("scales", 4, "unsigned E4M3 scales"), Part("qs", 32, "nibbles"))
 
     def __post_init__(self):
         super().__post_init__()
@@ -138,19 +158,6 @@ class NVFP4Tensor(GGUFBlockTensor, block="NVFP4"):
                 "global_scale to export, or store the tensor scale separately"
             )
         return super().to_gguf()
-
-    def gguf_parts(self) -> dict[str, np.ndarray]:
-        if np.any(self.scale_bytes & 0x80):
-            raise LabError("GGUF NVFP4 stores unsigned E4M3 scales; a negative block scale cannot be exported")
-        codes = self.codes.reshape(*self.shape[:-1], -1, 4, 2, 8)  # [..., block, group, half, j]
-        payload = (codes[..., 0, :] | (codes[..., 1, :] << 4)).reshape(*self.shape[:-1], -1, 32)
-        return {"scales": self.scale_bytes.reshape(*self.shape[:-1], -1, 4), "qs": payload}
-
-    @classmethod
-    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
-        payload = parts["qs"].reshape(*parts["qs"].shape[:-1], 4, 8)
-        codes = np.stack([payload & 0x0F, payload >> 4], axis=-2)  # [..., block, group, half, j]
-        return {"codes": rows(codes.reshape(*payload.shape[:-2], -1)), "scale_bytes": rows(parts["scales"])}
 
 
 def _check_global_scale(global_scale) -> float:
@@ -268,7 +275,7 @@ FORMAT = register(
         family="mlx",
         summary="16 E2M1 codes share one E4M3 scale, with an optional FP32 tensor scale",
         mlx=MLXMode(mode="nvfp4", bits=4, group_size=GROUP_SIZE),
-        from_gguf=from_gguf,
+        tensor=NVFP4Tensor,
         dequantize_gguf=dequantize_gguf,
         nan_scale_bytes=e4m3.NAN_BYTES,
     )

@@ -40,8 +40,6 @@ quantizer's (tests/oracles/test_formats_q3_k_q2_k.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -50,7 +48,7 @@ from lab.formats._blocks import float_input
 from lab.formats._ggml import F16_MAX, refuse_beyond_reach
 from lab.formats._kquant import QS_BYTES, crumb_place, pack_crumbs, unpack_crumbs
 from lab.formats._qkx2 import Qkx2Call, magnitude, search_subblocks
-from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, half, rows
+from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, Part, block_field, block_format, half, rows, stored
 from lab.formats.registry import register
 from lab.numbers import format_number
 
@@ -78,30 +76,37 @@ SEARCH = Qkx2Call(
 )
 
 
-@dataclass(frozen=True, eq=False)
 class Q2KTensor(GGUFBlockTensor, block="Q2_K"):
     """uint8 codes 0..3 [..., 256k], uint8 scales and mins 0..15 [..., k, 16], float16 d and dmin [..., k]."""
 
-    codes: np.ndarray
-    scales: np.ndarray
-    mins: np.ndarray
-    d: np.ndarray
-    dmin: np.ndarray
+    codes: np.ndarray = block_field(
+        dtype=np.uint8,
+        low=0,
+        high=CODE_MAX,
+        gguf=stored(
+            Part("qs", QS_BYTES, "2-bit codes", at=QS_OFFSET),
+            write=lambda codes: pack_crumbs(codes).reshape(*codes.shape[:-1], -1, QS_BYTES),
+            read=lambda qs: rows(unpack_crumbs(qs)),
+        ),
+    )
+    # subblock j's scale and minimum share byte j: the scale in its low nibble, the minimum in its high
+    scales: np.ndarray = block_field(
+        per_block=(SUBBLOCKS,),
+        dtype=np.uint8,
+        low=0,
+        high=FIELD_MAX,
+        gguf=stored(
+            Part("scales", SUBBLOCKS, "4-bit scales and mins", at=0),
+            write=lambda scales, mins: scales | (mins << np.uint8(4)),
+            read=lambda packed: (packed & np.uint8(FIELD_MAX), packed >> np.uint8(4)),
+            with_fields=("mins",),
+        ),
+    )
+    mins: np.ndarray = block_field(per_block=(SUBBLOCKS,), dtype=np.uint8, low=0, high=FIELD_MAX)
+    d: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=D_OFFSET))
+    dmin: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=DMIN_OFFSET))
 
-    fields = (
-        Field("codes", "codes", dtype=np.uint8, low=0, high=CODE_MAX),
-        Field("scales", "scales", (SUBBLOCKS,), np.uint8, low=0, high=FIELD_MAX),
-        Field("mins", "mins", (SUBBLOCKS,), np.uint8, low=0, high=FIELD_MAX),
-        Field("d", "d", (), np.float16),
-        Field("dmin", "dmin", (), np.float16),
-    )
     subblock_weights = SUBBLOCK_WEIGHTS
-    gguf_layout = (
-        Part("scales", SUBBLOCKS, "4-bit scales and mins"),
-        Part("qs", QS_BYTES, "2-bit codes"),
-        half("d"),
-        half("dmin"),
-    )
 
     def gains_and_offsets(self) -> tuple[np.ndarray, np.ndarray]:
         """Each subblock's d * s_j and dmin * m_j, rounded to float32 as the decoder uses them [..., k, 16]."""
@@ -144,21 +149,6 @@ class Q2KTensor(GGUFBlockTensor, block="Q2_K"):
             "gain_formula": f"{format_number(d)} \u00d7 {scale} = {format_number(gain)}",
             "offset_formula": f"{format_number(dmin)} \u00d7 {minimum} = {format_number(offset)}",
             "formula": f"{format_number(gain)} \u00d7 {code} \u2212 {format_number(offset)} = {format_number(weight)}",
-        }
-
-    def gguf_parts(self) -> dict[str, np.ndarray]:
-        return {
-            "scales": self.scales | (self.mins << np.uint8(4)),
-            "qs": pack_crumbs(self.codes).reshape(*self.d.shape, QS_BYTES),
-        }
-
-    @classmethod
-    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
-        packed = parts["scales"]
-        return {
-            "codes": rows(unpack_crumbs(parts["qs"])),
-            "scales": packed & np.uint8(FIELD_MAX),
-            "mins": packed >> np.uint8(4),
         }
 
 
@@ -218,6 +208,6 @@ FORMAT = register(
         quantize=quantize,
         family="gguf",
         summary="GGUF super-blocks of 256: 2-bit codes, a 4-bit scale and a 4-bit minimum per 16",
-        from_gguf=from_gguf,
+        tensor=Q2KTensor,
     )
 )

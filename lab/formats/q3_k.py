@@ -55,8 +55,6 @@ code the quantizer's (tests/oracles/test_formats_q3_k_q2_k.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -64,7 +62,7 @@ from lab.errors import NonFiniteError
 from lab.formats._blocks import float_input
 from lab.formats._ggml import F16_MAX, GROUP_MAX_EPS, first_absmax, refuse_beyond_reach
 from lab.formats._kquant import QS_BYTES, crumb_place, pack_crumbs, unpack_crumbs
-from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, half, rows
+from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, Part, block_field, block_format, half, rows, stored
 from lab.formats.registry import register
 from lab.numbers import format_number
 
@@ -87,26 +85,66 @@ SCALE_OFFSET = 32
 REFINE_PASSES = 5
 
 
-@dataclass(frozen=True, eq=False)
+_BITS = np.arange(8, dtype=np.uint8)[:, None]  # bit b of an hmask byte: the code of weight 32b + l
+_TOP_SHIFTS = (2 * np.arange(4, dtype=np.uint8))[:, None]  # bits 2k..2k+1 of scale byte 8 + i: u_{4k + i}'s top
+
+
+def _code_parts(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """3-bit codes [..., 256k] -> hmask [..., k, 32] (their bit 2) and qs [..., k, 64] (their bits 0..1)."""
+    lead = (*codes.shape[:-1], codes.shape[-1] // BLOCK_WEIGHTS)
+    # high[..., b, l] is bit 2 of the code of weight 32b + l, which goes to bit b of hmask byte l
+    high = (codes >> np.uint8(2)).reshape(*lead, 8, HMASK_BYTES)
+    return np.bitwise_or.reduce(high << _BITS, axis=-2), pack_crumbs(codes & np.uint8(3)).reshape(*lead, QS_BYTES)
+
+
+def _codes(hmask: np.ndarray, qs: np.ndarray) -> np.ndarray:
+    """hmask [..., k, 32] and qs [..., k, 64] -> the 3-bit codes [..., 256k]; the inverse of _code_parts."""
+    high = (hmask[..., None, :] >> _BITS) & np.uint8(1)
+    return rows(unpack_crumbs(qs) | (high.reshape(*hmask.shape[:-1], BLOCK_WEIGHTS) << np.uint8(2)))
+
+
+def _scale_bytes(scales: np.ndarray) -> np.ndarray:
+    """int8 scales -32..31 [..., k, 16] -> their twelve bytes [..., k, 12]: low nibbles, then top bits."""
+    stored_scales = (scales.astype(np.int16) + SCALE_OFFSET).astype(np.uint8)
+    low = stored_scales & np.uint8(15)
+    nibbles = low[..., :8] | (low[..., 8:] << np.uint8(4))
+    # tops[..., k, i] is u_{4k + i}'s top two bits, bits 2k + 1..2k of byte 8 + i
+    tops = (stored_scales >> np.uint8(4)).reshape(*scales.shape[:-1], 4, 4)
+    return np.concatenate([nibbles, np.bitwise_or.reduce(tops << _TOP_SHIFTS, axis=-2)], axis=-1)
+
+
+def _scales(packed: np.ndarray) -> np.ndarray:
+    """Twelve scale bytes [..., k, 12] -> int8 scales -32..31 [..., k, 16]; the inverse of _scale_bytes."""
+    nibbles = np.concatenate([packed[..., :8] & np.uint8(15), packed[..., :8] >> np.uint8(4)], axis=-1)
+    tops = (packed[..., None, 8:] >> _TOP_SHIFTS) & np.uint8(3)
+    stored_scales = nibbles | (tops.reshape(*packed.shape[:-1], SUBBLOCKS) << np.uint8(4))
+    return (stored_scales.astype(np.int16) - SCALE_OFFSET).astype(np.int8)
+
+
 class Q3KTensor(GGUFBlockTensor, block="Q3_K"):
     """uint8 codes 0..7 [..., 256k], int8 subblock scales -32..31 [..., k, 16], float16 d [..., k]."""
 
-    codes: np.ndarray
-    scales: np.ndarray
-    d: np.ndarray
+    codes: np.ndarray = block_field(
+        dtype=np.uint8,
+        low=0,
+        high=2 * CODE_OFFSET - 1,
+        gguf=stored(
+            Part("hmask", HMASK_BYTES, "high bits", at=0),
+            Part("qs", QS_BYTES, "2-bit low codes", at=QS_OFFSET),
+            write=_code_parts,
+            read=_codes,
+        ),
+    )
+    scales: np.ndarray = block_field(
+        per_block=(SUBBLOCKS,),
+        dtype=np.int8,
+        low=-SCALE_OFFSET,
+        high=SCALE_OFFSET - 1,
+        gguf=stored(Part("scales", SCALES_BYTES, "6-bit scales", at=SCALES_OFFSET), write=_scale_bytes, read=_scales),
+    )
+    d: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=D_OFFSET))
 
-    fields = (
-        Field("codes", "codes", dtype=np.uint8, low=0, high=2 * CODE_OFFSET - 1),
-        Field("scales", "scales", (SUBBLOCKS,), np.int8, low=-SCALE_OFFSET, high=SCALE_OFFSET - 1),
-        Field("d", "d", (), np.float16),
-    )
     subblock_weights = SUBBLOCK_WEIGHTS
-    gguf_layout = (
-        Part("hmask", HMASK_BYTES, "high bits"),
-        Part("qs", QS_BYTES, "2-bit low codes"),
-        Part("scales", SCALES_BYTES, "6-bit scales"),
-        half("d"),
-    )
 
     def gains(self) -> np.ndarray:
         """Each subblock's d * s_j, rounded to float32 as the decoder uses it [..., k, 16]."""
@@ -156,36 +194,6 @@ class Q3KTensor(GGUFBlockTensor, block="Q3_K"):
             "gain_formula": f"{format_number(d)} \u00d7 {format_number(scale)} = {format_number(gain)}",
             "formula": f"{format_number(gain)} \u00d7 ({code} \u2212 4) = {format_number(weight)}",
         }
-
-    def gguf_parts(self) -> dict[str, np.ndarray]:
-        lead = self.d.shape
-        codes = self.codes.reshape(*lead, BLOCK_WEIGHTS)
-        # high[..., b, l] is bit 2 of the code of weight 32b + l, which goes to bit b of hmask byte l
-        high = (codes >> np.uint8(2)).reshape(*lead, 8, HMASK_BYTES)
-        bits = np.arange(8, dtype=np.uint8)[:, None]
-        hmask = np.bitwise_or.reduce(high << bits, axis=-2)
-        stored = (self.scales.astype(np.int16) + SCALE_OFFSET).astype(np.uint8)
-        low = stored & np.uint8(15)
-        nibbles = low[..., :8] | (low[..., 8:] << np.uint8(4))
-        # tops[..., k, i] is u_{4k + i}'s top two bits, bits 2k + 1..2k of byte 8 + i
-        tops = (stored >> np.uint8(4)).reshape(*lead, 4, 4)
-        top_bytes = np.bitwise_or.reduce(tops << (2 * np.arange(4, dtype=np.uint8))[:, None], axis=-2)
-        return {
-            "hmask": hmask,
-            "qs": pack_crumbs(self.codes & np.uint8(3)).reshape(*lead, QS_BYTES),
-            "scales": np.concatenate([nibbles, top_bytes], axis=-1),
-        }
-
-    @classmethod
-    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
-        lead = parts["hmask"].shape[:-1]
-        high = (parts["hmask"][..., None, :] >> np.arange(8, dtype=np.uint8)[:, None]) & np.uint8(1)
-        codes = unpack_crumbs(parts["qs"]) | (high.reshape(*lead, BLOCK_WEIGHTS) << np.uint8(2))
-        packed = parts["scales"]
-        nibbles = np.concatenate([packed[..., :8] & np.uint8(15), packed[..., :8] >> np.uint8(4)], axis=-1)
-        tops = (packed[..., None, 8:] >> (2 * np.arange(4, dtype=np.uint8))[:, None]) & np.uint8(3)
-        stored = nibbles | (tops.reshape(*lead, SUBBLOCKS) << np.uint8(4))
-        return {"codes": rows(codes), "scales": (stored.astype(np.int16) - SCALE_OFFSET).astype(np.int8)}
 
 
 #: subblocks fitted per pass: the refinement's twenty-odd buffers of this many float32 stay in cache
@@ -292,6 +300,6 @@ FORMAT = register(
         quantize=quantize,
         family="gguf",
         summary="GGUF super-blocks of 256: 3-bit codes split into 2 low bits and a high-bit mask, a 6-bit scale per 16",
-        from_gguf=from_gguf,
+        tensor=Q3KTensor,
     )
 )

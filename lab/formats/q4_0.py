@@ -70,6 +70,6 @@ FORMAT = register(
         quantize=quantize,
         family="gguf",
         summary="GGUF's plain 4-bit blocks: 32 codes minus 8, times one float16 scale",
-        from_gguf=from_gguf,
+        tensor=Q4_0Tensor,
     )
 )

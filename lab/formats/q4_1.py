@@ -17,15 +17,13 @@ to float32 before adding m, as ggml does. gguf-py's `quants.quantize` is the ora
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
 from lab.errors import NonFiniteError
 from lab.formats._blocks import float_input, grouped
-from lab.formats._ggml import F16_MAX, pack_halves, reciprocal_or_zero, unpack_halves
-from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, half, rows
+from lab.formats._ggml import F16_MAX, nibble_halves, reciprocal_or_zero, scales_words
+from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, block_field, block_format, half
 from lab.formats.registry import register
 from lab.numbers import format_number
 
@@ -36,20 +34,12 @@ BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 5.0
 CODE_MAX = 15
 
 
-@dataclass(frozen=True, eq=False)
 class Q4_1Tensor(GGUFBlockTensor, block="Q4_1"):
     """uint8 codes 0..15 [..., 32k], and per 32 codes a float16 scale d and minimum m [..., k]."""
 
-    codes: np.ndarray
-    d: np.ndarray
-    m: np.ndarray
-
-    fields = (
-        Field("codes", "codes", dtype=np.uint8, low=0, high=CODE_MAX),
-        Field("d", "d", (), np.float16),
-        Field("m", "m", (), np.float16),
-    )
-    gguf_layout = (half("d"), half("m"), Part("qs", 16, "nibbles"))
+    codes: np.ndarray = block_field(dtype=np.uint8, low=0, high=CODE_MAX, gguf=nibble_halves(at=4))
+    d: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=0))
+    m: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=2))
 
     def dequantize(self) -> np.ndarray:
         codes = grouped(self.codes.astype(np.float32), BLOCK_WEIGHTS)
@@ -63,7 +53,7 @@ class Q4_1Tensor(GGUFBlockTensor, block="Q4_1"):
         code = int(self.codes[at.position])
         weight = float(np.float32(np.float32(d) * np.float32(code)) + np.float32(m))
         return {
-            "byte": 4 + at.lane % 16,
+            "byte": self.gguf_part("qs").at + at.lane % 16,
             "nibble": "low" if at.lane < 16 else "high",
             "code": code,
             "d": d,
@@ -72,12 +62,8 @@ class Q4_1Tensor(GGUFBlockTensor, block="Q4_1"):
             "formula": f"{format_number(d)} \u00d7 {code} + {format_number(m)} = {format_number(weight)}",
         }
 
-    def gguf_parts(self) -> dict[str, np.ndarray]:
-        return {"qs": pack_halves(grouped(self.codes, BLOCK_WEIGHTS))}
-
-    @classmethod
-    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
-        return {"codes": rows(unpack_halves(parts["qs"]))}
+    def owner_words(self, explained: dict) -> str:
+        return scales_words(self, explained, "d", "m")
 
 
 def quantize(w: ArrayLike) -> Q4_1Tensor:
@@ -110,6 +96,6 @@ FORMAT = register(
         quantize=quantize,
         family="gguf",
         summary="GGUF's 4-bit blocks with an offset: 32 codes times a float16 scale, plus a float16 minimum",
-        from_gguf=from_gguf,
+        tensor=Q4_1Tensor,
     )
 )

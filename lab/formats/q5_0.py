@@ -32,14 +32,14 @@ from lab.formats._blocks import float_input, grouped
 from lab.formats._ggml import (
     F16_MAX,
     OneScaleTensor,
+    fifth_bit_words,
     first_absmax,
-    five_bit_codes,
     five_bit_fields,
-    five_bit_parts,
+    five_bits,
     reciprocal_or_zero,
     refuse_beyond_reach,
 )
-from lab.formats._tensor import BLOCKS, Field, Part, block_format, half, rows
+from lab.formats._tensor import BLOCKS, block_field, block_format
 from lab.formats.registry import register
 
 BLOCK = BLOCKS["Q5_0"]
@@ -48,31 +48,25 @@ BLOCK_BYTES = BLOCK.gguf.bytes  # 22: d, qh, then 16 bytes of low nibbles
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 5.5
 CODE_MAX = 31
 CODE_OFFSET = 16
-QH_START = 2
 
 
 class Q5_0Tensor(OneScaleTensor, block="Q5_0"):
     """uint8 codes 0..31 [..., 32k] and one float16 scale d per 32 codes [..., k]."""
 
-    fields = (Field("codes", "codes", dtype=np.uint8, low=0, high=CODE_MAX), Field("d", "d", (), np.float16))
-    gguf_layout = (half("d"), Part("qh", 4, "fifth bits"), Part("qs", 16, "low nibbles"))
+    codes: np.ndarray = block_field(dtype=np.uint8, low=0, high=CODE_MAX, gguf=five_bits(at=2))
 
     @staticmethod
     def levels(codes: np.ndarray) -> np.ndarray:
         return codes.astype(np.float32) - np.float32(CODE_OFFSET)
 
     def code_fields(self, lane: int, code: int) -> dict:
-        return {**five_bit_fields(lane, code, QH_START), "value": code - CODE_OFFSET}
+        return {**five_bit_fields(lane, code, self.gguf_part("qh").at), "value": code - CODE_OFFSET}
 
     def product_text(self, d_text: str, code: int) -> str:
         return f"{d_text} \u00d7 ({code} \u2212 {CODE_OFFSET})"
 
-    def gguf_parts(self) -> dict[str, np.ndarray]:
-        return five_bit_parts(grouped(self.codes, BLOCK_WEIGHTS))
-
-    @classmethod
-    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
-        return {"codes": rows(five_bit_codes(parts))}
+    def owner_words(self, explained: dict) -> str:
+        return f"{super().owner_words(explained)}; {fifth_bit_words(explained)}"
 
 
 def quantize(w: ArrayLike) -> Q5_0Tensor:
@@ -101,6 +95,6 @@ FORMAT = register(
         quantize=quantize,
         family="gguf",
         summary="GGUF's plain 5-bit blocks: 32 codes minus 16, times one float16 scale; the fifth bits in one uint32",
-        from_gguf=from_gguf,
+        tensor=Q5_0Tensor,
     )
 )

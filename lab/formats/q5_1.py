@@ -23,15 +23,13 @@ before adding m, as ggml does. gguf-py's `quants.quantize` and ggml's C are the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
 from lab.errors import NonFiniteError
 from lab.formats._blocks import float_input, grouped
-from lab.formats._ggml import F16_MAX, five_bit_codes, five_bit_fields, five_bit_parts, reciprocal_or_zero
-from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, half, rows
+from lab.formats._ggml import F16_MAX, fifth_bit_words, five_bit_fields, five_bits, reciprocal_or_zero, scales_words
+from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, block_field, block_format, half
 from lab.formats.registry import register
 from lab.numbers import format_number
 
@@ -40,23 +38,14 @@ BLOCK_WEIGHTS = BLOCK.weights  # 32
 BLOCK_BYTES = BLOCK.gguf.bytes  # 24: d, m, qh, then 16 bytes of low nibbles
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 6.0
 CODE_MAX = 31
-QH_START = 4
 
 
-@dataclass(frozen=True, eq=False)
 class Q5_1Tensor(GGUFBlockTensor, block="Q5_1"):
     """uint8 codes 0..31 [..., 32k], and per 32 codes a float16 scale d and minimum m [..., k]."""
 
-    codes: np.ndarray
-    d: np.ndarray
-    m: np.ndarray
-
-    fields = (
-        Field("codes", "codes", dtype=np.uint8, low=0, high=CODE_MAX),
-        Field("d", "d", (), np.float16),
-        Field("m", "m", (), np.float16),
-    )
-    gguf_layout = (half("d"), half("m"), Part("qh", 4, "fifth bits"), Part("qs", 16, "low nibbles"))
+    codes: np.ndarray = block_field(dtype=np.uint8, low=0, high=CODE_MAX, gguf=five_bits(at=4))
+    d: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=0))
+    m: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=2))
 
     def dequantize(self) -> np.ndarray:
         codes = grouped(self.codes.astype(np.float32), BLOCK_WEIGHTS)
@@ -70,19 +59,15 @@ class Q5_1Tensor(GGUFBlockTensor, block="Q5_1"):
         code = int(self.codes[at.position])
         weight = float(np.float32(np.float32(d) * np.float32(code)) + np.float32(m))
         return {
-            **five_bit_fields(at.lane, code, QH_START),
+            **five_bit_fields(at.lane, code, self.gguf_part("qh").at),
             "d": d,
             "m": m,
             "weight": weight,
             "formula": f"{format_number(d)} \u00d7 {code} + {format_number(m)} = {format_number(weight)}",
         }
 
-    def gguf_parts(self) -> dict[str, np.ndarray]:
-        return five_bit_parts(grouped(self.codes, BLOCK_WEIGHTS))
-
-    @classmethod
-    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
-        return {"codes": rows(five_bit_codes(parts))}
+    def owner_words(self, explained: dict) -> str:
+        return f"{scales_words(self, explained, 'd', 'm')}; {fifth_bit_words(explained)}"
 
 
 def quantize(w: ArrayLike) -> Q5_1Tensor:
@@ -115,6 +100,6 @@ FORMAT = register(
         quantize=quantize,
         family="gguf",
         summary="GGUF's 5-bit blocks with an offset: 32 codes times a float16 scale, plus a float16 minimum",
-        from_gguf=from_gguf,
+        tensor=Q5_1Tensor,
     )
 )

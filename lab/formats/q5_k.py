@@ -54,8 +54,6 @@ no Q5_K quantizer: its `quants.dequantize` and ggml's C are the oracles.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -63,7 +61,7 @@ from lab.errors import NonFiniteError
 from lab.formats._blocks import float_input
 from lab.formats._ggml import F16_MAX, refuse_beyond_reach
 from lab.formats._qkx2 import Qkx2Call, nearest_codes, rms_plus_magnitude, search_subblocks
-from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, half, rows
+from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, Part, block_field, block_format, half, rows, stored
 from lab.formats.q4k import FIELD_MAX, METADATA_BYTES, explain_metadata, pack_scale_min, unpack_scale_min
 from lab.formats.q4k.quantize import _six_bit_fields
 from lab.formats.registry import register
@@ -93,31 +91,57 @@ SEARCH = Qkx2Call(
 _F32 = np.float32
 
 
-@dataclass(frozen=True, eq=False)
+def _code_parts(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """5-bit codes [..., 256k] -> qh [..., k, 32] (their fifth bits) and qs [..., k, 128] (their low nibbles)."""
+    lead = (*codes.shape[:-1], codes.shape[-1] // BLOCK_WEIGHTS)
+    # low[..., c, h, l] and fifth[..., j, l]: the code of weight 64c + 32h + l = 32j + l
+    low = (codes & np.uint8(15)).reshape(*lead, 4, 2, 32)
+    fifth = (codes >> np.uint8(4)).reshape(*lead, SUBBLOCKS, 32)
+    qs = (low[..., 0, :] | (low[..., 1, :] << np.uint8(4))).reshape(*lead, 128)
+    qh = (fifth << np.arange(SUBBLOCKS, dtype=np.uint8)[:, None]).sum(axis=-2, dtype=np.uint8)
+    return qh, qs
+
+
+def _codes(qh: np.ndarray, qs: np.ndarray) -> np.ndarray:
+    """qh [..., k, 32] and qs [..., k, 128] -> the 5-bit codes [..., 256k]; the inverse of _code_parts."""
+    lead = qs.shape[:-1]
+    low = (qs.reshape(*lead, 4, 1, 32) >> np.array([[0], [4]], dtype=np.uint8)) & np.uint8(15)  # [..., c, h, l]
+    fifth = (qh.reshape(*lead, 1, 32) >> np.arange(SUBBLOCKS, dtype=np.uint8)[:, None]) & np.uint8(1)  # [..., j, l]
+    return rows(low.reshape(*lead, BLOCK_WEIGHTS) | (fifth.reshape(*lead, BLOCK_WEIGHTS) << np.uint8(4)))
+
+
 class Q5KTensor(GGUFBlockTensor, block="Q5_K"):
     """uint8 codes 0..31 [..., 256k], six-bit scales and minimums [..., k, 8], float16 d and dmin [..., k]."""
 
-    codes: np.ndarray
-    scales: np.ndarray
-    mins: np.ndarray
-    d: np.ndarray
-    dmin: np.ndarray
+    codes: np.ndarray = block_field(
+        dtype=np.uint8,
+        low=0,
+        high=CODE_MAX,
+        gguf=stored(
+            Part("qh", QS_OFFSET - QH_OFFSET, "fifth bits", at=QH_OFFSET),
+            Part("qs", BLOCK_BYTES - QS_OFFSET, "low nibbles", at=QS_OFFSET, trace=True),
+            write=_code_parts,
+            read=_codes,
+        ),
+    )
+    # the scales and the minimums share Q4_K's twelve bytes of six-bit fields
+    scales: np.ndarray = block_field(
+        per_block=(SUBBLOCKS,),
+        dtype=np.uint8,
+        low=0,
+        high=FIELD_MAX,
+        gguf=stored(
+            Part("scales", METADATA_BYTES, "6-bit scales and minimums", at=SCALES_OFFSET),
+            write=pack_scale_min,
+            read=unpack_scale_min,
+            with_fields=("mins",),
+        ),
+    )
+    mins: np.ndarray = block_field(per_block=(SUBBLOCKS,), dtype=np.uint8, low=0, high=FIELD_MAX)
+    d: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=0))
+    dmin: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=2))
 
-    fields = (
-        Field("codes", "codes", dtype=np.uint8, low=0, high=CODE_MAX),
-        Field("scales", "scales", (SUBBLOCKS,), np.uint8, low=0, high=FIELD_MAX),
-        Field("mins", "mins", (SUBBLOCKS,), np.uint8, low=0, high=FIELD_MAX),
-        Field("d", "d", (), np.float16),
-        Field("dmin", "dmin", (), np.float16),
-    )
     subblock_weights = SUBBLOCK_WEIGHTS
-    gguf_layout = (
-        half("d"),
-        half("dmin"),
-        Part("scales", METADATA_BYTES, "6-bit scales and minimums"),
-        Part("qh", QS_OFFSET - QH_OFFSET, "fifth bits"),
-        Part("qs", BLOCK_BYTES - QS_OFFSET, "low nibbles"),
-    )
 
     def gains_and_offsets(self) -> tuple[np.ndarray, np.ndarray]:
         """Each subblock's d * s_j and dmin * m_j, rounded to float32 as the decoder uses them [..., k, 8]."""
@@ -175,25 +199,12 @@ class Q5KTensor(GGUFBlockTensor, block="Q5_K"):
             "metadata": explain_metadata(metadata, subblock),
         }
 
-    def gguf_parts(self) -> dict[str, np.ndarray]:
-        lead = self.d.shape
-        # low[..., c, h, l] and fifth[..., j, l]: the code of weight 64c + 32h + l = 32j + l
-        low = (self.codes & np.uint8(15)).reshape(*lead, 4, 2, 32)
-        fifth = (self.codes >> np.uint8(4)).reshape(*lead, SUBBLOCKS, 32)
-        qs = (low[..., 0, :] | (low[..., 1, :] << np.uint8(4))).reshape(*lead, 128)
-        qh = (fifth << np.arange(SUBBLOCKS, dtype=np.uint8)[:, None]).sum(axis=-2, dtype=np.uint8)
-        return {"scales": pack_scale_min(self.scales, self.mins), "qh": qh, "qs": qs}
-
-    @classmethod
-    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
-        lead = parts["qs"].shape[:-1]
-        qs = parts["qs"].reshape(*lead, 4, 1, 32)
-        low = (qs >> np.array([[0], [4]], dtype=np.uint8)) & np.uint8(15)  # [..., c, h, l]
-        qh = parts["qh"].reshape(*lead, 1, 32)
-        fifth = (qh >> np.arange(SUBBLOCKS, dtype=np.uint8)[:, None]) & np.uint8(1)  # [..., j, l]
-        codes = low.reshape(*lead, BLOCK_WEIGHTS) | (fifth.reshape(*lead, BLOCK_WEIGHTS) << np.uint8(4))
-        scales, mins = unpack_scale_min(parts["scales"])
-        return {"codes": rows(codes), "scales": scales, "mins": mins}
+    def owner_words(self, explained: dict) -> str:
+        return (
+            f"subblock {explained['subblock']}: scale {explained['scale']}, min {explained['min']} "
+            f"(12-byte metadata); fifth bit {explained['fifth_bit']} from qh byte {explained['qh_byte']}, "
+            f"bit {explained['qh_bit']}"
+        )
 
 
 def quantize(w: ArrayLike) -> Q5KTensor:
@@ -245,6 +256,6 @@ FORMAT = register(
         quantize=quantize,
         family="gguf",
         summary="GGUF super-blocks of 256: 5-bit codes, 6-bit scales and minimums per 32, fp16 d and dmin",
-        from_gguf=from_gguf,
+        tensor=Q5KTensor,
     )
 )

@@ -33,14 +33,12 @@ gguf-py has no Q6_K quantizer; its `quants.dequantize` is the decoder's oracle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
 from lab.formats._blocks import float_input
 from lab.formats._ggml import F16_MAX, GROUP_MAX_EPS, first_absmax, refuse_beyond_reach
-from lab.formats._tensor import BLOCKS, Field, GGUFBlockTensor, Lane, Part, block_format, half, rows
+from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, Part, block_field, block_format, half, rows, stored
 from lab.formats.registry import register
 from lab.numbers import format_number
 
@@ -59,26 +57,54 @@ SEARCH_TRIES = 9
 SCALE_STEPS = 128
 
 
-@dataclass(frozen=True, eq=False)
+_SHIFTS = np.arange(0, 8, 2, dtype=np.uint8)[:, None]  # 0, 2, 4, 6 for the four codes of a qh byte
+
+
+def _code_parts(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """6-bit codes [..., 256k] -> ql [..., k, 128] (their low nibbles) and qh [..., k, 64] (their high bits)."""
+    # q[..., h, k, l] is the code of weight 128h + 32k + l
+    q = codes.reshape(*codes.shape[:-1], -1, 2, 4, 32)
+    lead = q.shape[:-3]
+    low, high = q & np.uint8(15), q >> np.uint8(4)
+    ql = (low[..., 0:2, :] | (low[..., 2:4, :] << np.uint8(4))).reshape(*lead, 128)
+    return ql, (high << _SHIFTS).sum(axis=-2, dtype=np.uint8).reshape(*lead, 64)
+
+
+def _codes(ql: np.ndarray, qh: np.ndarray) -> np.ndarray:
+    """ql [..., k, 128] and qh [..., k, 64] -> the 6-bit codes [..., 256k]; the inverse of _code_parts."""
+    lead = ql.shape[:-1]
+    by_half = ql.reshape(*lead, 2, 2, 32)
+    low = np.concatenate([by_half & np.uint8(15), by_half >> np.uint8(4)], axis=-2)  # k = 0, 1, 2, 3
+    high = (qh.reshape(*lead, 2, 1, 32) >> _SHIFTS) & np.uint8(3)
+    return rows((low | (high << np.uint8(4))).reshape(*lead, -1))
+
+
 class Q6KTensor(GGUFBlockTensor, block="Q6_K"):
     """uint8 codes 0..63 [..., 256k], int8 subblock scales [..., k, 16], float16 d [..., k]."""
 
-    codes: np.ndarray
-    scales: np.ndarray
-    d: np.ndarray
+    codes: np.ndarray = block_field(
+        dtype=np.uint8,
+        low=0,
+        high=2 * CODE_OFFSET - 1,
+        gguf=stored(
+            Part("ql", QH_OFFSET, "low nibbles", at=0, trace=True),
+            Part("qh", SCALES_OFFSET - QH_OFFSET, "high bits", at=QH_OFFSET),
+            write=_code_parts,
+            read=_codes,
+        ),
+    )
+    scales: np.ndarray = block_field(
+        per_block=(SUBBLOCKS,),
+        dtype=np.int8,
+        gguf=stored(
+            Part("scales", D_OFFSET - SCALES_OFFSET, "int8 scales", at=SCALES_OFFSET),
+            write=lambda scales: scales.view(np.uint8),
+            read=lambda part: part.copy().view(np.int8),
+        ),
+    )
+    d: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=D_OFFSET))
 
-    fields = (
-        Field("codes", "codes", dtype=np.uint8, low=0, high=2 * CODE_OFFSET - 1),
-        Field("scales", "scales", (SUBBLOCKS,), np.int8),
-        Field("d", "d", (), np.float16),
-    )
     subblock_weights = SUBBLOCK_WEIGHTS
-    gguf_layout = (
-        Part("ql", QH_OFFSET, "low nibbles"),
-        Part("qh", SCALES_OFFSET - QH_OFFSET, "high bits"),
-        Part("scales", D_OFFSET - SCALES_OFFSET, "int8 scales"),
-        half("d"),
-    )
 
     def gains(self) -> np.ndarray:
         """Each subblock's d * s_j, rounded to float32 as the decoder uses it [..., k, 16]."""
@@ -117,24 +143,12 @@ class Q6KTensor(GGUFBlockTensor, block="Q6_K"):
             "formula": f"{format_number(gain)} \u00d7 ({code} \u2212 32) = {format_number(weight)}",
         }
 
-    def gguf_parts(self) -> dict[str, np.ndarray]:
-        # q[..., h, k, l] is the code of weight 128h + 32k + l
-        q = self.codes.reshape(*self.d.shape, 2, 4, 32)
-        low, high = q & np.uint8(15), q >> np.uint8(4)
-        ql = (low[..., 0:2, :] | (low[..., 2:4, :] << np.uint8(4))).reshape(*self.d.shape, 128)
-        shifts = np.arange(0, 8, 2, dtype=np.uint8)[:, None]
-        qh = (high << shifts).sum(axis=-2, dtype=np.uint8).reshape(*self.d.shape, 64)
-        return {"ql": ql, "qh": qh, "scales": self.scales.view(np.uint8)}
-
-    @classmethod
-    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
-        lead = parts["ql"].shape[:-1]
-        ql = parts["ql"].reshape(*lead, 2, 2, 32)
-        low = np.concatenate([ql & np.uint8(15), ql >> np.uint8(4)], axis=-2)  # k = 0, 1, 2, 3
-        qh = parts["qh"].reshape(*lead, 2, 1, 32)
-        high = (qh >> np.arange(0, 8, 2, dtype=np.uint8)[:, None]) & np.uint8(3)
-        codes = rows((low | (high << np.uint8(4))).reshape(*lead, -1))
-        return {"codes": codes, "scales": parts["scales"].copy().view(np.int8)}
+    def owner_words(self, explained: dict) -> str:
+        # the int8 scale's value first, then where it sits: "byte 192 = -96" read as a byte's value
+        return (
+            f"subblock {explained['subblock']}: int8 scale {format_number(explained['scale'])} at block byte "
+            f"{explained['scale_byte']}; code bits 5..4 from qh byte {explained['qh_byte']}"
+        )
 
 
 #: subblocks fitted per pass: the candidate loop's buffers then take 256 KiB each and stay in cache
@@ -243,6 +257,6 @@ FORMAT = register(
         quantize=quantize,
         family="gguf",
         summary="GGUF super-blocks of 256: 6-bit codes, an int8 scale per 16, one float16 d",
-        from_gguf=from_gguf,
+        tensor=Q6KTensor,
     )
 )

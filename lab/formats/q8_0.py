@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 
 from lab.formats._blocks import float_input, grouped
 from lab.formats._ggml import F16_MAX, OneScaleTensor, reciprocal_or_zero, refuse_beyond_reach
-from lab.formats._tensor import BLOCKS, Field, Part, block_format, half, rows, split_blocks
+from lab.formats._tensor import BLOCKS, Part, block_field, block_format, rows, stored
 from lab.formats.registry import register
 
 BLOCK = BLOCKS["Q8_0"]
@@ -56,8 +56,14 @@ def _decode_blocks(codes: np.ndarray, d: np.ndarray) -> np.ndarray:
 class Q8_0Tensor(OneScaleTensor, block="Q8_0"):
     """int8 codes [..., 32k] and one float16 scale d per 32 codes [..., k]."""
 
-    fields = (Field("codes", "codes", dtype=np.int8), Field("d", "d", (), np.float16))
-    gguf_layout = (half("d"), Part("qs", 32, "codes"))
+    codes: np.ndarray = block_field(
+        dtype=np.int8,
+        gguf=stored(
+            Part("qs", 32, "codes", at=2),
+            write=lambda codes: grouped(codes, BLOCK_WEIGHTS).view(np.uint8),
+            read=lambda qs: rows(qs.copy().view(np.int8)),  # a copy: the tensor must not alias the file
+        ),
+    )
 
     @staticmethod
     def levels(codes: np.ndarray) -> np.ndarray:
@@ -65,13 +71,6 @@ class Q8_0Tensor(OneScaleTensor, block="Q8_0"):
 
     def dequantize(self) -> np.ndarray:
         return _decode_blocks(self.codes.reshape(-1, BLOCK_WEIGHTS), self.d.reshape(-1)).reshape(self.shape)
-
-    def gguf_parts(self) -> dict[str, np.ndarray]:
-        return {"qs": grouped(self.codes, BLOCK_WEIGHTS).view(np.uint8)}
-
-    @classmethod
-    def fields_from_gguf(cls, parts: dict[str, np.ndarray]) -> dict:
-        return {"codes": rows(parts["qs"].copy().view(np.int8))}  # a copy: the tensor must not alias the file
 
     def code_fields(self, lane: int, code: int) -> dict:
         return {"code": code}
@@ -110,7 +109,7 @@ def dequantize_gguf(raw: ArrayLike, decoder: str = "ocp") -> np.ndarray:
     from_gguf(raw).dequantize() without the tensor's copy of the codes: d and the codes are read
     as strided views of the bytes. Q8_0 has no scale codes that ggml and the OCP specs read
     differently, so both decoders give this one reading."""
-    blocks = split_blocks(raw, BLOCK_BYTES, "Q8_0", "2 bytes of d + 32 bytes of codes")
+    blocks = Q8_0Tensor.split_gguf(raw)
     flat = blocks.reshape(-1, BLOCK_BYTES)
     d = flat[:, :2].view("<f2")[:, 0]
     codes = flat[:, 2:].view(np.int8)
@@ -124,7 +123,7 @@ FORMAT = register(
         quantize=quantize,
         family="gguf",
         summary="GGUF's 8-bit blocks: 32 int8 codes times one float16 scale",
-        from_gguf=from_gguf,
+        tensor=Q8_0Tensor,
         dequantize_gguf=dequantize_gguf,
     )
 )

@@ -90,6 +90,8 @@ class Format:
     presets          the rounding presets `quantize` takes as rule= (lab.formats.rounding), the
                      first being the default; empty when the format has one rounding only
     mlx              MLX's mode and parameters, or None where MLX has no such mode
+    mlx_rewrite      where MLX has no mode of its own, the mode the format's blocks rewrite into
+                     exactly (Q4_K's 32-weight subblocks are MLX affine groups of 32); else None
     gguf_type        GGUF's tensor type name, or None where GGUF has none
     from_gguf        GGUF bytes [..., blocks * bytes per block] -> the format's tensor
     dequantize_gguf  (raw, decoder) -> float32, for a format whose GGUF bytes two decoders read
@@ -102,6 +104,9 @@ class Format:
                      for a row it cannot take (MLX's converter and bitsandbytes leave the layer in
                      float; a GGUF converter stores the tensor in another type)
     summary          one line for tables and the course
+    tensor           the tensor class `quantize` returns, whose class methods say what the format's
+                     GGUF bytes hold (gguf_layout, traced_part, owner_words); None for a format
+                     made outside the block table (a test's toy)
     """
 
     name: str
@@ -118,6 +123,8 @@ class Format:
     dequantize_gguf: Callable[[np.ndarray, str], np.ndarray] | None = None
     gguf_preset: str | None = None
     nan_scale_bytes: tuple[int, ...] = ()
+    mlx_rewrite: MLXMode | None = None
+    tensor: type | None = None
 
     def __post_init__(self):
         if self.family not in FAMILIES:

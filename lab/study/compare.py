@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 
 from lab.formats import FORMATS
-from lab.numbers import format_number
 from lab.study import cache as result_cache
 from lab.study import real_weights
 from lab.study.metrics import relative_error
@@ -155,59 +154,19 @@ def outlier_rows(seed: int = 0) -> list[dict]:
     return rows
 
 
-#: GGUF layouts whose payload is 4-bit nibbles, and the byte of the block where their payload
-#: starts (each module's docstring draws the block): the byte trace's subjects. Q6_K's payload
-#: here is ql, the low four bits of its 6-bit codes, and Q5_0's, Q5_1's and Q5_K's is qs, the low
-#: four bits of their 5-bit codes; the fifth bit sits apart in qh, which the owner names. Q3_K and
-#: Q2_K are left out: their bytes hold four 2-bit codes each, not two nibbles.
+#: GGUF layouts with a part of 4-bit nibbles, and the byte of the block where that payload starts:
+#: the byte trace's subjects, in the registry's order, each as its tensor's `traced_part` says
+#: (each module's docstring draws the block). Q6_K's payload is ql, the low four bits of its 6-bit
+#: codes, and Q5_0's, Q5_1's and Q5_K's is qs, the low four bits of their 5-bit codes; the fifth
+#: bit sits apart in qh, which the owner names. Q3_K and Q2_K have no such part: their bytes hold
+#: four 2-bit codes each, not two nibbles.
 TRACED_TYPES = {
-    "q4_0": 2,
-    "q4_1": 4,
-    "iq4_nl": 2,
-    "iq4_xs": 8,
-    "q4k": 16,
-    "q6_k": 0,
-    "mxfp4": 1,
-    "q5_0": 6,
-    "q5_1": 8,
-    "q5_k": 48,
+    fmt.name: part.at
+    for fmt in FORMATS.values()
+    if fmt.gguf_type is not None and (part := fmt.tensor.traced_part()) is not None
 }
 #: the payload bytes every traced layout has (Q4_0's 16 are the fewest)
 TRACE_PAYLOAD_BYTES = 16
-
-
-def _owner(name: str, parts: dict) -> str:
-    """Which scale owns a weight, in words, from the format's explain."""
-    if name in ("q4_0", "iq4_nl"):
-        return f"the block's d = {format_number(parts['d'], 6)} (bytes 0..1)"
-    if name == "q4_1":
-        return f"the block's d = {format_number(parts['d'], 6)} and m = {format_number(parts['m'], 6)} (bytes 0..3)"
-    if name == "iq4_xs":
-        return (
-            f"subblock {parts['subblock']}: d × ({parts['stored_scale']} − 32), gain {format_number(parts['gain'], 6)}"
-        )
-    if name == "q4k":
-        return f"subblock {parts['subblock']}: scale {parts['scale']}, min {parts['min']} (12-byte metadata)"
-    if name == "q6_k":
-        # the int8 scale's value first, then where it sits: "byte 192 = -96" read as a byte's value
-        return (
-            f"subblock {parts['subblock']}: int8 scale {format_number(parts['scale'])} at block byte "
-            f"{parts['scale_byte']}; code bits 5..4 from qh byte {parts['qh_byte']}"
-        )
-    if name in ("q5_0", "q5_1"):
-        fifth = f"fifth bit {parts['fifth_bit']} from qh byte {parts['qh_byte']}, bit {parts['qh_bit_in_byte']}"
-        if name == "q5_0":
-            return f"the block's d = {format_number(parts['d'], 6)} (bytes 0..1); {fifth}"
-        return (
-            f"the block's d = {format_number(parts['d'], 6)} and m = {format_number(parts['m'], 6)} "
-            f"(bytes 0..3); {fifth}"
-        )
-    if name == "q5_k":
-        return (
-            f"subblock {parts['subblock']}: scale {parts['scale']}, min {parts['min']} (12-byte metadata); "
-            f"fifth bit {parts['fifth_bit']} from qh byte {parts['qh_byte']}, bit {parts['qh_bit']}"
-        )
-    return f"the block's E8M0 scale byte 0 = {parts['scale']['hex']} = {format_number(parts['scale']['value'], 6)}"
 
 
 def trace_block(name: str, seed: int = 0) -> np.ndarray:
@@ -252,7 +211,7 @@ def byte_trace(byte: int = 0xA5, payload_index: int = 0, seed: int = 0) -> list[
                         "nibble_value": part >> 4 if nibble == "high" else part,
                         "weight": lane,
                         "code": parts["code"],
-                        "owner": _owner(name, parts),
+                        "owner": tensor.owner_words(parts),
                         "value": float(parts["weight"]),
                     }
                 )

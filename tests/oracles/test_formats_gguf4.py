@@ -1,5 +1,6 @@
-"""Q4_0, Q4_1, IQ4_NL, IQ4_XS and Q6_K against gguf-py: its quantizer's bytes where it has one, its
-decoder bit for bit on random blocks, and the quality of the lab's reimplemented searches."""
+"""Q4_0, Q4_1, IQ4_NL, IQ4_XS and Q6_K against gguf-py: the quality of the lab's reimplemented
+searches, explain, and GGUF files. Its quantizer's bytes and its decoder bit for bit on random
+blocks are rows of test_registry's battery (GGUF_PY_QUANTIZES, RANDOM_BLOCKS)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ from lab.formats import FORMATS, by_gguf_type, iq4_nl, iq4_xs, q4_0, q4_1, q6_k
 from lab.interop import gguf as gguf_tools
 
 MODULES = {"q4_0": q4_0, "q4_1": q4_1, "iq4_nl": iq4_nl, "iq4_xs": iq4_xs, "q6_k": q6_k}
-#: where each format keeps its float16 super-scale d in a block
-D_OFFSET = {"q4_0": 0, "q4_1": 0, "iq4_nl": 0, "iq4_xs": 0, "q6_k": 208}
 QT = gguf.GGMLQuantizationType
 
 
@@ -28,41 +27,6 @@ def relative_rmse(name: str, w: np.ndarray) -> float:
 @pytest.fixture(scope="module")
 def normal_weights() -> np.ndarray:
     return np.random.default_rng(2024).normal(0, 1, (64, 4096)).astype(np.float32)
-
-
-def test_q4_0_and_q4_1_write_the_bytes_gguf_py_writes():
-    rng = np.random.default_rng(7)
-    w = rng.normal(0, 1, (8, 512)) * np.exp(rng.uniform(-4, 2, (8, 1))) + rng.normal(0, 0.5, (8, 1))
-    w = w.astype(np.float32)
-    # planted ties: weights exactly half a step from a code boundary, where truncation after
-    # + 8.5 (or + 0.5) and round-half-even would differ; and a constant block and a zero block
-    signed_max = w[:, :32][np.arange(8), np.abs(w[:, :32]).argmax(axis=-1)][:, None]
-    d0 = signed_max / np.float32(-8)
-    w[:, 1:6] = d0 * np.array([-7.5, -0.5, 0.5, 2.5, 6.5], np.float32)
-    low, high = w[:, 64:96].min(axis=-1, keepdims=True), w[:, 64:96].max(axis=-1, keepdims=True)
-    w[:, 65:69] = low + (high - low) / np.float32(15) * np.array([0.5, 3.5, 7.5, 14.5], np.float32)
-    w[6, 128:160] = 0.25
-    w[7, 160:192] = 0.0
-    for name, qtype in (("q4_0", QT.Q4_0), ("q4_1", QT.Q4_1)):
-        assert np.array_equal(FORMATS[name].to_gguf(w), gguf.quants.quantize(w, qtype)), name
-
-
-@pytest.mark.parametrize("name", list(MODULES))
-def test_the_decoder_is_gguf_py_bit_for_bit_on_random_blocks(name):
-    module, fmt = MODULES[name], FORMATS[name]
-    rng = np.random.default_rng(31)
-    n_blocks = 10_240
-    raw = rng.integers(0, 256, (n_blocks, module.BLOCK_BYTES), dtype=np.uint8)  # every code, every scale byte
-    # finite float16 scales of both signs over many binades, subnormals included
-    scales = (rng.normal(0, 1, (n_blocks, 2)) * np.exp2(rng.integers(-20, 8, (n_blocks, 2)))).astype(np.float16)
-    raw[:, D_OFFSET[name] : D_OFFSET[name] + 2] = scales[:, :1].view(np.uint8)
-    if name == "q4_1":
-        raw[:, 2:4] = scales[:, 1:].view(np.uint8)
-    tensor = fmt.from_gguf(raw)
-    assert np.array_equal(np.unique(tensor.codes), np.arange(64 if name == "q6_k" else 16))
-    theirs = gguf.quants.dequantize(raw, QT[fmt.gguf_type])
-    assert np.array_equal(bits(tensor.dequantize()), bits(theirs))
-    assert np.array_equal(tensor.to_gguf(), raw)  # the layout reads and writes back byte for byte
 
 
 def test_iq4_codebook_is_gguf_py_s():

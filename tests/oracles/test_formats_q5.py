@@ -1,5 +1,6 @@
 """Q5_0 and Q5_1 against their oracles: ggml's C reference (its bytes pinned as hex), gguf-py's
-quantizer and decoder, and GGUF files gguf-py writes and reads.
+decoder, and GGUF files gguf-py writes and reads; gguf-py's quantizer bytes and its decoder on
+random blocks are rows of test_registry's battery (GGUF_PY_QUANTIZES, RANDOM_BLOCKS).
 
 How the pinned bytes were made, so anyone can make them again: src/ggml-quants.c of ggml-org/ggml
 at commit d99724f2b141fed9e1a9f402213506c081433465, unmodified, built as
@@ -137,41 +138,6 @@ def test_the_pinned_signed_zero_block_stores_minus_zero():
     # C's scans keep +0 as Q5_0's max (d = +0 / -16 = -0) and the first -0 as Q5_1's minimum m
     assert bytes.fromhex(REFERENCE_HEX["q5_0"][:4]) == b"\x00\x80"
     assert bytes.fromhex(REFERENCE_HEX["q5_1"][:8]) == b"\x00\x00\x00\x80"
-
-
-def test_q5_0_and_q5_1_write_the_bytes_gguf_py_writes():
-    rng = np.random.default_rng(8)
-    w = rng.normal(0, 1, (8, 512)) * np.exp(rng.uniform(-4, 2, (8, 1))) + rng.normal(0, 0.5, (8, 1))
-    w = w.astype(np.float32)
-    # planted ties: weights exactly half a step from a code boundary, where truncation after
-    # + 16.5 (or + 0.5) and round-half-even would differ; and a constant block and a zero block
-    signed_max = w[:, :32][np.arange(8), np.abs(w[:, :32]).argmax(axis=-1)][:, None]
-    d0 = signed_max / np.float32(-16)
-    w[:, 1:7] = d0 * np.array([-15.5, -0.5, 0.5, 2.5, 14.5, 15.5], np.float32)
-    low, high = w[:, 64:96].min(axis=-1, keepdims=True), w[:, 64:96].max(axis=-1, keepdims=True)
-    w[:, 65:70] = low + (high - low) / np.float32(31) * np.array([0.5, 3.5, 15.5, 16.5, 30.5], np.float32)
-    w[6, 128:160] = 0.25
-    w[7, 160:192] = 0.0
-    for name, qtype in (("q5_0", QT.Q5_0), ("q5_1", QT.Q5_1)):
-        assert np.array_equal(FORMATS[name].to_gguf(w), gguf.quants.quantize(w, qtype)), name
-
-
-@pytest.mark.parametrize("name", list(MODULES))
-def test_the_decoder_is_gguf_py_bit_for_bit_on_random_blocks(name):
-    module, fmt = MODULES[name], FORMATS[name]
-    rng = np.random.default_rng(32)
-    n_blocks = 10_240
-    raw = rng.integers(0, 256, (n_blocks, module.BLOCK_BYTES), dtype=np.uint8)  # every code, every qh bit
-    # finite float16 scales and minimums of both signs over many binades, subnormals included
-    halves = (rng.normal(0, 1, (n_blocks, 2)) * np.exp2(rng.integers(-24, 8, (n_blocks, 2)))).astype(np.float16)
-    raw[:, 0:2] = halves[:, :1].view(np.uint8)
-    if name == "q5_1":
-        raw[:, 2:4] = halves[:, 1:].view(np.uint8)
-    tensor = fmt.from_gguf(raw)
-    assert np.array_equal(np.unique(tensor.codes), np.arange(32))
-    theirs = gguf.quants.dequantize(raw, QT[fmt.gguf_type])
-    assert np.array_equal(bits(tensor.dequantize()), bits(theirs))
-    assert np.array_equal(tensor.to_gguf(), raw)  # the layout reads and writes back byte for byte
 
 
 @pytest.mark.parametrize("name", list(MODULES))

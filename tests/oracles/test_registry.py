@@ -18,7 +18,7 @@ import pytest
 from lab.errors import LabError, ShapeError
 from lab.formats import FORMATS, QuantizedTensor, UnknownFormatError, affine, get, mxfp4, nf4, register, unregister
 from lab.formats._ggml import HalvesTensor
-from lab.formats._tensor import BLOCKS, Part, element_block, half
+from lab.formats._tensor import BLOCKS, Part, block_field, element_block, stored
 from lab.formats.registry import GGUFTensor, MLXTensor
 from lab.study import real_weights
 
@@ -253,7 +253,17 @@ def test_a_block_or_a_layout_that_disagrees_with_the_table_is_refused():
     with pytest.raises(LabError, match="GGUF parts are 17 bytes, but a Q4_0 block is 18"):
 
         class ShortQ4_0(HalvesTensor, block="Q4_0"):
-            gguf_layout = (half("d"), Part("qs", 15, "nibbles"))
+            codes: np.ndarray = block_field(
+                dtype=np.uint8, gguf=stored(Part("qs", 15, "nibbles", at=2), write=np.asarray, read=np.asarray)
+            )
+
+    # parts of the right total that overlap, or leave a gap, misread every block after the first too
+    with pytest.raises(LabError, match="GGUF part qs starts at byte 3, not 2"):
+
+        class GappedQ4_0(HalvesTensor, block="Q4_0"):
+            codes: np.ndarray = block_field(
+                dtype=np.uint8, gguf=stored(Part("qs", 16, "nibbles", at=3), write=np.asarray, read=np.asarray)
+            )
 
 
 @pytest.mark.parametrize("bad_shape", [(2, 7), (5,), (3, 0)])
@@ -301,6 +311,114 @@ def test_q8_0_writes_the_bytes_gguf_py_writes():
     w[7, 32:64] = 0.0
     reference = gguf.quants.quantize(w, gguf.GGMLQuantizationType.Q8_0)
     assert np.array_equal(FORMATS["q8_0"].to_gguf(w), reference)
+
+
+def _bits(array: np.ndarray) -> np.ndarray:
+    return np.asarray(array, np.float32).view(np.uint32)
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomBlocks:
+    """Random GGUF blocks for the decoder's bit-for-bit check, and what their bytes must hold.
+
+    seed          the generator's seed
+    low_exponent  each float16 part is a finite float16 of either sign, N(0, 1) times 2^e for e
+                  from low_exponent to 7: many binades, subnormals included
+    codes         random bytes hold every code 0..codes - 1
+    scales        and every subblock scale in this range (and minimum, with `mins`), where checked
+    """
+
+    seed: int
+    low_exponent: int
+    codes: int
+    scales: tuple[int, int] | None = None
+    mins: bool = False
+
+
+#: the formats whose every byte pattern gguf-py decodes with the lab's one reading; MXFP4 and NVFP4
+#: (two readings: test_gguf_layouts), Q8_0 (test_q8_0_decode), Q4_K (test_q4k) and Q5_K
+#: (test_formats_q5_k) have their own random-block checks
+RANDOM_BLOCKS = {
+    "q4_0": RandomBlocks(31, -20, 16),
+    "q4_1": RandomBlocks(31, -20, 16),
+    "iq4_nl": RandomBlocks(31, -20, 16),
+    "iq4_xs": RandomBlocks(31, -20, 16),
+    "q6_k": RandomBlocks(31, -20, 64),
+    "q5_0": RandomBlocks(32, -24, 32),
+    "q5_1": RandomBlocks(32, -24, 32),
+    "q3_k": RandomBlocks(41, -20, 8, scales=(-32, 32)),
+    "q2_k": RandomBlocks(41, -20, 4, scales=(0, 16), mins=True),
+}
+
+
+@pytest.mark.parametrize("name", list(RANDOM_BLOCKS))
+def test_the_decoder_is_gguf_py_bit_for_bit_on_random_blocks(name):
+    fmt, row = FORMATS[name], RANDOM_BLOCKS[name]
+    rng = np.random.default_rng(row.seed)
+    n_blocks = 10_240
+    raw = rng.integers(0, 256, (n_blocks, fmt.tensor.block.gguf.bytes), dtype=np.uint8)  # every code, every bit
+    halves = (rng.normal(0, 1, (n_blocks, 2)) * np.exp2(rng.integers(row.low_exponent, 8, (n_blocks, 2)))).astype(
+        np.float16
+    )
+    # the float16 parts (d, and m or dmin) where the format's layout puts them
+    for column, part in enumerate(part for part in fmt.tensor.gguf_layout if part.half):
+        raw[:, part.at : part.at + 2] = halves[:, column : column + 1].view(np.uint8)
+    tensor = fmt.from_gguf(raw)
+    assert np.array_equal(np.unique(tensor.codes), np.arange(row.codes))
+    if row.scales is not None:
+        assert np.array_equal(np.unique(tensor.scales), np.arange(*row.scales))
+    if row.mins:
+        assert np.array_equal(np.unique(tensor.mins), np.arange(*row.scales))
+    theirs = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType[fmt.gguf_type])
+    assert np.array_equal(_bits(tensor.dequantize()), _bits(theirs))
+    assert np.array_equal(tensor.to_gguf(), raw)  # the layout reads and writes back byte for byte
+
+
+@dataclasses.dataclass(frozen=True)
+class PlantedTies:
+    """Weights for a quantizer gguf-py's quants.quantize has: rows of N(0, 1) at varied scales and
+    offsets, with ties planted exactly half a step from a code boundary, where truncation after
+    + offset + 0.5 (or + 0.5) and round-half-even differ; and a constant block and a zero block.
+
+    seed        the generator's seed
+    offset      the symmetric format's code offset (Q4_0's 8): its d is the signed max / -offset
+    symmetric   multiples of that d planted from weight 1 of the first block
+    span        the asymmetric format's largest code (Q4_1's 15): its step is (max - min) / span
+    asymmetric  multiples of that step above the minimum, planted from weight 65 of the third block
+    """
+
+    seed: int
+    offset: int
+    symmetric: tuple[float, ...]
+    span: int
+    asymmetric: tuple[float, ...]
+
+    def weights(self) -> np.ndarray:
+        rng = np.random.default_rng(self.seed)
+        w = rng.normal(0, 1, (8, 512)) * np.exp(rng.uniform(-4, 2, (8, 1))) + rng.normal(0, 0.5, (8, 1))
+        w = w.astype(np.float32)
+        signed_max = w[:, :32][np.arange(8), np.abs(w[:, :32]).argmax(axis=-1)][:, None]
+        d0 = signed_max / np.float32(-self.offset)
+        w[:, 1 : 1 + len(self.symmetric)] = d0 * np.array(self.symmetric, np.float32)
+        low, high = w[:, 64:96].min(axis=-1, keepdims=True), w[:, 64:96].max(axis=-1, keepdims=True)
+        step = (high - low) / np.float32(self.span)
+        w[:, 65 : 65 + len(self.asymmetric)] = low + step * np.array(self.asymmetric, np.float32)
+        w[6, 128:160] = 0.25
+        w[7, 160:192] = 0.0
+        return w
+
+
+FOUR_BIT_TIES = PlantedTies(7, 8, (-7.5, -0.5, 0.5, 2.5, 6.5), 15, (0.5, 3.5, 7.5, 14.5))
+FIVE_BIT_TIES = PlantedTies(8, 16, (-15.5, -0.5, 0.5, 2.5, 14.5, 15.5), 31, (0.5, 3.5, 15.5, 16.5, 30.5))
+#: the formats whose quantizer gguf-py has, with the weights that test it; Q8_0's and MXFP4's own
+#: ties are test_q8_0_writes_the_bytes_gguf_py_writes and test_gguf_layouts'
+GGUF_PY_QUANTIZES = {"q4_0": FOUR_BIT_TIES, "q4_1": FOUR_BIT_TIES, "q5_0": FIVE_BIT_TIES, "q5_1": FIVE_BIT_TIES}
+
+
+@pytest.mark.parametrize("name", list(GGUF_PY_QUANTIZES))
+def test_the_quantizer_writes_the_bytes_gguf_py_writes(name):
+    fmt, w = FORMATS[name], GGUF_PY_QUANTIZES[name].weights()
+    assert np.array_equal(fmt.to_gguf(w), gguf.quants.quantize(w, gguf.GGMLQuantizationType[fmt.gguf_type])), name
 
 
 @pytest.fixture

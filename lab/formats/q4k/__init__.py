@@ -95,7 +95,7 @@ from lab.formats.q4k.tensor import (
     from_gguf,
     from_parts,
 )
-from lab.formats.registry import register
+from lab.formats.registry import MLXMode, register
 
 __all__ = [
     "BITS_PER_WEIGHT",
@@ -148,6 +148,8 @@ FORMAT = register(
         quantize=quantize,
         family="gguf",
         summary="GGUF super-blocks of 256: 4-bit codes, 6-bit scales and minimums per 32, fp16 d and dmin",
-        from_gguf=from_gguf,
+        tensor=Q4KTensor,
+        # MLX has no Q4_K mode, but each 32-weight subblock is an MLX affine group of 32 (to_mlx_affine)
+        mlx_rewrite=MLXMode(mode="affine", bits=4, group_size=SUBBLOCK_WEIGHTS),
     )
 )

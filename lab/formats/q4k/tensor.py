@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -14,7 +12,7 @@ from lab._arrays import (
     require_last_multiple,
 )
 from lab.errors import CodeRangeError, DTypeError, NonFiniteError, ShapeError
-from lab.formats._tensor import GGUFBlockTensor, Lane, Part, half
+from lab.formats._tensor import GGUFBlockTensor, Lane, Part
 from lab.formats.q4k.decode import _as_raw, _split_blocks, decode, to_mlx_affine
 from lab.formats.q4k.explain import explain
 from lab.formats.q4k.layout import (
@@ -38,12 +36,12 @@ from lab.formats.q4k.layout import (
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, eq=False)
 class Q4KTensor(GGUFBlockTensor, block="Q4_K"):
     """Q4_K bytes [..., 144k] standing for weights [..., 256k]; every view is read off `raw`.
 
     The bytes are the tensor, so its one field is checked as bytes, and its GGUF bytes are `raw`
-    itself; `gguf_layout` (layout.py's byte map) only names the parts.
+    itself; `gguf_layout` (layout.py's byte map) names the parts, and d, dmin, the scales, the
+    minimums and the codes are views of them.
     """
 
     raw: np.ndarray
@@ -56,10 +54,10 @@ class Q4KTensor(GGUFBlockTensor, block="Q4_K"):
     block_bytes = BLOCK_BYTES
     block_weights = BLOCK_WEIGHTS
     gguf_layout = (
-        half("d"),
-        half("dmin"),
-        Part("metadata", METADATA_BYTES, "6-bit scales and minimums"),
-        Part("payload", PAYLOAD_BYTES, "nibbles"),
+        Part("d", 2, "d", at=0, half=True),
+        Part("dmin", 2, "dmin", at=2, half=True),
+        Part("metadata", METADATA_BYTES, "6-bit scales and minimums", at=METADATA_OFFSET),
+        Part("payload", PAYLOAD_BYTES, "nibbles", at=PAYLOAD_OFFSET, trace=True),
     )
 
     @property
@@ -129,6 +127,11 @@ class Q4KTensor(GGUFBlockTensor, block="Q4_K"):
 
     def explain_lane(self, at: Lane) -> dict:
         return explain(self.blocks[at.block_position], at.lane)
+
+    def owner_words(self, explained: dict) -> str:
+        return (
+            f"subblock {explained['subblock']}: scale {explained['scale']}, min {explained['min']} (12-byte metadata)"
+        )
 
 
 def from_parts(d: ArrayLike, dmin: ArrayLike, scales: ArrayLike, mins: ArrayLike, codes: ArrayLike) -> Q4KTensor:
