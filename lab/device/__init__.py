@@ -7,18 +7,22 @@ Every MLX device present gets its own run: the CPU always, the GPU when there is
 MLX the report says so and how to install it; a step MLX refuses becomes a line in the report,
 not an exception. The modules, one job each:
 
-    report      the dataclasses a run produces (DeviceReport, DeviceRun, Comparison, RoundTrip...)
-    render      report_markdown(report): the report as markdown, in words ("row 0, element 5"), not tuples
-    compare     pure numpy comparisons, rounding allowances and the float32 accumulation bound, no MLX
+    report      the one report every pane returns (DeviceReport, one DeviceRun per device) and its parts
+    render      report_markdown(report): any pane's report as markdown, in words ("row 0, element 5"),
+                not tuples; and how many differences a report lists
+    compare     pure numpy comparisons, rounding allowances, the float32 accumulation bound and the
+                per-Linear tally, no MLX
     steps       the guarded MLX calls, the device list, refusals
-    session     DeviceSession: the installed MLX and its devices, how MLX runs each format
-                (mlx_parameters), and the one wording of "nothing runs here" (NoDevice)
-    blocks      run_block: every format in the registry with an MLX mode
+    session     DeviceSession: the installed MLX and its devices, the MLX mode a format runs in
+                (mlx_mode), and the one report of "nothing runs here"
+    blocks      run_block: resolves the format, opens the session, hands both down to block_runs
+    block_runs  a block of any format with an MLX mode, on every device
     decoding    what MLX's decoder does with the lab's bytes beyond the plain comparison
     round_trip  MLX's own quantize-then-dequantize beside the lab's
     q4k         run_q4k, mx.load of a GGUF file, and the diagnosis of what MLX got wrong
     support     mlx_support: which registry formats MLX runs, and what mx.load makes of each GGUF type
-    model       run_model: the real model's Linears through mx.quantized_matmul
+    model       run_model: the embedding model's Linears through mx.quantized_matmul
+    chat        run_chat: the chat model's Linears through mx.quantized_matmul, its greedy answers
 
 May import: lab.codes, lab.formats, lab.interop, lab.study and lab's root modules; never lab.teach.
 """
@@ -30,10 +34,12 @@ from lab.device.q4k import GGUF_TENSOR_NAME, run_q4k
 from lab.device.render import LISTED_DIFFERENCES, NAMED_GROUPS, report_markdown
 from lab.device.report import (
     Breakdown,
+    ChatAnswer,
     Comparison,
     DeviceReport,
     DeviceRun,
     Difference,
+    LayerDifference,
     MatmulComparison,
     NonFinite,
     NonFiniteValue,
@@ -48,10 +54,12 @@ __all__ = [
     "LISTED_DIFFERENCES",
     "NAMED_GROUPS",
     "Breakdown",
+    "ChatAnswer",
     "Comparison",
     "DeviceReport",
     "DeviceRun",
     "Difference",
+    "LayerDifference",
     "MatmulComparison",
     "NonFinite",
     "NonFiniteValue",

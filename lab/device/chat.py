@@ -1,6 +1,6 @@
 """Gemma 3 270M on the device: every block Linear through mx.quantized_matmul, beside the lab's numpy.
 
-    report = run_chat("mxfp4")           # every MLX device present, notebook 12's prompts
+    report = run_chat("mxfp4")           # a DeviceReport: every MLX device present, notebook 12's prompts
     report.to_markdown()
 
 This is the MLX guide's verification recipe, run on the lab's own bytes: the same prompts answered
@@ -23,98 +23,24 @@ code, the MLX version, every device's name, the format, the prompts and the toke
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from lab.device.compare import accumulation_bound
-from lab.device.session import DeviceSession, NoDevice, mlx_layout_of, mlx_parameters
+from lab.device.compare import LinearTally, accumulation_bound
+from lab.device.report import ChatAnswer, DeviceReport, DeviceRun
+from lab.device.session import DeviceSession, mlx_layout_of, mlx_mode
 from lab.device.steps import Steps, device_name
 from lab.errors import LabError
 from lab.formats import FORMATS
 from lab.formats.registry import Format, get
-from lab.numbers import format_number
 from lab.study import cache as result_cache
 from lab.study import chat_study, shipped_gguf
 from lab.study.chat.gguf_model import LINEARS
 from lab.study.requantize import requantize
 from lab.study.results import CachedResults
-from lab.text import shown
 
 GREEDY_TOKENS = 20
 CACHE_NAMESPACE = "device_chat"
 SOURCES = ("device", "study/chat", "study/chat_study.py", "study/requantize.py", "study/results.py", "formats", "codes")
-
-
-@dataclass(frozen=True)
-class ChatAnswer:
-    prompt: str
-    lab_ids: tuple[int, ...]
-    device_ids: tuple[int, ...]
-    first_divergence: int | None  # the first index where the two answers differ, None when equal
-    max_logit_diff: float  # over the steps of the lab's answer, both fed the same tokens
-    lab_margin: float | None  # the lab's best-minus-second logit at the first divergence
-
-
-@dataclass(frozen=True)
-class ChatDeviceRun:
-    device: str  # "cpu" or "gpu"
-    device_name: str
-    answers: tuple[ChatAnswer, ...]
-    linears: int  # block Linears run, every layer counted
-    quantized: int  # of those, through mx.quantized_matmul (the rest: mx.matmul on ŵ)
-    worst_linear: str  # where the largest share of the bound was used
-    max_abs_diff: float  # the largest |y_MLX − y_lab| of any Linear output
-    bound_used: float  # the largest |y_MLX − y_lab| / bound over every output element (≤ 1: explained)
-    refusals: tuple[str, ...]
-
-    @property
-    def within_bound(self) -> bool:
-        return self.bound_used <= 1.0
-
-
-@dataclass(frozen=True)
-class ChatDeviceReport:
-    available: bool
-    format: str
-    title: str
-    message: str = ""
-    mlx_version: str = ""
-    install_hint: str = ""
-    fallbacks: int = 0
-    runs: tuple[ChatDeviceRun, ...] = field(default_factory=tuple)
-
-    def to_markdown(self) -> str:
-        """The report in words and one table per device; every text from outside passes shown()."""
-        if not self.available or not self.runs:
-            hint = f" {shown(self.install_hint)}" if self.install_hint else ""
-            return f"**{shown(self.title)} on a device:** {shown(self.message)}{hint}"
-        parts = [
-            f"**{shown(self.title)}** on MLX {shown(self.mlx_version)}: {self.runs[0].quantized} of "
-            f"{self.runs[0].linears} Linears through `mx.quantized_matmul`, {self.fallbacks} fallbacks "
-            "through `mx.matmul` on the lab's decoded weights."
-        ]
-        for run in self.runs:
-            verdict = "within" if run.within_bound else "**beyond**"
-            parts.append(
-                f"**{shown(run.device)} ({shown(run.device_name)})**: every Linear's output {verdict} the "
-                f"float32 accumulation bound (at most {run.bound_used:.1%} of it used, in "
-                f"{shown(run.worst_linear)}; largest difference {format_number(run.max_abs_diff, 3)})."
-            )
-            rows = ["| prompt | the same tokens | largest logit difference | the lab's margin where they part |"]
-            rows.append("|---:|---|---:|---:|")
-            for index, answer in enumerate(run.answers, start=1):
-                same = (
-                    f"all {len(answer.lab_ids)}"
-                    if answer.first_divergence is None
-                    else f"the first {answer.first_divergence}"
-                )
-                margin = "—" if answer.lab_margin is None else format_number(answer.lab_margin, 3)
-                rows.append(f"| {index} | {same} | {format_number(answer.max_logit_diff, 3)} | {margin} |")
-            parts.append("\n".join(rows))
-            if run.refusals:
-                parts.append("MLX refused: " + "; ".join(shown(refusal) for refusal in run.refusals))
-        return "\n\n".join(parts)
 
 
 class _DeviceLinears:
@@ -128,7 +54,7 @@ class _DeviceLinears:
             for key, (parameters, layout, magnitude, global_scale) in arrays.items()
         }
         self.float_weights = {}
-        self.max_abs_diff, self.bound_used, self.worst = 0.0, 0.0, ""
+        self.tally = LinearTally()
         #: whether each product is held to the lab's and to the bound (the teacher-forced pass), or
         #: only computed (greedy generation, a token at a time, where the check would double the work)
         self.comparing = False
@@ -141,37 +67,30 @@ class _DeviceLinears:
         if (layer, name) in self.arrays:
             parameters, layout, magnitude, global_scale = self.arrays[(layer, name)]
             extra = {} if global_scale is None else {"global_scale": mx.array(global_scale, dtype=mx.float32)}
+            path = "mx.quantized_matmul"
             y = self.steps.attempt(
-                f"{label}: mx.quantized_matmul",
+                f"{label}: {path}",
                 lambda: mx.quantized_matmul(h_mx, *layout, transpose=True, **parameters, **extra, stream=device),
             )
         else:
             magnitude = np.abs(w_hat).astype(np.float64)
             if (layer, name) not in self.float_weights:
                 self.float_weights[(layer, name)] = mx.array(np.ascontiguousarray(w_hat))
-            weight = self.float_weights[(layer, name)]
-            y = self.steps.attempt(f"{label}: mx.matmul", lambda: mx.matmul(h_mx, weight.T, stream=device))
-        if y is None:  # refused: the lab's product stands in, and the refusal is in the report
-            return h @ w_hat.T
-        y = np.asarray(y, dtype=np.float32)
+            weight, path = self.float_weights[(layer, name)], "mx.matmul"
+            y = self.steps.attempt(f"{label}: {path}", lambda: mx.matmul(h_mx, weight.T, stream=device))
         if not self.comparing:
-            return y
+            # refused: the lab's product stands in, and the refusal is in the report
+            return h @ w_hat.T if y is None else np.asarray(y, dtype=np.float32)
         y_lab = h @ w_hat.T
-        diff = np.abs(y.astype(np.float64) - y_lab)
-        bound = accumulation_bound(h, magnitude)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            used = float(np.max(np.where(diff > 0, diff / bound, 0.0)))
-        self.max_abs_diff = max(self.max_abs_diff, float(diff.max()))
-        if used >= self.bound_used:
-            self.bound_used, self.worst = used, label
-        return y
+        self.tally.add(label, path, y, y_lab, accumulation_bound(h, magnitude))
+        return y_lab if y is None else np.asarray(y, dtype=np.float32)
 
 
 def _device_arrays(spec: Format, model, lab_blocks, fallbacks) -> dict:
     """Per quantized Linear (layer, name): MLX parameters, the bytes in MLX's layout, the bound's m,
     the tensor factor. The lab quantizes again (lab.study.requantize), and each result must decode
     to the very ŵ the lab ran."""
-    parameters = mlx_parameters(spec)
+    parameters = mlx_mode(spec).parameters()
     refitted = {fallback.layer for fallback in fallbacks}
     held = {
         (layer, name): block[name]
@@ -220,12 +139,12 @@ def _answer(model, spec: Format, prompt: str, tokens: int, linear) -> ChatAnswer
 
 
 #: reports on disk only: each is a run on this machine's devices, computed again without the cache
-_REPORTS = CachedResults(CACHE_NAMESPACE, ChatDeviceReport, remember=False)
+_REPORTS = CachedResults(CACHE_NAMESPACE, DeviceReport, remember=False)
 
 
 def device_formats() -> list[str]:
     """The registry formats whose bytes MLX can run: its own modes, and Q4_K through its affine repack."""
-    return [name for name, spec in FORMATS.items() if mlx_parameters(spec) is not None]
+    return [name for name, spec in FORMATS.items() if mlx_mode(spec) is not None]
 
 
 def run_chat(
@@ -235,19 +154,12 @@ def run_chat(
     *,
     model=None,
     cache: bool = False,
-) -> ChatDeviceReport:
+) -> DeviceReport:
     """Gemma 3 270M with every block Linear in `fmt`, on every MLX device, against the lab's numpy."""
     spec = get(fmt)
-    session = DeviceSession.open(spec)
-    if isinstance(session, NoDevice):
-        return ChatDeviceReport(
-            session.available,
-            spec.name,
-            spec.title,
-            session.message,
-            session.mlx_version or "",
-            install_hint=session.install_hint,
-        )
+    session = DeviceSession.open("chat", spec, mlx_mode(spec))
+    if isinstance(session, DeviceReport):
+        return session
     path = model.path if model is not None else shipped_gguf.model_file()
 
     def disk_key() -> str:
@@ -261,13 +173,13 @@ def run_chat(
             str(tokens),
         )
 
-    def run() -> ChatDeviceReport:
+    def run() -> DeviceReport:
         return _run_on_devices(session, spec, prompts, tokens, model, path)
 
     return _REPORTS.get(spec.name, run, disk_key=disk_key if cache else None)
 
 
-def _run_on_devices(session: DeviceSession, spec: Format, prompts, tokens: int, model, path) -> ChatDeviceReport:
+def _run_on_devices(session: DeviceSession, spec: Format, prompts, tokens: int, model, path) -> DeviceReport:
     mx = session.mx
     if model is None:
         from lab.study import chat  # decoding 1 GB of weights: only when the report must be computed
@@ -280,18 +192,21 @@ def _run_on_devices(session: DeviceSession, spec: Format, prompts, tokens: int, 
         linear = _DeviceLinears(mx, device, lab_blocks, arrays)
         answers = tuple(_answer(model, spec, prompt, tokens, linear) for prompt in prompts)
         runs.append(
-            ChatDeviceRun(
+            DeviceRun(
                 device=label,
                 device_name=device_name(mx, device),
+                layers=linear.tally.layers(),
                 answers=answers,
-                linears=len(LINEARS) * len(lab_blocks),
-                quantized=len(arrays),
-                worst_linear=linear.worst,
-                max_abs_diff=linear.max_abs_diff,
-                bound_used=linear.bound_used,
                 refusals=tuple(linear.steps.refusals),
             )
         )
-    return ChatDeviceReport(
-        True, spec.name, spec.title, mlx_version=session.version, fallbacks=len(fallbacks), runs=tuple(runs)
+    return DeviceReport(
+        "chat",
+        spec.name,
+        spec.title,
+        " ".join(f"{run.device}: {run.verdict}." for run in runs),
+        mlx_version=session.version,
+        parameters=mlx_mode(spec).parameters(),
+        fallbacks=len(fallbacks),
+        runs=tuple(runs),
     )

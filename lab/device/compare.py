@@ -11,7 +11,15 @@ import numpy as np
 
 from lab._arrays import round_to
 from lab.device.render import LISTED_DIFFERENCES, NAMED_GROUPS
-from lab.device.report import Breakdown, Comparison, Difference, MatmulComparison, NonFinite, NonFiniteValue
+from lab.device.report import (
+    Breakdown,
+    Comparison,
+    Difference,
+    LayerDifference,
+    MatmulComparison,
+    NonFinite,
+    NonFiniteValue,
+)
 from lab.numbers import position_text
 
 #: the unit roundoff of float32 accumulation, 2^-24
@@ -318,3 +326,42 @@ def accumulation_bound(x: np.ndarray, magnitude: np.ndarray) -> np.ndarray:
     n = (k - 1 + EXTRA_ROUNDINGS) * FLOAT32_UNIT_ROUNDOFF
     gamma = n / (1 - n)
     return 2 * gamma * (np.abs(x.astype(np.float64)) @ magnitude.astype(np.float64).T)
+
+
+class LinearTally:
+    """Per Linear of a model, over every call: MLX's product against the lab's on the same input.
+
+    Keeps, for each Linear, its largest |y_MLX − y_lab| with that element's accumulation bound, the
+    largest share of the bound used anywhere, and whether MLX refused it (the lab's product then
+    stood in, so it adds no difference).
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[str, dict] = {}
+
+    def add(self, layer: str, path: str, y_mlx, y_lab: np.ndarray, bound: np.ndarray) -> None:
+        """One call of `layer`: y_mlx as MLX returned it (None: refused), the lab's y, and its accumulation_bound."""
+        refused = y_mlx is None
+        diff = np.zeros(y_lab.shape) if refused else np.abs(y_mlx.astype(np.float64) - y_lab)
+        worst = np.unravel_index(np.argmax(diff), diff.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            used = float(np.max(np.where(diff > 0, diff / bound, 0.0)))
+        seen = self._seen.setdefault(layer, {"max": 0.0, "bound": 0.0, "used": 0.0, "refused": False, "path": path})
+        if diff[worst] >= seen["max"]:
+            seen["max"], seen["bound"] = float(diff[worst]), float(bound[worst])
+        seen["used"] = max(seen["used"], used)
+        seen["refused"] |= refused
+
+    def layers(self) -> tuple[LayerDifference, ...]:
+        """Every Linear seen, in the order of its first call."""
+        return tuple(
+            LayerDifference(
+                layer=layer,
+                path=seen["path"],
+                max_abs_diff=seen["max"],
+                bound_at_max=seen["bound"],
+                bound_used=seen["used"],
+                refused=seen["refused"],
+            )
+            for layer, seen in self._seen.items()
+        )

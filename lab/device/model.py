@@ -1,6 +1,6 @@
 """all-MiniLM-L6-v2 on the device: every quantized Linear through MLX's own kernel, beside the lab's numpy.
 
-    report = run_model("mxfp4")            # every MLX device present, the similarity sentences
+    report = run_model("mxfp4")            # a DeviceReport: every MLX device present, the similarity sentences
     report.to_markdown()
 
 The forward pass is lab.study.model's, with one change: each encoder Linear's product x·Ŵᵀ is
@@ -35,12 +35,11 @@ that run computed, on the same MLX and the same devices.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from lab.device.compare import accumulation_bound
-from lab.device.session import DeviceSession, NoDevice, mlx_layout_of, mlx_parameters
+from lab.device.compare import LinearTally, accumulation_bound
+from lab.device.report import DeviceReport, DeviceRun
+from lab.device.session import DeviceSession, mlx_layout_of, mlx_mode
 from lab.device.steps import Steps, device_name, mlx_version
 from lab.errors import LabError
 from lab.formats.registry import Format, get
@@ -49,79 +48,6 @@ from lab.study import cache as result_cache
 from lab.study import model as sentence_model
 from lab.study.requantize import requantize
 from lab.study.results import CachedResults
-from lab.text import code_name
-
-
-@dataclass(frozen=True)
-class LayerDifference:
-    """One Linear on one device: MLX's output beside the lab's on the same inputs."""
-
-    layer: str
-    path: str  # "mx.quantized_matmul" or "mx.matmul (kept float32)"
-    max_abs_diff: float  # largest |y_MLX − y_lab| over every token and output
-    bound_at_max: float  # the accumulation bound of that same element
-    bound_used: float  # largest |y_MLX − y_lab| / bound over every element (≤ 1: explained)
-    refused: bool  # MLX refused; the lab's product stood in
-
-    @property
-    def within_bound(self) -> bool:
-        return self.bound_used <= 1.0
-
-
-@dataclass(frozen=True)
-class ModelDeviceRun:
-    device: str
-    device_name: str
-    layers: tuple[LayerDifference, ...]
-    embedding_max_abs_diff: float  # MLX-linear embeddings against the lab's numpy embeddings
-    embedding_min_cosine: float
-    refusals: tuple[str, ...]
-
-    @property
-    def verdict(self) -> str:
-        ran = [layer for layer in self.layers if not layer.refused]
-        beyond = [layer.layer for layer in ran if not layer.within_bound]
-        if not ran:
-            return "MLX refused every Linear"
-        if beyond:
-            return f"{len(beyond)} of {len(ran)} Linears differ beyond float32 accumulation: {', '.join(beyond)}"
-        worst = max(layer.max_abs_diff for layer in ran)
-        return f"all {len(ran)} Linears agree within float32 accumulation (largest difference {worst:.3g})"
-
-
-@dataclass(frozen=True)
-class ModelDeviceReport:
-    available: bool
-    format: str
-    title: str
-    message: str
-    install_hint: str = ""
-    mlx_version: str | None = None
-    sentences: int = 0
-    runs: tuple[ModelDeviceRun, ...] = ()
-
-    def to_markdown(self) -> str:
-        if not self.available:
-            return f"**MLX is not available here.** {self.message}\n\nTo see this section: `{self.install_hint}`"
-        if not self.runs:
-            return self.message
-        # The summary names each device's verdict; with one device, its own section says it.
-        summary = f" {self.message}" if len(self.runs) > 1 else ""
-        parts = [f"**{self.title} on MLX {self.mlx_version}**, {self.sentences} sentences.{summary}"]
-        for run in self.runs:
-            rows = "\n".join(
-                f"| {code_name(layer.layer.removeprefix('encoder.'))} | {layer.path} | {layer.max_abs_diff:.3g} "
-                f"| {layer.bound_at_max:.3g} | {layer.bound_used:.2%} | {'yes' if layer.refused else 'no'} |"
-                for layer in run.layers
-            )
-            parts.append(
-                f"### {run.device} ({run.device_name})\n\n{run.verdict}. Embeddings: largest |MLX − lab| in a "
-                f"component {run.embedding_max_abs_diff:.3g}, smallest cosine {run.embedding_min_cosine:.9f}."
-                "\n\n| Linear | MLX path | max abs diff | its bound | share of bound used (max) | refused |\n"
-                "|---|---|---:|---:|---:|---|\n" + rows
-            )
-            parts += [f"- refused: {refusal}" for refusal in run.refusals]
-        return "\n\n".join(parts)
 
 
 def _device_arrays(fmt: Format, original, quantized_model):
@@ -133,7 +59,7 @@ def _device_arrays(fmt: Format, original, quantized_model):
     """
     kept = {name for name, _ in quantized_model.fallbacks}
     requantized = requantize({name: w for name, w in original.items() if name not in kept}, fmt, keep_tensors=True)
-    parameters = mlx_parameters(fmt)
+    parameters = mlx_mode(fmt).parameters()
     arrays = {}
     for name, tensor in requantized.tensors.items():
         w_hat = quantized_model.linear_weights[name]
@@ -164,8 +90,7 @@ class _DeviceLinears(sentence_model.SentenceModel):
         self.float_weights = {
             name: mx.array(np.ascontiguousarray(w)) for name, w in base.linear_weights.items() if name not in arrays
         }
-        #: per Linear, over every batch: largest |diff|, its bound, largest diff/bound, refused, path
-        self.seen: dict[str, dict] = {}
+        self.tally = LinearTally()  # a Linear runs once per batch: the tally keeps the largest of each
 
     def _linear(self, x: np.ndarray, name: str, captured: dict | None) -> np.ndarray:
         mx, device = self.mx, self.device
@@ -184,22 +109,10 @@ class _DeviceLinears(sentence_model.SentenceModel):
             magnitude, path = np.abs(w_hat).astype(np.float64), "mx.matmul (kept float32)"
             weight = self.float_weights[name]
             y = self.steps.attempt(f"{name}: {path}", lambda: mx.matmul(x_mx, weight.T, stream=device))
-        refused = y is None
-        y = y_lab if refused else y.astype(np.float32)
-        diff = np.abs(y.astype(np.float64) - y_lab)
-        bound = accumulation_bound(x, magnitude)
-        worst = np.unravel_index(np.argmax(diff), diff.shape)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            used = float(np.max(np.where(diff > 0, diff / bound, 0.0)))
-        # a Linear runs once per batch: keep its largest difference, and the largest share of bound
-        seen = self.seen.setdefault(name, {"max": 0.0, "bound": 0.0, "used": 0.0, "refused": False, "path": path})
-        if diff[worst] >= seen["max"]:
-            seen["max"], seen["bound"] = float(diff[worst]), float(bound[worst])
-        seen["used"] = max(seen["used"], used)
-        seen["refused"] |= refused
+        self.tally.add(name, path, y, y_lab, accumulation_bound(x, magnitude))
         if captured is not None:
             captured[name] = x
-        return y + self._weights[f"{name}.bias"]
+        return (y_lab if y is None else y.astype(np.float32)) + self._weights[f"{name}.bias"]
 
 
 #: this pane's code, beside behaviour.model_key()'s: what a cached report also depends on
@@ -219,10 +132,10 @@ def _report_key(mx, spec: Format, sentences: list[str], devices) -> str:
 
 
 #: reports on disk only: each is a run on this machine's devices, computed again without the cache
-_REPORTS = CachedResults(CACHE_NAMESPACE, ModelDeviceReport, remember=False)
+_REPORTS = CachedResults(CACHE_NAMESPACE, DeviceReport, remember=False)
 
 
-def run_model(fmt: str, sentences: list[str] | None = None, cache: bool = False) -> ModelDeviceReport:
+def run_model(fmt: str, sentences: list[str] | None = None, cache: bool = False) -> DeviceReport:
     """all-MiniLM-L6-v2 quantized with `fmt`, its Linears on every MLX device, against the lab's numpy.
 
     sentences: what to embed (default: lab.study.behaviour.SIMILARITY_SENTENCES). cache: keep the
@@ -231,16 +144,9 @@ def run_model(fmt: str, sentences: list[str] | None = None, cache: bool = False)
     """
     spec = get(fmt)
     sentences = list(behaviour.SIMILARITY_SENTENCES if sentences is None else sentences)
-    session = DeviceSession.open(spec)
-    if isinstance(session, NoDevice):
-        return ModelDeviceReport(
-            available=session.available,
-            format=spec.name,
-            title=spec.title,
-            message=session.message,
-            install_hint=session.install_hint,
-            mlx_version=session.mlx_version,
-        )
+    session = DeviceSession.open("model", spec, mlx_mode(spec))
+    if isinstance(session, DeviceReport):
+        return session
     mx, devices = session.mx, session.devices
     return _REPORTS.get(
         spec.name,
@@ -249,7 +155,7 @@ def run_model(fmt: str, sentences: list[str] | None = None, cache: bool = False)
     )
 
 
-def _run_on_devices(mx, spec: Format, sentences: list[str], devices) -> ModelDeviceReport:
+def _run_on_devices(mx, spec: Format, sentences: list[str], devices) -> DeviceReport:
     original = sentence_model.load().linear_weights
     base = sentence_model.load(spec.name)
     arrays = _device_arrays(spec, original, base)
@@ -258,33 +164,24 @@ def _run_on_devices(mx, spec: Format, sentences: list[str], devices) -> ModelDev
     for label, device in devices:
         device_model = _DeviceLinears(base, mx, device, arrays)
         device_embeddings = device_model.embed(sentences)
-        layers = tuple(
-            LayerDifference(
-                layer=name,
-                path=seen["path"],
-                max_abs_diff=seen["max"],
-                bound_at_max=seen["bound"],
-                bound_used=seen["used"],
-                refused=seen["refused"],
-            )
-            for name, seen in ((name, device_model.seen[name]) for name in base.config.linear_names)
-        )
+        seen = {layer.layer: layer for layer in device_model.tally.layers()}
         runs.append(
-            ModelDeviceRun(
+            DeviceRun(
                 device=label,
                 device_name=device_name(mx, device),
-                layers=layers,
+                layers=tuple(seen[name] for name in base.config.linear_names),
                 embedding_max_abs_diff=float(np.max(np.abs(device_embeddings - lab_embeddings))),
                 embedding_min_cosine=float(np.min(behaviour.row_cosines(device_embeddings, lab_embeddings))),
                 refusals=tuple(device_model.steps.refusals),
             )
         )
-    return ModelDeviceReport(
-        available=True,
-        format=spec.name,
-        title=spec.title,
-        message=" ".join(f"{run.device}: {run.verdict}." for run in runs),
+    return DeviceReport(
+        "model",
+        spec.name,
+        spec.title,
+        " ".join(f"{run.device}: {run.verdict}." for run in runs),
         mlx_version=mlx_version(mx),
+        parameters=mlx_mode(spec).parameters(),
         sentences=len(sentences),
         runs=tuple(runs),
     )

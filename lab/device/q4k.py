@@ -22,8 +22,9 @@ from lab.device.compare import (
     rounding_allowance,
 )
 from lab.device.report import Comparison, DeviceReport, DeviceRun
-from lab.device.steps import Steps, device_name, learner_input, mlx_devices, mlx_version, unavailable
-from lab.formats import mlx_layout, q4k
+from lab.device.session import DeviceSession
+from lab.device.steps import Steps, device_name, learner_input
+from lab.formats import q4k
 from lab.formats.q4k import misreadings
 
 GGUF_TENSOR_NAME = "lab.q4k"
@@ -38,10 +39,10 @@ def run_q4k(raw, x=None) -> DeviceReport:
         returns, compared per element, per 32-lane subblock and per 256-weight block.
     """
     tensor = q4k.Q4KTensor(raw)
-    try:
-        mx = mlx_layout.mlx_core()
-    except mlx_layout.MLXUnavailableError as error:
-        return unavailable(q4k.FORMAT.name, error, title=q4k.FORMAT.title)
+    session = DeviceSession.open("q4k", q4k.FORMAT, q4k.FORMAT.mlx_rewrite)
+    if isinstance(session, DeviceReport):
+        return session
+    mx = session.mx
     # gguf-py loads when a Q4_K pane runs: notebooks that show only the MXFP4 or NVFP4 pane reach
     # this module through lab.device and need it not at start-up.
     import gguf
@@ -60,13 +61,13 @@ def run_q4k(raw, x=None) -> DeviceReport:
         rounding="nothing",
         block_size=q4k.BLOCK_WEIGHTS,
     )
-    runs = tuple(_run_q4k_on(mx, label, device, tensor, reference, inputs) for label, device in mlx_devices(mx))
+    runs = tuple(_run_q4k_on(mx, label, device, tensor, reference, inputs) for label, device in session.devices)
     return DeviceReport(
-        available=True,
-        kind=q4k.FORMAT.name,
-        title=q4k.FORMAT.title,
-        message=" ".join(f"{run.device}: {run.verdict}." for run in runs),
-        mlx_version=mlx_version(mx),
+        "q4k",
+        q4k.FORMAT.name,
+        q4k.FORMAT.title,
+        " ".join(f"{run.device}: {run.verdict}." for run in runs),
+        mlx_version=session.version,
         shape=tuple(tensor.shape),
         parameters=q4k.FORMAT.mlx_rewrite.parameters(),
         reference_checks=(lab_check,),
@@ -121,8 +122,6 @@ def _run_q4k_on(mx, label, device, tensor, reference, inputs) -> DeviceRun:
         device_name=device_name(mx, device),
         comparisons=tuple(comparisons),
         matmul=matmul,
-        default_dtype=None,
-        forgotten_global_scale_factor=None,
         notes=tuple(notes),
         refusals=tuple(steps.refusals),
     )

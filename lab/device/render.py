@@ -1,31 +1,25 @@
-"""The pane's report as markdown, in words a reader follows: "row 0, element 5", "1 × 32", never a tuple."""
+"""Every on-device report as markdown, in words a reader follows: "row 0, element 5", "1 × 32", never a tuple.
+
+One renderer for every pane: the same words where nothing ran, the same heading, then each
+device's run as its pane filled it (a block's comparisons, a model's Linears, a chat model's
+answers). It reads a report's fields and imports none of lab.device.report's types, which hand
+themselves here (`DeviceReport.to_markdown`); the limits on what a report lists live here too,
+below the comparisons that honour them.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lab.device.report import non_finite_summary
 from lab.numbers import format_number, position_text
-
-if TYPE_CHECKING:
-    from lab.device.report import (
-        Breakdown,
-        Comparison,
-        DeviceReport,
-        DeviceRun,
-        MatmulComparison,
-        NonFinite,
-        RoundTrip,
-    )
+from lab.text import code_name, shown
 
 #: how many differing elements a comparison lists one by one; the rest are only counted
 LISTED_DIFFERENCES = 32
 #: how many groups a verdict names before it says "and N more"
 NAMED_GROUPS = 8
-#: names for the last axes of an index, innermost first; further axes are "axis k"
 
 
 def shape_text(shape: tuple[int, ...]) -> str:
@@ -33,19 +27,30 @@ def shape_text(shape: tuple[int, ...]) -> str:
     return " × ".join(str(int(n)) for n in shape)
 
 
-def report_markdown(report: DeviceReport) -> str:
-    name = report.title or report.kind
-    if not report.available and report.install_hint is not None:
-        lines = [f"**On-device check ({name}): MLX is not available here.** {report.message}"]
-        lines.append(f"\nTo get it: `{report.install_hint}`")
-        return "\n".join(lines)
+def non_finite_summary(flag) -> str:
+    """'3 non-finite values (1 NaN, 2 +inf), first at row 0, element 4 (row 0, scale group 0, scale byte 0xFF)'."""
+    kinds = {"NaN": flag.nan, "+inf": flag.positive_infinity, "−inf": flag.negative_infinity}
+    counted = ", ".join(f"{count} {name}" for name, count in kinds.items() if count)
+    first = flag.first[0]
+    where = f"{position_text(first.index)} ({position_text(first.group, 'scale group')}, {first.scale})"
+    return f"{flag.count} non-finite value{'s' if flag.count != 1 else ''} ({counted}), first at {where}"
+
+
+def report_markdown(report) -> str:
+    """A DeviceReport of any pane: why nothing ran, or a heading and each device's run."""
+    name = report.title or report.format
+    if not report.available:
+        return (
+            f"**On-device check ({name}): MLX is not available here.** {report.message}\n\n"
+            f"To get it: `{report.install_hint}`"
+        )
     shape = f", {shape_text(report.shape)}" if report.shape else ""
     version = f" with MLX {report.mlx_version}" if report.mlx_version else ""
     lines = [f"### On-device check: {name}{shape}{version}", ""]
     parameters = ", ".join(f"{key}={value}" for key, value in report.parameters.items())
     if parameters:
         lines += [f"Parameters: {parameters}", ""]
-    lines += [report.message, ""]
+    lines += [*_workload(report), report.message, ""]
     if report.reference_checks:
         lines += [
             "#### The lab against gguf-py (no MLX involved)",
@@ -54,8 +59,24 @@ def report_markdown(report: DeviceReport) -> str:
             "",
         ]
     for run in report.runs:
-        lines += _run_markdown(run)
+        lines += [f"#### Device: {run.device} ({run.device_name})", ""]
+        lines += _RUN_LINES.get(report.pane, _block_run)(run)
+        lines += [f"- MLX refused: {refusal}" for refusal in run.refusals] + [""]
     return in_words("\n".join(lines).rstrip() + "\n")
+
+
+def _workload(report) -> list[str]:
+    """What a model pane ran, before the verdicts: the sentences embedded, or the Linears and fallbacks."""
+    if report.pane == "model" and report.runs:
+        return [f"{report.sentences} sentences.", ""]
+    if report.pane == "chat" and report.runs:
+        run = report.runs[0]
+        return [
+            f"{run.quantized} of {len(run.layers)} Linears through `mx.quantized_matmul`, {report.fallbacks} "
+            "fallbacks through `mx.matmul` on the lab's decoded weights.",
+            "",
+        ]
+    return []
 
 
 #: a shape quoted as MLX's `.shape` prints it, "(256,)" or "(2, 512)"
@@ -74,8 +95,9 @@ def _dims_text(dims: str) -> str:
     return " × ".join(part.strip() for part in dims.split(",") if part.strip())
 
 
-def _run_markdown(run: DeviceRun) -> list[str]:
-    lines = [f"#### Device: {run.device} ({run.device_name})", ""]
+def _block_run(run) -> list[str]:
+    """A block's (or Q4_K bytes') run: the comparison table, where they differ, the matmul, the notes."""
+    lines = []
     if run.comparisons:
         lines += [*_comparison_table(run.comparisons), ""]
     round_trip = run.round_trip
@@ -92,9 +114,50 @@ def _run_markdown(run: DeviceRun) -> list[str]:
         lines += _matmul_markdown(run.matmul)
     if run.default_dtype is not None:
         lines.append(f"- `mx.dequantize` without `dtype=` returns **{run.default_dtype}**.")
-    lines += [f"- {note}" for note in run.notes]
-    lines += [f"- MLX refused: {refusal}" for refusal in run.refusals]
+    return lines + [f"- {note}" for note in run.notes]
+
+
+def _model_run(run) -> list[str]:
+    """The embedding model's run: the verdict, the embeddings, and one row per Linear."""
+    rows = [
+        f"| {code_name(layer.layer.removeprefix('encoder.'))} | {layer.path} | {layer.max_abs_diff:.3g} "
+        f"| {layer.bound_at_max:.3g} | {layer.bound_used:.2%} | {'yes' if layer.refused else 'no'} |"
+        for layer in run.layers
+    ]
+    return [
+        f"{run.verdict}. Embeddings: largest |MLX − lab| in a component {run.embedding_max_abs_diff:.3g}, "
+        f"smallest cosine {run.embedding_min_cosine:.9f}.",
+        "",
+        "| Linear | MLX path | max abs diff | its bound | share of bound used (max) | refused |",
+        "|---|---|---:|---:|---:|---|",
+        *rows,
+        "",
+    ]
+
+
+def _chat_run(run) -> list[str]:
+    """The chat model's run: its Linears against the bound in one sentence, and one row per prompt."""
+    worst = run.worst_layer
+    verdict = "within" if all(layer.within_bound for layer in run.layers) else "**beyond**"
+    lines = [
+        f"Every Linear's output {verdict} the float32 accumulation bound (at most {worst.bound_used:.1%} of it "
+        f"used, in {shown(worst.layer)}; largest difference "
+        f"{format_number(max(layer.max_abs_diff for layer in run.layers), 3)}).",
+        "",
+        "| prompt | the same tokens | largest logit difference | the lab's margin where they part |",
+        "|---:|---|---:|---:|",
+    ]
+    for index, answer in enumerate(run.answers, start=1):
+        same = (
+            f"all {len(answer.lab_ids)}" if answer.first_divergence is None else f"the first {answer.first_divergence}"
+        )
+        margin = "—" if answer.lab_margin is None else format_number(answer.lab_margin, 3)
+        lines.append(f"| {index} | {same} | {format_number(answer.max_logit_diff, 3)} | {margin} |")
     return lines + [""]
+
+
+#: what each pane's run shows; the block's sections serve Q4_K bytes too
+_RUN_LINES = {"model": _model_run, "chat": _chat_run}
 
 
 def _number(value) -> str:
@@ -114,7 +177,7 @@ def _comparison_table(comparisons) -> list[str]:
     return lines
 
 
-def _difference_details(comparison: Comparison, original: np.ndarray | None = None) -> list[str]:
+def _difference_details(comparison, original: np.ndarray | None = None) -> list[str]:
     """The breakdowns and the first differing items; with `original`, the learner's weight beside each."""
     lines = []
     if comparison.note:
@@ -147,11 +210,11 @@ def _difference_details(comparison: Comparison, original: np.ndarray | None = No
     return lines + [""]
 
 
-def _group_word(comparison: Comparison) -> str:
+def _group_word(comparison) -> str:
     return comparison.breakdowns[0].label if comparison.breakdowns else "group"
 
 
-def _breakdown_lines(breakdown: Breakdown) -> list[str]:
+def _breakdown_lines(breakdown) -> list[str]:
     """The groups that differ, one table row each (the first NAMED_GROUPS of them)."""
     groups = breakdown.groups_with_differences()
     if not groups:
@@ -172,7 +235,7 @@ def _breakdown_lines(breakdown: Breakdown) -> list[str]:
     return lines + [""]
 
 
-def _round_trip_lines(round_trip: RoundTrip) -> list[str]:
+def _round_trip_lines(round_trip) -> list[str]:
     """MLX's own round trip beside the lab's: how far each lands from w, and where they part."""
     comparison = round_trip.comparison
     lines = [
@@ -184,7 +247,7 @@ def _round_trip_lines(round_trip: RoundTrip) -> list[str]:
     return lines + _difference_details(comparison, original=round_trip.original)
 
 
-def _non_finite_lines(flag: NonFinite) -> list[str]:
+def _non_finite_lines(flag) -> list[str]:
     if len(flag.first) < 2:
         return []
     shown = flag.first[:NAMED_GROUPS]
@@ -196,7 +259,7 @@ def _non_finite_lines(flag: NonFinite) -> list[str]:
     return [f"  - the first {len(shown)}: {located}{more}"]
 
 
-def _matmul_markdown(matmul: MatmulComparison) -> list[str]:
+def _matmul_markdown(matmul) -> list[str]:
     with_original = matmul.quantization_error is not None
     lines = [
         f"*mx.quantized_matmul with x of shape {shape_text(matmul.x_shape)}: {matmul.verdict}*",

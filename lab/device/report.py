@@ -1,7 +1,13 @@
-"""What the pane reports: comparisons, MLX's own round trip, non-finite values, runs per device.
+"""What every on-device pane reports: one DeviceReport, one DeviceRun per MLX device.
 
-Plain frozen dataclasses; `DeviceReport.as_dict()` turns one into lists and dicts for JSON and
-notebooks, and lab.device.render's `report_markdown(report)` renders it; this module knows no renderer.
+The block pane, the Q4_K pane, the embedding model's and the chat model's all answer with a
+DeviceReport: what ran, the comparison rows per device, what differs and by how much, or why
+nothing ran. A pane's own details are fields its runs fill and the others leave empty: a block's
+comparisons, matmul and round trip; a model's Linears and embeddings; a chat model's answers.
+
+Plain frozen dataclasses, so lab.study.results keeps a report on disk and reads it back equal.
+`report.as_dict()` gives lists and dicts for JSON; `report.to_markdown()` renders it through
+lab.device.render, which reads the report's fields and imports none of its types.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 
 import numpy as np
 
-from lab.numbers import position_text
+from lab.device.render import non_finite_summary, report_markdown
 
 
 @dataclass(frozen=True)
@@ -118,22 +124,70 @@ class RoundTrip:
 
 
 @dataclass(frozen=True)
+class LayerDifference:
+    """One Linear on one device: MLX's product beside the lab's on the same inputs, over every call."""
+
+    layer: str
+    path: str  # "mx.quantized_matmul", or "mx.matmul (kept float32)" for a Linear the format left float
+    max_abs_diff: float  # largest |y_MLX − y_lab| over every token and output
+    bound_at_max: float  # the accumulation bound of that same element
+    bound_used: float  # largest |y_MLX − y_lab| / bound over every element (≤ 1: explained)
+    refused: bool  # MLX refused; the lab's product stood in
+
+    @property
+    def within_bound(self) -> bool:
+        return self.bound_used <= 1.0
+
+
+@dataclass(frozen=True)
+class ChatAnswer:
+    """One prompt answered greedily by the lab and by MLX's Linears."""
+
+    prompt: str
+    lab_ids: tuple[int, ...]
+    device_ids: tuple[int, ...]
+    first_divergence: int | None  # the first index where the two answers differ, None when equal
+    max_logit_diff: float  # over the steps of the lab's answer, both fed the same tokens
+    lab_margin: float | None  # the lab's best-minus-second logit at the first divergence
+
+
+@dataclass(frozen=True)
 class DeviceRun:
-    """Everything one MLX device did with the block, and what it refused to do."""
+    """Everything one MLX device did, and what it refused to do.
+
+    The block and Q4_K panes fill the comparisons and what follows them; the model panes fill
+    `layers`, and the embedding model its embeddings, the chat model its answers.
+    """
 
     device: str  # "cpu", "gpu (Metal)", "gpu (CUDA)"
     device_name: str  # what mx.device_info reports
-    comparisons: tuple[Comparison, ...]
-    matmul: MatmulComparison | None
-    default_dtype: str | None  # what mx.dequantize returns when dtype is not given
-    forgotten_global_scale_factor: float | None  # with a tensor scale: weights without it / with it
-    notes: tuple[str, ...]
-    refusals: tuple[str, ...]  # steps MLX refused, with its message
+    comparisons: tuple[Comparison, ...] = ()
+    matmul: MatmulComparison | None = None
+    default_dtype: str | None = None  # what mx.dequantize returns when dtype is not given
+    forgotten_global_scale_factor: float | None = None  # with a tensor scale: weights without it / with it
     round_trip: RoundTrip | None = None  # only when the pane had the original weights
     non_finite: tuple[NonFinite, ...] = ()  # one entry per MLX result holding NaN or infinity
+    layers: tuple[LayerDifference, ...] = ()  # per Linear of a model, in the order the model runs them
+    embedding_max_abs_diff: float | None = None  # MLX-linear embeddings against the lab's numpy embeddings
+    embedding_min_cosine: float | None = None
+    answers: tuple[ChatAnswer, ...] = ()
+    notes: tuple[str, ...] = ()
+    refusals: tuple[str, ...] = ()  # steps MLX refused, with its message
+
+    @property
+    def quantized(self) -> int:
+        """How many Linears ran through mx.quantized_matmul (the rest: mx.matmul on the lab's ŵ)."""
+        return sum(layer.path == "mx.quantized_matmul" for layer in self.layers)
+
+    @property
+    def worst_layer(self) -> LayerDifference | None:
+        """The Linear that used the largest share of its bound."""
+        return max(self.layers, key=lambda layer: layer.bound_used, default=None)
 
     @property
     def verdict(self) -> str:
+        if self.layers:
+            return self._layers_verdict()
         parts = [f"{comparison.name}: {comparison.verdict}" for comparison in self.comparisons]
         if self.matmul is not None:
             parts.append(f"quantized_matmul: {self.matmul.verdict}")
@@ -141,33 +195,40 @@ class DeviceRun:
         parts.extend(f"refused: {refusal}" for refusal in self.refusals)
         return "; ".join(parts) if parts else "nothing ran"
 
+    def _layers_verdict(self) -> str:
+        ran = [layer for layer in self.layers if not layer.refused]
+        beyond = [layer.layer for layer in ran if not layer.within_bound]
+        if not ran:
+            return "MLX refused every Linear"
+        if beyond:
+            return f"{len(beyond)} of {len(ran)} Linears differ beyond float32 accumulation: {', '.join(beyond)}"
+        worst = max(layer.max_abs_diff for layer in ran)
+        return f"all {len(ran)} Linears agree within float32 accumulation (largest difference {worst:.3g})"
+
 
 @dataclass(frozen=True)
 class DeviceReport:
-    """The on-device pane's answer: one run per MLX device, or why there is none."""
+    """Every on-device pane's answer: one run per MLX device, or why there is none."""
 
-    available: bool  # MLX could be imported
-    kind: str  # the registry name of the format ("mxfp4", "affine4_g64") or "q4k"
-    message: str
-    install_hint: str | None = None
+    pane: str  # "block", "q4k", "model" or "chat": which details the runs hold
+    format: str  # the registry name of the format ("mxfp4", "affine4_g64", "q4k")
+    title: str  # how pages name the format ("MXFP4")
+    message: str  # each device's verdict, or why nothing ran
+    available: bool = True  # MLX could be imported
+    install_hint: str = ""  # how to install MLX, where it could not be imported
     mlx_version: str | None = None
-    shape: tuple[int, ...] = ()
+    shape: tuple[int, ...] = ()  # the block's
     parameters: dict = field(default_factory=dict)  # group_size, bits, mode and the format's own settings
     reference_checks: tuple[Comparison, ...] = ()  # device-independent: the lab against gguf-py
+    sentences: int = 0  # how many sentences the embedding model embedded
+    fallbacks: int = 0  # how many of the chat model's Linears the format could not hold
     runs: tuple[DeviceRun, ...] = ()
-    title: str = ""  # how pages name the format ("MXFP4"); the kind where empty
 
     def as_dict(self) -> dict:
         return _plain(self)
 
-
-def non_finite_summary(flag: NonFinite) -> str:
-    """'3 non-finite values (1 NaN, 2 +inf), first at row 0, element 4 (row 0, scale group 0, scale byte 0xFF)'."""
-    kinds = {"NaN": flag.nan, "+inf": flag.positive_infinity, "−inf": flag.negative_infinity}
-    counted = ", ".join(f"{count} {name}" for name, count in kinds.items() if count)
-    first = flag.first[0]
-    where = f"{position_text(first.index)} ({position_text(first.group, 'scale group')}, {first.scale})"
-    return f"{flag.count} non-finite value{'s' if flag.count != 1 else ''} ({counted}), first at {where}"
+    def to_markdown(self) -> str:
+        return report_markdown(self)
 
 
 def _plain(value):

@@ -1,13 +1,13 @@
-"""One device session: the installed MLX, the devices it runs on, and how it runs each registry format.
+"""One device session: the installed MLX, the devices it runs on, and the one report of "nothing runs here".
 
-    session = DeviceSession.open(fmt)     # a DeviceSession, or NoDevice saying why nothing runs fmt here
-    session.devices                       # (label, device) for the CPU, then a GPU where there is one
-    mlx_parameters(fmt)                   # the keyword arguments MLX runs fmt's bytes with, or None
-    no_mode(fmt, session.version)         # what a pane says of a format MLX has no mode for
+    session = DeviceSession.open("block", spec, spec.mlx)   # a DeviceSession, or the DeviceReport saying why not
+    session.devices                                         # (label, device): the CPU, then a GPU where there is one
+    mlx_mode(spec)                                          # the MLX mode a format's bytes run in, or None
 
-Every pane (run_block, run_model, run_chat) opens one session, rather than importing MLX and
-listing devices itself; where there is no MLX, or MLX has no mode for a format, NoDevice holds
-the one wording every pane shows.
+Every pane (run_block, run_q4k, run_model, run_chat) opens one session, rather than importing MLX
+and listing devices itself. Where there is no MLX, or no MLX mode for the format's bytes, the
+session is not opened and the pane returns the report `open` hands back instead: every pane says
+it in the same words.
 """
 
 from __future__ import annotations
@@ -15,37 +15,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from lab.device.report import DeviceReport
 from lab.device.steps import mlx_devices, mlx_version
-from lab.formats import mlx_layout, q4k
-from lab.formats.registry import Format, with_mlx
-
-#: Q4_K on MLX: its 32-lane subblocks are affine groups of 32 (lab.formats.q4k.to_mlx_affine)
-Q4K_AFFINE = {"mode": "affine", "bits": 4, "group_size": 32}
+from lab.formats import mlx_layout
+from lab.formats.registry import Format, MLXMode, with_mlx
 
 
-def mlx_parameters(fmt: Format) -> dict | None:
-    """The MLX parameters a format's bytes run with: its own mode, Q4_K's affine repack, or None."""
-    if fmt.mlx is not None:
-        return fmt.mlx.parameters()
-    return Q4K_AFFINE if fmt.name == q4k.FORMAT.name else None
+def mlx_mode(fmt: Format) -> MLXMode | None:
+    """The MLX mode a format's bytes run in: its own, or the one its blocks rewrite into (Q4_K's
+    affine groups of 32); None where MLX can take neither."""
+    return fmt.mlx or fmt.mlx_rewrite
 
 
 def mlx_layout_of(fmt: Format, tensor) -> tuple:
-    """A tensor's arrays as MLX takes them: the format's own MLX layout, or Q4_K's affine repack."""
+    """A tensor's arrays as MLX takes them: in the format's own MLX layout, or rewritten into its `mlx_rewrite`."""
     return tensor.mlx_layout() if fmt.mlx is not None else tensor.to_mlx_affine()
-
-
-@dataclass(frozen=True)
-class NoDevice:
-    """Why nothing runs on a device: no MLX here (with how to install it), or no MLX mode for a format."""
-
-    message: str
-    install_hint: str = ""
-    mlx_version: str | None = None  # None where MLX could not be imported
-
-    @property
-    def available(self) -> bool:
-        return self.mlx_version is not None
 
 
 @dataclass(frozen=True)
@@ -56,27 +40,24 @@ class DeviceSession:
     devices: tuple[tuple[str, object], ...]  # (label, device): "cpu", then "gpu (Metal)" or "gpu (CUDA)"
 
     @classmethod
-    def open(cls, fmt: Format | None = None) -> DeviceSession | NoDevice:
-        """A session on the installed MLX, or NoDevice saying why there is none and how to install it;
-        with `fmt`, also NoDevice where MLX cannot run that format's bytes (see mlx_parameters)."""
+    def open(cls, pane: str, fmt: Format, mode: MLXMode | None) -> DeviceSession | DeviceReport:
+        """A session on the installed MLX for running `fmt`'s bytes in `mode`; where that cannot be,
+        the `pane`'s report of why: no MLX here (and how to install it), or no mode (None) to run in."""
         try:
             mx = mlx_layout.mlx_core()
         except mlx_layout.MLXUnavailableError as error:
-            return NoDevice(str(error), mlx_layout.install_hint())
-        if fmt is not None and mlx_parameters(fmt) is None:
-            return no_mode(fmt, mlx_version(mx))
+            return DeviceReport(
+                pane, fmt.name, fmt.title, str(error), available=False, install_hint=mlx_layout.install_hint()
+            )
+        if mode is None:
+            modes = ", ".join(sorted({other.mlx.mode for other in with_mlx()}))
+            message = (
+                f"MLX has no {fmt.title} mode: mx.quantize and mx.dequantize take mode= as one of {modes} only, "
+                f"so there is nothing of {fmt.title} for a device to run."
+            )
+            return DeviceReport(pane, fmt.name, fmt.title, message, mlx_version=mlx_version(mx))
         return cls(mx, tuple(mlx_devices(mx)))
 
     @property
     def version(self) -> str:
         return mlx_version(self.mx)
-
-
-def no_mode(fmt: Format, version: str | None) -> NoDevice:
-    """What every pane says of a format whose bytes MLX cannot take (`version`: MLX's, None without MLX)."""
-    modes = ", ".join(sorted({other.mlx.mode for other in with_mlx()}))
-    return NoDevice(
-        f"MLX has no {fmt.title} mode: mx.quantize and mx.dequantize take mode= as one of {modes} only, "
-        f"so there is nothing of {fmt.title} for a device to run.",
-        mlx_version=version,
-    )

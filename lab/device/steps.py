@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from lab._arrays import to_float32_input
-from lab.device.report import DeviceReport
 from lab.errors import LabError, ShapeError
 from lab.formats import mlx_layout
 from lab.formats.fixtures import varied_input
@@ -104,10 +103,3 @@ def learner_input(x, length: int) -> np.ndarray:
 
 def mlx_version(mx) -> str:
     return getattr(mx, "__version__", "unknown")
-
-
-def unavailable(kind: str, error: Exception, title: str = "") -> DeviceReport:
-    """The report when MLX cannot be imported: why, and how to install it."""
-    return DeviceReport(
-        available=False, kind=kind, title=title, message=str(error), install_hint=mlx_layout.install_hint()
-    )

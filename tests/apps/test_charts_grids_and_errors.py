@@ -88,7 +88,7 @@ def test_difference_chart_is_none_where_mlx_and_the_lab_agree_bit_for_bit():
 
 
 def test_difference_chart_is_none_without_weight_comparisons():
-    report = device.DeviceReport(available=False, kind="mxfp4", message="no MLX", install_hint="pip install mlx")
+    report = device.DeviceReport("block", "mxfp4", "MXFP4", "no MLX", available=False, install_hint="pip install mlx")
     assert charts.difference_rows(report) == [] and charts.difference_chart(report) is None
 
 

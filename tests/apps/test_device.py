@@ -527,7 +527,7 @@ def toy_formats():
 def test_a_registered_format_shows_up_in_the_pane_unedited(mx, toy_formats):
     w = _asymmetric_weights(rows=4, cols=64)
     report = device.run_block("toy_mxfp4", w=w)
-    assert (report.kind, report.title) == ("toy_mxfp4", "Toy MXFP4")
+    assert (report.format, report.title) == ("toy_mxfp4", "Toy MXFP4")
     run = _cpu(report)
     assert not run.refusals
     comparisons = _by_name(run)
@@ -557,11 +557,11 @@ def test_a_format_without_an_mlx_mode_gets_a_plain_report(mx, toy_formats):
 
 def test_affine_with_bits_and_group_size_maps_to_the_registry_or_the_affine_quantizer(mx):
     w = _asymmetric_weights(rows=2, cols=64)
-    assert device.run_block("affine", w=w, bits=4, group_size=32).kind == "affine4_g32"
+    assert device.run_block("affine", w=w, bits=4, group_size=32).format == "affine4_g32"
     # 5 bits in groups of 32 is no registry entry: the pane quantizes with affine.quantize itself
     assert "affine5_g32" not in registry.FORMATS
     report = device.run_block("affine", w=w, bits=5, group_size=32)
-    assert report.kind == "affine5_g32" and report.parameters["bits"] == 5
+    assert report.format == "affine5_g32" and report.parameters["bits"] == 5
     comparisons = _by_name(_cpu(report))
     packed, *_ = mx.quantize(mx.array(w), group_size=32, bits=5, mode="affine")
     assert comparisons["mx.quantize packed codes vs lab"].total == np.array(packed).nbytes
