@@ -12,16 +12,16 @@
     python3 labctl.py serve    serve the built site on 127.0.0.1 (for pages that need HTTP)
     python3 labctl.py serve --lan [--class]
                                serve it to a workshop room (every address, a QR code), and with
-                               --class the teacher's view of the room's answers (widgets/build/classroom.py)
+                               --class the teacher's view of the room's answers (classroom/teacher_view.py)
     python3 labctl.py handouts [--seed N] [-o DIR]
                                set up, then print notebooks 1..8's exercises as A4 worksheets and answer
                                keys (PDF, through headless Chromium) into DIR (default ./handouts)
     python3 labctl.py explainer NAME [--state '#…'] -o FILE.html
                                write one explainer as one self-contained file, opening with the
-                               state copied from its page's Copy link (widgets/build/standalone.py)
+                               state copied from its page's Copy link (publish/standalone.py)
     python3 labctl.py export PATH.py -o DIR [--course]
                                set up, then build one notebook (the course's or your own) into DIR as an
-                               offline page, marimo's front-end beside it (widgets/build/export.py)
+                               offline page, marimo's front-end beside it (publish/export.py)
     python3 labctl.py bench    set up, then run the benchmark (python -m bench.run)
 
 Set-up is idempotent: the virtual environment is (re)installed only when pyproject.toml changed.
@@ -88,7 +88,7 @@ def setup() -> Path:
         [str(python), "-c", "from lab.study import shipped_gguf; shipped_gguf.model_file()"],
         # The site build bundles marimo's front-end with esbuild, which Deno fetches from the npm
         # registry on first use; fetched here, while the network is there, builds work offline.
-        [str(python), "-m", "widgets.build.marimo_bundle"],
+        [str(python), "-m", "publish.marimo_bundle"],
     ]
     for step in steps:
         if subprocess.run(step).returncode != 0:
@@ -319,11 +319,11 @@ def run_tests(python: Path, extra: list[str]) -> int:
 
 
 def print_handouts(python: Path, extra: list[str]) -> int:
-    """`handouts`: widgets/build/handouts.py, run in the caller's folder so that `-o DIR` (and the
+    """`handouts`: publish/handouts.py, run in the caller's folder so that `-o DIR` (and the
     default ./handouts) is where the caller means; the repository root goes on its path for bench's
     Chromium harness, which is not an installed package."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return run_to_its_end([str(python), "-m", "widgets.build.handouts", *extra], env=env)
+    return run_to_its_end([str(python), "-m", "publish.handouts", *extra], env=env)
 
 
 def main(argv: list[str]) -> int:
@@ -331,16 +331,14 @@ def main(argv: list[str]) -> int:
         "open": lambda python, extra: open_lab(python, extra, "run"),
         "edit": lambda python, extra: open_lab(python, extra, "edit"),
         "test": run_tests,
-        "site": lambda python, extra: run_to_its_end([str(python), "-m", "widgets.build.site", *extra], cwd=ROOT),
-        "serve": lambda python, extra: run_to_its_end(
-            [str(python), "-m", "widgets.build.site", "serve", *extra], cwd=ROOT
-        ),
+        "site": lambda python, extra: run_to_its_end([str(python), "-m", "publish.site", *extra], cwd=ROOT),
+        "serve": lambda python, extra: run_to_its_end([str(python), "-m", "classroom.serve", *extra], cwd=ROOT),
         "bench": lambda python, extra: run_to_its_end([str(python), "-m", "bench.run", *extra], cwd=ROOT),
         "handouts": print_handouts,
         # in the caller's folder, so that -o FILE.html is where the caller means
-        "explainer": lambda python, extra: run_to_its_end([str(python), "-m", "widgets.build.standalone", *extra]),
+        "explainer": lambda python, extra: run_to_its_end([str(python), "-m", "publish.standalone", *extra]),
         # in the caller's folder, so that PATH.py and -o DIR are where the caller means
-        "export": lambda python, extra: run_to_its_end([str(python), "-m", "widgets.build.export", *extra]),
+        "export": lambda python, extra: run_to_its_end([str(python), "-m", "publish.export", *extra]),
         "setup": lambda python, extra: 0,
     }
     if not argv or argv[0] not in commands:

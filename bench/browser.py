@@ -123,7 +123,7 @@ EXPLAINER_ACTIONS = {
 
 
 def explainer_latency(new_page, steps: int = 200) -> list[Measure]:
-    from widgets.build import standalone
+    from publish import standalone
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="four-bit-lab-bench-") as folder:
@@ -289,7 +289,7 @@ def table(rows: list[Measure]) -> str:
 
 def run(out: Path) -> int:
     """Every browser-side row, into out/browser.md and out/browser.json; the site is built afresh."""
-    from widgets.build import site as sitebuild
+    from publish import site as sitebuild
 
     info = environment()
     with chromium() as new_page:

@@ -7,7 +7,7 @@ response the page received, counted from the Resource Timing entries (transfer s
 server sent them) plus the document itself.
 
 The throttled load is the workshop's case (issue 25): the first course page, cold, from `serve`'s
-own server (gzip, cache headers: widgets/build/serve.py) over a link that Chromium's DevTools
+own server (gzip, cache headers: classroom/handler.py) over a link that Chromium's DevTools
 protocol slows to 1.6 Mbit/s down and 300 ms of latency, as bad hotel wifi or one room's share of
 a shared line gives. Usable is the moment the page's first lab widget has drawn its controls: a
 learner can click a bit. Goals: at most 3 MB transferred in at most 120 requests, usable in 15 s.
@@ -111,7 +111,7 @@ USABLE = """
 def served(site: Path):
     """The site from `labctl.py serve`'s own server on an ephemeral loopback port: what students'
     browsers get, compressed and with its cache headers."""
-    from widgets.build import serve
+    from classroom import serve
 
     server = serve.site_server(site, ("127.0.0.1", 0))
     thread = threading.Thread(target=server.serve_forever, daemon=True)

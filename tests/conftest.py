@@ -84,7 +84,7 @@ def require_mlx():
 
 
 def require_bundler() -> str:
-    """Deno's command, which bundles marimo's front-end for the site (widgets/build/marimo_bundle.py).
+    """Deno's command, which bundles marimo's front-end for the site (publish/marimo_bundle.py).
     Where Deno publishes wheels (Linux x86-64, macOS, Windows x86-64) the project installs it, so
     its absence is a broken install and fails; elsewhere the test skips."""
     try:
@@ -133,9 +133,9 @@ def weights_with_ties():
 
 @pytest.fixture(scope="session")
 def pages(tmp_path_factory):
-    """A folder holding every standalone explainer page (widgets/build/standalone.py), written once
+    """A folder holding every standalone explainer page (publish/standalone.py), written once
     per run for the browser tests, which only read it."""
-    from widgets.build import standalone
+    from publish import standalone
 
     directory = tmp_path_factory.mktemp("standalone")
     standalone.write_all(directory)
@@ -147,7 +147,7 @@ def site(tmp_path_factory):
     """The folder of a full `labctl.py site` build (every course page, the index and the
     explainers), built once for every browser test that reads it: a build takes about a minute on
     two cores, and three test files used to make their own."""
-    from widgets.build import site as sitebuild
+    from publish import site as sitebuild
 
     directory = tmp_path_factory.mktemp("site")
     sitebuild.build(directory)

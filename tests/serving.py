@@ -6,7 +6,7 @@ from __future__ import annotations
 import http.client
 import threading
 
-from widgets.build import serve
+from classroom import serve
 
 # Bigger than one socket buffer, so a reply cut short by a dropped connection shows as a short body.
 BIG_ASSET = b"export const weights = [" + b"0x7f, " * 40_000 + b"];\n"

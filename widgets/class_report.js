@@ -1,4 +1,4 @@
-// A student's side of the teacher's view (serve --class, widgets/build/classroom.py): on a page of
+// A student's side of the teacher's view (serve --class, classroom/teacher_view.py): on a page of
 // that server the exercises send each answer they check, under the nickname the student typed,
 // to POST /class/answers. Elsewhere (a plain serve, the live course, a file) there is no class
 // cookie and this does nothing, and neither does a sealed single-file explainer. The nickname

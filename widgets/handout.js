@@ -2,7 +2,7 @@
 // write on) or its answer key (each answer and the worked arithmetic, as the Exercises widget shows
 // them after a right answer). The questions, answers and arithmetic come from the same generator
 // the widget draws from (codec/teach/exercises.js), for the same seed and round 0, so a student who
-// types that seed into the exercises gets the numbers on the paper. widgets/build/handouts.py
+// types that seed into the exercises gets the numbers on the paper. publish/handouts.py
 // inlines this module into an offline page and prints it to PDF. Only text nodes are written.
 import { formatLabNumber } from "./codec/numbers.js";
 import { exerciseInstance, exerciseKinds, exerciseSolve } from "./codec/teach/exercises.js";

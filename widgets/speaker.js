@@ -1,7 +1,7 @@
-// The speaker view of serve --class (widgets/build/classroom.py inlines this bundle): the note for
+// The speaker view of serve --class (classroom/teacher_view.py inlines this bundle): the note for
 // the slide a course page shows as slides (NN_name.html?slides) in another tab of this browser,
 // followed live, and every note of every notebook to read ahead. The slides tab says which slide
-// is showing on a BroadcastChannel (widgets/build/site.py's slide follower); the notes come from
+// is showing on a BroadcastChannel (publish/site.py's slide follower); the notes come from
 // the server for the teacher's token, the link's fragment, and never reach a student's page.
 const view = document.getElementById("class-page");
 const notesPath = view.dataset.source;

@@ -1,4 +1,4 @@
-// The teacher's page of serve --class (widgets/build/classroom.py inlines this bundle into it): a
+// The teacher's page of serve --class (classroom/teacher_view.py inlines this bundle into it): a
 // grid of exercises by student that follows the room, a CSV of it made in this browser, and the
 // teacher's two changes to the room (remove a student, merge two rows of one student). The token
 // is the link's fragment; it leaves this page only in the Authorization header of its requests.
@@ -12,7 +12,7 @@ const page = document.getElementById("class-page");
 const resultsPath = page.dataset.source;
 const pollMs = Number(page.dataset.pollMs);
 const teacherToken = location.hash.slice(1);
-// classroom.py's REMOVE_PATH and MERGE_PATH
+// classroom/teacher_view.py's REMOVE_PATH and MERGE_PATH
 const REMOVE_PATH = "/class/remove";
 const MERGE_PATH = "/class/merge";
 const TOPICS = [...new Set(EXERCISE_COLUMNS.map((column) => column.topic))];

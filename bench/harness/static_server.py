@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from widgets.build.serve import site_server
+from classroom.serve import site_server
 
 
 @contextmanager

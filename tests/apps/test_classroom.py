@@ -1,4 +1,4 @@
-"""The teacher's view (serve --class, widgets/build/classroom.py) over loopback: the token, the
+"""The teacher's view (serve --class, classroom/teacher_view.py) over loopback: the token, the
 students' posts and every way a post can be wrong (text that is not Unicode among them), flooding,
 one address inventing students, two hundred clients at once, a nickname that is HTML coming back as
 the same text, and the teacher's changes (remove, merge). Every request goes to 127.0.0.1."""
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from serving import fetch, make_site, start_server, stop_server
 
-from widgets.build import classroom, serve
-from widgets.build.classroom import ClassError, Classroom, RateLimiter, Register, read_post
+from classroom import serve, teacher_view
+from classroom.teacher_view import ClassError, Classroom, RateLimiter, Register, read_post
 
 TOKEN = "teacher-token-for-the-tests-0123456789"
 ROOM = "0123456789abcdef0123456789abcdef"
@@ -46,7 +46,7 @@ def room_server(tmp_path):
     stop_server(server, thread)
 
 
-def send(port, body, headers=None, method="POST", path=classroom.ANSWERS_PATH):
+def send(port, body, headers=None, method="POST", path=teacher_view.ANSWERS_PATH):
     origin = f"http://127.0.0.1:{port}"
     base = {"Origin": origin, "Content-Type": "application/json", "Content-Length": str(len(body))}
     chosen = {**base, **(headers or {})}
@@ -56,7 +56,7 @@ def send(port, body, headers=None, method="POST", path=classroom.ANSWERS_PATH):
 
 def results(port, authorization):
     headers = [] if authorization is None else [("Authorization", authorization)]
-    status, _, body = fetch(port, classroom.RESULTS_PATH, headers=headers)
+    status, _, body = fetch(port, teacher_view.RESULTS_PATH, headers=headers)
     return status, json.loads(body)
 
 
@@ -149,7 +149,7 @@ def test_a_post_with_a_wrong_field_is_a_400_that_names_it(room_server, changes, 
 )
 def test_malformed_posts_are_400s(room_server, body):
     made, port = room_server
-    status, _, reply = send(port, body) if len(body) <= classroom.MAX_BODY_BYTES else send(port, body[:2000])
+    status, _, reply = send(port, body) if len(body) <= teacher_view.MAX_BODY_BYTES else send(port, body[:2000])
     assert status == 400, reply
     assert json.loads(reply)["error"].startswith("the post")
     assert made.register.snapshot() == {"students": []}
@@ -159,7 +159,7 @@ def test_an_oversized_post_is_refused_before_it_is_read(room_server):
     made, port = room_server
     with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
         head = (
-            f"POST {classroom.ANSWERS_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n"
+            f"POST {teacher_view.ANSWERS_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {10**9}\r\n\r\n"
         )
         client.sendall(head.encode())  # and never a byte of the body
@@ -217,7 +217,7 @@ def test_a_post_anywhere_else_is_405_and_a_plain_serve_takes_no_posts(room_serve
         status, headers, _ = send(plain_port, post_body())
         assert status == 405 and headers["Allow"] == "GET, HEAD"
         assert headers["Set-Cookie"] is None  # no class, no cookie
-        status, _, _ = fetch(plain_port, classroom.RESULTS_PATH, headers=[("Authorization", f"Bearer {TOKEN}")])
+        status, _, _ = fetch(plain_port, teacher_view.RESULTS_PATH, headers=[("Authorization", f"Bearer {TOKEN}")])
         assert status == 404
     finally:
         stop_server(plain, thread)
@@ -225,14 +225,14 @@ def test_a_post_anywhere_else_is_405_and_a_plain_serve_takes_no_posts(room_serve
 
 def test_every_reply_of_a_class_server_names_its_room_in_a_cookie_of_its_port(room_server):
     _, port = room_server
-    for path in ("/", "/index.html", "/missing", classroom.TEACHER_PATH):
+    for path in ("/", "/index.html", "/missing", teacher_view.TEACHER_PATH):
         _, headers, _ = fetch(port, path)
         assert headers["Set-Cookie"] == f"four-bit-lab-class-{port}={ROOM}; Path=/; SameSite=Strict"
 
 
 def test_the_teacher_page_runs_only_its_own_script_and_holds_no_token(room_server):
     _, port = room_server
-    status, headers, body = fetch(port, classroom.TEACHER_PATH)
+    status, headers, body = fetch(port, teacher_view.TEACHER_PATH)
     page = body.decode()
     assert status == 200 and headers["Content-Type"].startswith("text/html")
     assert TOKEN not in page
@@ -249,13 +249,13 @@ def test_a_flood_from_one_address_is_held_to_the_burst_then_the_rate(tmp_path):
     # the default burst, and a rate slow enough that a loaded machine posting for 20 s could not
     # earn back the ten posts the assertion below counts on (the bucket's arithmetic is the rate
     # limiter's own test, below)
-    limiter = RateLimiter(burst=classroom.POST_BURST, rate=0.5)
+    limiter = RateLimiter(burst=teacher_view.POST_BURST, rate=0.5)
     made = Classroom(token=TOKEN, room=ROOM, limiter=limiter)
     server, thread = start_server(make_site(tmp_path), classroom=made)
     port = server.server_address[1]
     try:
-        statuses = [send(port, post_body(round=n % 5))[0] for n in range(classroom.POST_BURST + 20)]
-        assert statuses[: classroom.POST_BURST - 5].count(204) == classroom.POST_BURST - 5
+        statuses = [send(port, post_body(round=n % 5))[0] for n in range(teacher_view.POST_BURST + 20)]
+        assert statuses[: teacher_view.POST_BURST - 5].count(204) == teacher_view.POST_BURST - 5
         assert statuses[-10:] == [429] * 10
         status, headers, body = send(port, post_body())
         assert status == 429 and 1 <= int(headers["Retry-After"]) <= 2
@@ -327,7 +327,7 @@ def test_a_body_trickled_past_the_deadline_closes_the_connection(tmp_path):
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
             head = (
-                f"POST {classroom.ANSWERS_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                f"POST {teacher_view.ANSWERS_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
                 f"Origin: http://127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
             )
             client.sendall(head.encode() + b"{")
@@ -366,11 +366,11 @@ def test_the_pages_limits_are_the_servers():
     widgets = Path(__file__).resolve().parents[2] / "widgets"
     page = (widgets / "codec" / "teach" / "classroom.js").read_text(encoding="utf-8")
     exercises = (widgets / "exercises.js").read_text(encoding="utf-8")
-    assert re.search(r"export const LONGEST_NICKNAME = (\d+);", page)[1] == str(classroom.MAX_NICKNAME)
-    assert re.search(r"const LONGEST_ANSWER = (\d+);", exercises)[1] == str(classroom.MAX_ANSWER)
+    assert re.search(r"export const LONGEST_NICKNAME = (\d+);", page)[1] == str(teacher_view.MAX_NICKNAME)
+    assert re.search(r"const LONGEST_ANSWER = (\d+);", exercises)[1] == str(teacher_view.MAX_ANSWER)
     teacher = (widgets / "teacher.js").read_text(encoding="utf-8")
-    assert re.search(r'const REMOVE_PATH = "([^"]+)";', teacher)[1] == classroom.REMOVE_PATH
-    assert re.search(r'const MERGE_PATH = "([^"]+)";', teacher)[1] == classroom.MERGE_PATH
+    assert re.search(r'const REMOVE_PATH = "([^"]+)";', teacher)[1] == teacher_view.REMOVE_PATH
+    assert re.search(r'const MERGE_PATH = "([^"]+)";', teacher)[1] == teacher_view.MERGE_PATH
 
 
 @pytest.mark.parametrize("field", ["nickname", "answer"])
@@ -410,11 +410,13 @@ def test_a_nickname_is_kept_composed_so_two_spellings_of_one_name_are_one_name(r
 def test_one_address_starts_at_most_its_share_of_the_class_and_another_still_joins():
     # a bucket that never runs dry: what is held here is the number of students, not of posts
     made = Classroom(token=TOKEN, room=ROOM, limiter=RateLimiter(burst=10_000))
-    share = classroom.MAX_STUDENTS_PER_ADDRESS
+    share = teacher_view.MAX_STUDENTS_PER_ADDRESS
     refusals = []
     for n in range(479):  # what one address made of a class in 60 s before
         try:
-            made.post(classroom.ANSWERS_PATH, "192.0.2.66", None, post_body(student=f"{n:032x}", nickname=f"bot {n}"))
+            made.post(
+                teacher_view.ANSWERS_PATH, "192.0.2.66", None, post_body(student=f"{n:032x}", nickname=f"bot {n}")
+            )
         except ClassError as refusal:
             refusals.append((refusal.status, str(refusal)))
     assert len(made.register.snapshot()["students"]) == share
@@ -425,14 +427,14 @@ def test_one_address_starts_at_most_its_share_of_the_class_and_another_still_joi
         "ask your teacher to remove the ones no longer in use",
     )
     # a student already started goes on answering from that address
-    made.post(classroom.ANSWERS_PATH, "192.0.2.66", None, post_body(student=f"{0:032x}", kind="e2m1-code"))
+    made.post(teacher_view.ANSWERS_PATH, "192.0.2.66", None, post_body(student=f"{0:032x}", kind="e2m1-code"))
     # a real student elsewhere joins
-    assert made.post(classroom.ANSWERS_PATH, "192.0.2.7", None, post_body(student="c" * 32, nickname="Ana")) is None
+    assert made.post(teacher_view.ANSWERS_PATH, "192.0.2.7", None, post_body(student="c" * 32, nickname="Ana")) is None
     # removing one of that address's students frees a place for it, and only one
     made.register.remove(f"{5:032x}")
-    made.post(classroom.ANSWERS_PATH, "192.0.2.66", None, post_body(student="d" * 32))
+    made.post(teacher_view.ANSWERS_PATH, "192.0.2.66", None, post_body(student="d" * 32))
     with pytest.raises(ClassError) as again:
-        made.post(classroom.ANSWERS_PATH, "192.0.2.66", None, post_body(student="e" * 32))
+        made.post(teacher_view.ANSWERS_PATH, "192.0.2.66", None, post_body(student="e" * 32))
     assert again.value.status == 403
     assert len(made.register.snapshot()["students"]) == share + 1
 
@@ -453,11 +455,11 @@ def test_the_teacher_removes_a_student(room_server):
     made, port = room_server
     send(port, post_body(student="a" * 32, nickname="Ana"))
     send(port, post_body(student="b" * 32, nickname="Ana"))
-    status, reply = change(port, classroom.REMOVE_PATH, {"student": "a" * 32})
+    status, reply = change(port, teacher_view.REMOVE_PATH, {"student": "a" * 32})
     assert status == 200
     assert reply["room"] == ROOM and ids(reply) == ["b" * 32]  # the room after the change, for the page to draw
     assert ids(made.register.snapshot()) == ["b" * 32]
-    status, reply = change(port, classroom.REMOVE_PATH, {"student": "a" * 32})
+    status, reply = change(port, teacher_view.REMOVE_PATH, {"student": "a" * 32})
     assert status == 404 and reply["error"] == "no student in this class has that id: removed or merged already?"
     # a removed student whose page posts again comes back, as a new row at the end
     send(port, post_body(student="a" * 32, nickname="Ana"))
@@ -472,7 +474,7 @@ def test_the_teacher_merges_a_student_who_came_back_under_a_new_id(room_server):
     made.register.record(read_post(post_body(student=old, kind="only-old", answer="x")), "192.0.2.1", at=50.0)
     made.register.record(read_post(post_body(student=new, nickname="Ana", answer="2")), "192.0.2.1", at=200.0)
     made.register.record(read_post(post_body(student=new, kind="e2m1-code", answer="new")), "192.0.2.1", at=250.0)
-    status, reply = change(port, classroom.MERGE_PATH, {"from": new, "into": old})
+    status, reply = change(port, teacher_view.MERGE_PATH, {"from": new, "into": old})
     assert status == 200 and ids(reply) == [old]
     [merged] = reply["students"]
     # the newer answer to each exercise, the one answered last at the end
@@ -487,7 +489,7 @@ def test_the_teacher_merges_a_student_who_came_back_under_a_new_id(room_server):
     assert send(port, post_body(student=new, nickname="Ana", kind="mxfp4-decode"))[0] == 204
     [merged] = made.register.snapshot()["students"]
     assert merged["student"] == old and merged["nickname"] == "Ana" and "mxfp4-decode" in merged["answers"]
-    status, reply = change(port, classroom.MERGE_PATH, {"from": new, "into": old})
+    status, reply = change(port, teacher_view.MERGE_PATH, {"from": new, "into": old})
     assert status == 404
 
 
@@ -511,18 +513,33 @@ def test_merges_follow_each_other_and_a_removal_forgets_them():
 @pytest.mark.parametrize(
     ("path", "fields", "status", "says"),
     [
-        (classroom.REMOVE_PATH, b"{", 400, "the post is not JSON: "),
-        (classroom.REMOVE_PATH, b'["' + b"a" * 32 + b'"]', 400, "the post must be one JSON object"),
-        (classroom.REMOVE_PATH, {}, 400, "the post lacks ['student']"),
-        (classroom.REMOVE_PATH, {"student": "a" * 32, "all": True}, 400, "the post has fields it should not ('all')"),
-        (classroom.REMOVE_PATH, {"student": "A" * 32}, 400, "the post's student must be a student's id, 32 hex digits"),
-        (classroom.REMOVE_PATH, {"student": 7}, 400, "the post's student must be a student's id"),
-        (classroom.REMOVE_PATH, {"student": "c" * 32}, 404, "no student in this class has that id"),
-        (classroom.MERGE_PATH, {"from": "a" * 32}, 400, "the post lacks ['into']"),
-        (classroom.MERGE_PATH, {"from": "a" * 32, "into": "\ud800"}, 400, "the post holds a lone surrogate"),
-        (classroom.MERGE_PATH, {"from": "a" * 32, "into": "a" * 32}, 400, "a student cannot be merged into themself"),
-        (classroom.MERGE_PATH, {"from": "c" * 32, "into": "a" * 32}, 404, "no student in this class has that id"),
-        (classroom.MERGE_PATH, {"from": "a" * 32, "into": "c" * 32}, 404, "no student in this class has that id"),
+        (teacher_view.REMOVE_PATH, b"{", 400, "the post is not JSON: "),
+        (teacher_view.REMOVE_PATH, b'["' + b"a" * 32 + b'"]', 400, "the post must be one JSON object"),
+        (teacher_view.REMOVE_PATH, {}, 400, "the post lacks ['student']"),
+        (
+            teacher_view.REMOVE_PATH,
+            {"student": "a" * 32, "all": True},
+            400,
+            "the post has fields it should not ('all')",
+        ),
+        (
+            teacher_view.REMOVE_PATH,
+            {"student": "A" * 32},
+            400,
+            "the post's student must be a student's id, 32 hex digits",
+        ),
+        (teacher_view.REMOVE_PATH, {"student": 7}, 400, "the post's student must be a student's id"),
+        (teacher_view.REMOVE_PATH, {"student": "c" * 32}, 404, "no student in this class has that id"),
+        (teacher_view.MERGE_PATH, {"from": "a" * 32}, 400, "the post lacks ['into']"),
+        (teacher_view.MERGE_PATH, {"from": "a" * 32, "into": "\ud800"}, 400, "the post holds a lone surrogate"),
+        (
+            teacher_view.MERGE_PATH,
+            {"from": "a" * 32, "into": "a" * 32},
+            400,
+            "a student cannot be merged into themself",
+        ),
+        (teacher_view.MERGE_PATH, {"from": "c" * 32, "into": "a" * 32}, 404, "no student in this class has that id"),
+        (teacher_view.MERGE_PATH, {"from": "a" * 32, "into": "c" * 32}, 404, "no student in this class has that id"),
     ],
 )
 def test_a_teachers_change_that_is_wrong_is_refused_and_changes_nothing(room_server, path, fields, status, says):
@@ -535,7 +552,7 @@ def test_a_teachers_change_that_is_wrong_is_refused_and_changes_nothing(room_ser
     assert made.register.snapshot() == before
 
 
-@pytest.mark.parametrize("path", [classroom.REMOVE_PATH, classroom.MERGE_PATH])
+@pytest.mark.parametrize("path", [teacher_view.REMOVE_PATH, teacher_view.MERGE_PATH])
 @pytest.mark.parametrize(
     ("authorization", "status"), [(None, 401), ("Bearer not-the-token", 403), (f"Basic {TOKEN}", 401)]
 )
@@ -543,7 +560,7 @@ def test_a_teachers_change_needs_the_teachers_token(room_server, path, authoriza
     made, port = room_server
     send(port, post_body(student="a" * 32))
     send(port, post_body(student="b" * 32))
-    fields = {"student": "a" * 32} if path == classroom.REMOVE_PATH else {"from": "a" * 32, "into": "b" * 32}
+    fields = {"student": "a" * 32} if path == teacher_view.REMOVE_PATH else {"from": "a" * 32, "into": "b" * 32}
     got, reply = change(port, path, fields, authorization)
     assert got == status and "token" in reply["error"]
     assert ids(made.register.snapshot()) == ["a" * 32, "b" * 32]

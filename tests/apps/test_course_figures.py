@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from lab.teach import charts, course
-from widgets.build import site as sitebuild
+from publish import site as sitebuild
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 

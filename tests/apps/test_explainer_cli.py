@@ -13,7 +13,7 @@ from urllib.parse import quote
 import pytest
 
 from lab.errors import InputError
-from widgets.build import standalone
+from publish import standalone
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,7 +84,7 @@ def test_a_state_nested_a_thousand_deep_is_one_line_and_exit_2(tmp_path):
     target = tmp_path / "x.html"
     state = "[" * 1000 + "]" * 1000
     result = subprocess.run(
-        [sys.executable, "-m", "widgets.build.standalone", "nibble-decoder", "--state", state, "-o", str(target)],
+        [sys.executable, "-m", "publish.standalone", "nibble-decoder", "--state", state, "-o", str(target)],
         capture_output=True,
         text=True,
         cwd=ROOT,

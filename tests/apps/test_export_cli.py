@@ -1,4 +1,4 @@
-"""`python -m widgets.build.export PATH.py -o DIR`: an author's own notebook, outside the course's
+"""`python -m publish.export PATH.py -o DIR`: an author's own notebook, outside the course's
 folder, as an offline page without the course around it; bad input refused in the lab's words with
 exit status 2 and nothing written; the author's own files in DIR left as they were."""
 
@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from widgets.build import export, site
+from publish import export, site
 
 # An author's notebook: one cell imports marimo and a lab widget, the other shows it.
 AUTHOR_NOTEBOOK = textwrap.dedent(

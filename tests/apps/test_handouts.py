@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import labctl
-from widgets.build import handouts
+from publish import handouts
 
 SEED_MESSAGE = "is not a seed: type a whole number from 1 to 4294967295, as the exercises' seed field takes"
 
@@ -28,7 +28,7 @@ def test_a_seed_that_is_not_one_is_refused_in_one_line_and_nothing_is_written(tm
 
 
 def test_labctl_handouts_refuses_a_bad_seed_in_the_callers_folder(tmp_path, monkeypatch, capfd):
-    """labctl's `handouts` runs widgets.build.handouts in the folder it was started in (so -o is the
+    """labctl's `handouts` runs publish.handouts in the folder it was started in (so -o is the
     caller's), with the same exit status and message; the default folder ./handouts is not made.
     (Called past labctl's set-up, which this run's environment has already had.)"""
     monkeypatch.chdir(tmp_path)
@@ -83,7 +83,7 @@ def _palette(css: str, start: str) -> dict[str, str]:
 def test_the_widgets_print_in_the_light_palette_whatever_the_theme():
     """lab.css's @media print restates the light palette (so that a dark theme prints black on
     white); the two must stay the same colour for colour, as the dark blocks do."""
-    css = (Path(handouts.__file__).resolve().parents[1] / "lab.css").read_text(encoding="utf-8")
+    css = (Path(handouts.__file__).resolve().parents[1] / "widgets" / "lab.css").read_text(encoding="utf-8")
     assert css.count("@media print") == 1
     printed = css[css.index("@media print") :]
     light = _palette(css, ".four-bit-lab, .lab-page")

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from serving import make_site, start_server, stop_server
 
-from widgets.build import classroom
-from widgets.build.classroom import Classroom
+from classroom import teacher_view
+from classroom.teacher_view import Classroom
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "teacher-token-for-the-hostile-tests-0123"
@@ -94,14 +94,16 @@ def page(port: int, source: str = "127.0.0.1", timeout: float = 5):
 
 
 def teachers_view(port: int, source: str = "127.0.0.1", timeout: float = 5):
-    head = f"GET {classroom.RESULTS_PATH} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
+    head = (
+        f"GET {teacher_view.RESULTS_PATH} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
+    )
     return request(port, head, source=source, timeout=timeout)
 
 
 def post_head(port: int, extra: str = "", length: int | None = len(ANSWER)) -> str:
     said = "" if length is None else f"Content-Length: {length}\r\n"
     return (
-        f"POST {classroom.ANSWERS_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n"
+        f"POST {teacher_view.ANSWERS_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n"
         f"Content-Type: application/json\r\n{said}{extra}\r\n"
     )
 
@@ -224,9 +226,7 @@ def test_a_well_framed_post_is_still_taken(class_server):
 # Ctrl+C, SIGTERM and SIGHUP stop serve the same way: quietly, its port closed, exit status 0.
 
 SERVE = (
-    "import pathlib, sys\n"
-    "from widgets.build import serve\n"
-    "sys.exit(serve.main(sys.argv[2:], pathlib.Path(sys.argv[1])))\n"
+    "import pathlib, sys\nfrom classroom import serve\nsys.exit(serve.main(sys.argv[2:], pathlib.Path(sys.argv[1])))\n"
 )
 
 

@@ -1,5 +1,8 @@
 """The tree shows the architecture: imports in lab/ go down the layers only, no package reaches into
-another's private module, and no module grows past what one reader holds in mind."""
+another's private module, and no module grows past what one reader holds in mind. Above lab, widgets
+holds the figures; publish (the site, exports, explainers, handouts) and classroom (the server and
+the teacher's view) sit above both, and nothing below imports them: lab and widgets never import
+publish or classroom, and classroom never imports publish."""
 
 from __future__ import annotations
 
@@ -13,6 +16,12 @@ LAB = ROOT / "lab"
 #: bottom first; the modules directly in lab/ (errors, text, numbers, files, _arrays) sit below them all
 LAYERS = ("codes", "formats", "interop", "study", "device", "teach")
 LONGEST_MODULE_LINES = 700
+#: the rooms above lab, each with the top-level packages it must never import
+ROOMS_ABOVE = {
+    "lab": ("widgets", "publish", "classroom"),
+    "widgets": ("publish", "classroom"),
+    "classroom": ("publish",),
+}
 
 
 def _modules() -> list[Path]:
@@ -79,3 +88,31 @@ def test_every_package_says_what_it_holds_and_what_it_may_import():
 def test_no_module_is_longer_than_a_reader_holds_in_mind(path):
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= LONGEST_MODULE_LINES, f"{path.relative_to(ROOT)} has {lines} lines"
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    """The top-level package of every absolute import in `path`, at the top or inside a function."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for room in ROOMS_ABOVE for path in sorted((ROOT / room).rglob("*.py"))],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_no_module_imports_a_room_above_its_own(path):
+    room = path.relative_to(ROOT).parts[0]
+    upward = sorted(_top_level_imports(path) & set(ROOMS_ABOVE[room]))
+    assert not upward, f"{path.relative_to(ROOT)} imports {upward}, which sit above {room}/"
+
+
+@pytest.mark.parametrize("room", ["publish", "classroom"])
+def test_publishing_and_the_classroom_say_what_they_hold_and_may_import(room):
+    doc = ast.get_docstring(ast.parse((ROOT / room / "__init__.py").read_text(encoding="utf-8")))
+    assert doc and "May import:" in doc, f"{room}/__init__.py does not say what it may import"

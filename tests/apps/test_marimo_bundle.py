@@ -1,4 +1,4 @@
-"""The site build's bundles of marimo's front-end (widgets/build/marimo_bundle.py), made by the real esbuild
+"""The site build's bundles of marimo's front-end (publish/marimo_bundle.py), made by the real esbuild
 (through Deno) from a small stand-in for marimo's static folder, and run by Node: what a bundle
 holds, what it leaves to the network, and what its patched preload helper still asks for."""
 
@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
+from publish import marimo_bundle as bundle
+from publish import site as sitebuild
 from tests.conftest import require_bundler
-from widgets.build import marimo_bundle as bundle
-from widgets.build import site as sitebuild
 
 # A vite-style helper, shaped as marimo's: it adds a <link> for each dependency of a lazy import
 # (here it records them) before importing it.

@@ -28,8 +28,8 @@ import segno
 import zxingcpp
 from serving import BIG_ASSET, ROOM_ADDRESSES, ROOM_HOSTNAME, fetch, get_page, make_site, start_server, stop_server
 
+from classroom import room, serve
 from lab.text import shown
-from widgets.build import room, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -219,7 +219,8 @@ def test_extra_clients_wait_in_the_queue_while_every_handler_is_busy(site):
 
 def test_the_default_timeout_closes_idle_connections_within_a_minute(site):
     assert 5 <= serve.REQUEST_TIMEOUT_S <= 60
-    assert serve.site_handler(site).timeout == serve.REQUEST_TIMEOUT_S
+    with serve.site_server(site, ("127.0.0.1", 0)) as server:  # each handler takes the server's timeout
+        assert server.reply_timeout_s == serve.REQUEST_TIMEOUT_S
     assert 1 <= serve.HEAD_DEADLINE_S <= serve.REQUEST_TIMEOUT_S
 
 
@@ -361,7 +362,7 @@ def test_lan_mode_refuses_a_request_naming_no_host(served_lan):
 
 SERVE_FROM = (
     "import pathlib, sys\n"
-    "from widgets.build import site\n"
+    "from publish import site\n"
     "site.ROOT = pathlib.Path(sys.argv[1])  # the repository whose site/ is served\n"
     "sys.exit(site.main(sys.argv[2:]))\n"
 )

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from serving import BIG_ASSET, HASHED_ASSET, fetch, make_site, start_server, stop_server
 
-from widgets.build import serve
-from widgets.build import site as sitebuild
+from classroom import handler
+from publish import site as sitebuild
 
 
 @pytest.fixture
@@ -83,9 +83,9 @@ def test_a_hashed_asset_is_cached_for_a_year_and_a_page_is_revalidated(served):
 
 
 def test_the_hashed_name_rule_is_the_site_builds():
-    assert serve.HASHED_NAME.pattern == sitebuild.VITE_HASH.pattern
+    assert handler.HASHED_NAME.pattern == sitebuild.VITE_HASH.pattern
     # the folders the build writes content-named files into: marimo's front-end and the widget modules
-    assert serve.HASHED_FOLDERS == (f"/{sitebuild.ASSET_DIR.split('/')[0]}/", f"/{sitebuild.WIDGET_DIR}/")
+    assert handler.HASHED_FOLDERS == (f"/{sitebuild.ASSET_DIR.split('/')[0]}/", f"/{sitebuild.WIDGET_DIR}/")
 
 
 def test_a_widget_module_named_by_its_content_is_cached_for_a_year(site, served):
@@ -95,7 +95,7 @@ def test_a_widget_module_named_by_its_content_is_cached_for_a_year(site, served)
     status, headers, body = fetch(
         served, f"/{sitebuild.WIDGET_DIR}/lab-widget-0123abcd.js", [("Accept-Encoding", "gzip")]
     )
-    assert (status, headers["Cache-Control"], gzip.decompress(body)) == (200, serve.IMMUTABLE, BIG_ASSET)
+    assert (status, headers["Cache-Control"], gzip.decompress(body)) == (200, handler.IMMUTABLE, BIG_ASSET)
     assert fetch(served, f"/{sitebuild.WIDGET_DIR}/notes.js")[1]["Cache-Control"] == "no-cache"
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from serving import fetch, make_site, start_server, stop_server
 
+from classroom import teacher_view
+from classroom.teacher_view import Classroom
 from lab.teach import course
 from lab.teach.speaker_notes import read_notes, speaker_notes
-from widgets.build import classroom
-from widgets.build.classroom import Classroom
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 TOKEN = "speaker-token-for-the-tests-0123456789"
@@ -66,9 +66,9 @@ def test_the_notes_go_only_to_the_teachers_token(tmp_path):
     port = server.server_address[1]
     try:
         for headers, status in [([], 401), ([("Authorization", "Bearer nope")], 403)]:
-            got, _, body = fetch(port, classroom.NOTES_PATH, headers=headers)
+            got, _, body = fetch(port, teacher_view.NOTES_PATH, headers=headers)
             assert got == status and "token" in json.loads(body)["error"]
-        got, headers, body = fetch(port, classroom.NOTES_PATH, headers=[("Authorization", f"Bearer {TOKEN}")])
+        got, headers, body = fetch(port, teacher_view.NOTES_PATH, headers=[("Authorization", f"Bearer {TOKEN}")])
         assert got == 200 and headers["Cache-Control"] == "no-store"
         notebooks = json.loads(body)["notebooks"]
         assert [entry["page"] for entry in notebooks] == [
@@ -77,7 +77,7 @@ def test_the_notes_go_only_to_the_teachers_token(tmp_path):
         mxfp4 = notebooks[2]
         assert (mxfp4["number"], mxfp4["title"]) == (3, "MXFP4")
         assert dict(mxfp4["notes"]) == speaker_notes()["03_mxfp4"]
-        got, headers, page = fetch(port, classroom.SPEAKER_PATH)
+        got, headers, page = fetch(port, teacher_view.SPEAKER_PATH)
         assert got == 200 and TOKEN not in page.decode() and "Speaker notes" in page.decode()
         assert "script-src 'sha256-" in headers["Content-Security-Policy"]
     finally:

@@ -68,7 +68,7 @@ def test_the_study_is_timed_cold_then_warm_in_a_cache_of_its_own(monkeypatch, tm
 def test_every_standalone_explainer_has_a_timed_action():
     # a page added without one would stop `bench --browser` with a KeyError
     from bench import browser
-    from widgets.build import standalone
+    from publish import standalone
 
     assert set(browser.EXPLAINER_ACTIONS) == set(standalone.PAGES)
 

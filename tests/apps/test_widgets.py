@@ -238,8 +238,8 @@ def test_each_bundle_and_standalone_script_parses(module_file, tmp_path):
     """The bundler joins a widget, ui.js and the codec modules it imports into one module (and a
     standalone page adds its host), so a name declared twice would break the widget; node's parser
     catches that."""
+    from publish import standalone
     from widgets._bundle import bundle
-    from widgets.build import standalone
 
     node = _node()
     slug = next(slug for slug, (_, file, _) in standalone.PAGES.items() if file == module_file)

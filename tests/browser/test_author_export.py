@@ -1,4 +1,4 @@
-"""An author's own two-cell notebook with a lab widget, exported by `widgets.build.export` and
+"""An author's own two-cell notebook with a lab widget, exported by `publish.export` and
 served over loopback: it loads with nothing leaving the machine, no file missing and no console
 error, has none of the course's banner or links, and its widget answers a click with no kernel.
 Opened from disk it says it needs a server, which is why the export has no single-file form."""
@@ -13,8 +13,8 @@ from chromium import browser_page
 from playwright.sync_api import expect
 
 from bench.harness.static_server import static_server
+from publish import export
 from tests.apps.test_export_cli import AUTHOR_NOTEBOOK
-from widgets.build import export
 
 pytestmark = pytest.mark.browser
 

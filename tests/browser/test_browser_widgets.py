@@ -334,8 +334,8 @@ def _block_explorer_page(directory, monkeypatch, opened_type: str, opened_block:
     these as its defaults."""
     import traitlets
 
+    from publish import standalone
     from widgets import BlockExplorer
-    from widgets.build import standalone
 
     class Opened(BlockExplorer):
         type_name = traitlets.Unicode(opened_type).tag(sync=True)

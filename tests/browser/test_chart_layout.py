@@ -23,7 +23,7 @@ from chromium import browser_page
 
 from bench.harness.static_server import static_server
 from lab.teach import charts, course
-from widgets.build import site as sitebuild
+from publish import site as sitebuild
 
 pytestmark = pytest.mark.browser
 

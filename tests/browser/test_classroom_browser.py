@@ -20,8 +20,8 @@ from serving import make_site
 from test_exercises_browser import _answer, _codec
 
 from bench.harness.chromium import chromium as launch_chromium
-from widgets.build import serve
-from widgets.build.classroom import POLL_MS, Classroom, read_post
+from classroom import serve
+from classroom.teacher_view import POLL_MS, Classroom, read_post
 
 pytestmark = pytest.mark.browser
 

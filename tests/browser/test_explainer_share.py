@@ -10,7 +10,7 @@ import pytest
 from chromium import browser_page, open_standalone
 from playwright.sync_api import expect
 
-from widgets.build import standalone
+from publish import standalone
 
 pytestmark = pytest.mark.browser
 

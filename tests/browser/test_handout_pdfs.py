@@ -16,7 +16,7 @@ import pypdf
 import pytest
 from chromium import browser_page
 
-from widgets.build import handouts
+from publish import handouts
 
 pytestmark = pytest.mark.browser
 

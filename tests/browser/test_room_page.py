@@ -14,7 +14,7 @@ from chromium import browser_page
 from PIL import Image
 from test_ui_theme import contrast
 
-from widgets.build import serve
+from classroom import serve
 
 pytestmark = pytest.mark.browser
 

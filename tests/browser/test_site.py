@@ -12,9 +12,9 @@ import pytest
 from chromium import browser_page
 from playwright.sync_api import expect
 
+from publish import marimo_bundle
+from publish import site as sitebuild
 from tests.browser.test_static_controls import assert_no_control_needs_a_kernel
-from widgets.build import marimo_bundle
-from widgets.build import site as sitebuild
 
 pytestmark = pytest.mark.browser
 
@@ -77,7 +77,7 @@ def test_site_copies_only_the_front_end_its_pages_can_load(site):
     for page in site.glob("*.html"):
         named |= sitebuild.page_assets(page.read_text(encoding="utf-8"))
     assert named and named <= copied
-    # Every page starts marimo's front-end from one of its two bundles (widgets/build/marimo_bundle.py);
+    # Every page starts marimo's front-end from one of its two bundles (publish/marimo_bundle.py);
     # the only other modules copied are its web workers and what they import, which run on their own.
     bundles = {name for name in named if marimo_bundle.BUNDLE_NAME.match(name.rsplit("/", 1)[-1])}
     assert sorted(name.rsplit("/", 1)[-1].split("-")[1] for name in bundles) == ["page", "slides"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from widgets.build import site as sitebuild
+from publish import site as sitebuild
 
 
 def _write(folder, files):

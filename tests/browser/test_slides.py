@@ -13,10 +13,10 @@ from chromium import chromium_path
 from playwright.sync_api import expect
 
 from bench.harness.chromium import chromium as launch_chromium
+from classroom import serve
+from classroom.teacher_view import Classroom
 from lab.teach.speaker_notes import speaker_notes
-from widgets.build import serve
-from widgets.build import site as sitebuild
-from widgets.build.classroom import Classroom
+from publish import site as sitebuild
 
 pytestmark = pytest.mark.browser
 

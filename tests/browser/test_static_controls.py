@@ -21,7 +21,7 @@ from playwright.sync_api import expect
 
 from lab.numbers import format_number
 from lab.teach import course
-from widgets.build import site as sitebuild
+from publish import site as sitebuild
 
 pytestmark = pytest.mark.browser
 

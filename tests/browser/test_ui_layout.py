@@ -12,7 +12,7 @@ import pytest
 from chromium import chromium_path
 
 from bench.harness.chromium import LAUNCH_ARGS
-from widgets.build import standalone
+from publish import standalone
 
 pytestmark = pytest.mark.browser
 

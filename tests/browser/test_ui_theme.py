@@ -110,7 +110,7 @@ def test_the_index_follows_the_readers_theme_above_7_to_1(theme):
     """The site's index page is not a marimo page: its own stylesheet follows the reader's theme."""
     from chromium import browser_page
 
-    from widgets.build import site as sitebuild
+    from publish import site as sitebuild
 
     with browser_page() as (page, log):
         page.emulate_media(color_scheme=theme)

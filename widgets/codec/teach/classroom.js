@@ -1,15 +1,15 @@
-// The arithmetic-free part of the teacher's view (serve --class, widgets/build/classroom.py), pure
+// The arithmetic-free part of the teacher's view (serve --class, classroom/teacher_view.py), pure
 // so node tests it: which room a page belongs to, a nickname as typed, each kept answer's verdict
 // checked again with the exercises' own generator, and the room's answers as CSV. The browser
 // glue is widgets/class_report.js (a student's page) and widgets/teacher.js (the teacher's).
 import { EXERCISE_KINDS, exerciseCheck, exerciseInstance } from "./exercises.js";
 import { visibleText } from "../text.js";
 
-/** The longest nickname, in characters (classroom.py's MAX_NICKNAME). */
+/** The longest nickname, in characters (teacher_view.py's MAX_NICKNAME). */
 export const LONGEST_NICKNAME = 24;
 const CLASS_COOKIE = "four-bit-lab-class";
 const ROOM_ID = /^[0-9a-f]{32}$/;
-// What a name on the teacher's grid may not hold (classroom.py's UNSHOWABLE_CATEGORIES): a
+// What a name on the teacher's grid may not hold (teacher_view.py's UNSHOWABLE_CATEGORIES): a
 // control, a format mark (zero-width, bidi), half a surrogate pair, private use, a line or
 // paragraph separator, or a space other than the plain one.
 const UNSHOWABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Zl}\p{Zp}]|(?! )\p{Zs}/u;

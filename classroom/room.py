@@ -1,7 +1,7 @@
 """This machine as a workshop room sees it: the addresses a laptop or phone could open, a QR code of
 the first for the terminal and for the /room page, and the colours of the lab's own small pages.
 
-`serve --lan` (widgets/build/serve.py) prints lan_banner and answers /room with room_page. The
+`serve --lan` (classroom/serve.py) prints lan_banner and answers /room with room_page. The
 addresses are read from the operating system, never guessed, and every name the machine has is
 written into the page through lab.text.shown.
 """

@@ -1,8 +1,8 @@
 """One notebook, the course's or an author's own, as an offline page: `python3 labctl.py export`.
 
-    python -m widgets.build.export PATH.py -o DIR [--course] [--single-file]
+    python -m publish.export PATH.py -o DIR [--course] [--single-file]
 
-The page is built as the course's pages are (widgets/build/site.py: marimo's export, its front-end
+The page is built as the course's pages are (publish/site.py: marimo's export, its front-end
 copied from the installed wheel into DIR/assets/marimo, stable ids, no external address), so a
 notebook that shows the lab's widgets works with no network. Without --course it has none of the
 course around it: no banner, no Contents link, no index. With --course it carries the course's
@@ -33,7 +33,7 @@ import marimo
 from lab.errors import LabError
 from lab.files import UnsafeWriteError, check_folder_inside, check_inside
 from lab.text import visible
-from widgets.build import site
+from publish import site
 
 USAGE = "export PATH.py -o DIR [--course] [--single-file]"
 # A notebook is source code: far below this, and reading one this size is instant.

@@ -39,7 +39,8 @@ from pathlib import Path
 PRELOAD_HELPER = "preload-helper-"
 PRELOAD_PATCH = ("a=c(r.map(r=>{", "a=c(r.filter(r=>r.endsWith(`.css`)).map(r=>{")
 LAYOUTS = ("page", "slides")
-# A bundle's name: the layout and a content hash, so serve caches it for a year (serve.HASHED_NAME).
+# A bundle's name: the layout and a content hash, so serve caches it for a year
+# (classroom/handler.py's HASHED_NAME).
 BUNDLE_NAME = re.compile(r"^lab-(?:page|slides)-[0-9a-f]{8}\.js$")
 DENO_ENV = {"DENO_NO_UPDATE_CHECK": "1", "DENO_NO_PROMPT": "1", "NO_COLOR": "1"}
 BUNDLE_SECONDS = 300
@@ -97,7 +98,7 @@ def bundles(static: Path, entry: str, external: set[str], slides_chunk: str, has
         old, new = PRELOAD_PATCH
         if len(helpers) != 1 or helpers[0].read_text(encoding="utf-8").count(old) != 1:
             raise BundleUnavailable(
-                f"marimo's preload helper is not the one widgets/build/marimo_bundle.py patches ({len(helpers)} found); "
+                f"marimo's preload helper is not the one publish/marimo_bundle.py patches ({len(helpers)} found); "
                 "update PRELOAD_PATCH for this marimo"
             )
         helpers[0].write_text(helpers[0].read_text(encoding="utf-8").replace(old, new), encoding="utf-8")

@@ -2,7 +2,7 @@
 a local copy, the standalone explainers, and an index page.
 
     python3 labctl.py site       # builds into site/
-    python3 labctl.py serve      # serves site/ on 127.0.0.1 only (widgets/build/serve.py)
+    python3 labctl.py serve      # serves site/ on 127.0.0.1 only (classroom/serve.py)
     python3 labctl.py serve --lan  # for a workshop: this machine's addresses, a QR code, a room page
 
 `marimo export html` points its pages at marimo's front-end on a CDN, so an exported page is blank
@@ -12,7 +12,7 @@ names the marimo version) and checked against the installed copy, so a marimo up
 keeps working or fails here, loudly, instead of producing a blank page.
 
 marimo's modules reach a page as two bundles, one for the page and one for the page as slides
-(widgets/build/marimo_bundle.py): one request where there were some 300. Dynamic imports that start
+(publish/marimo_bundle.py): one request where there were some 300. Dynamic imports that start
 features an exported course page never shows (the editor, SQL, mermaid: UNUSED_FEATURES) stay out
 of them. Of the rest of the front-end only what a built page can load is copied: the files the
 pages and the bundles name, and everything those reach through module imports, dynamic imports,
@@ -40,6 +40,7 @@ from pathlib import Path
 
 import marimo
 
+from classroom import handler, room, serve
 from lab.files import (
     UnsafeWriteError,
     check_inside,
@@ -50,9 +51,9 @@ from lab.files import (
     write_inside,
 )
 from lab.teach import course
-from widgets.build import marimo_bundle, room, serve, standalone
+from publish import marimo_bundle, standalone
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository: widgets/build/site.py
+ROOT = Path(__file__).resolve().parents[1]  # the repository: publish/site.py
 NOTEBOOKS = ROOT / "notebooks"
 MARIMO_STATIC = Path(marimo.__file__).resolve().parent / "_static"
 ASSET_DIR = "assets/marimo"
@@ -100,7 +101,7 @@ UNUSED_FEATURES = {
 # The test, in a page's own script, of whether its address asks for slides (?slides).
 SLIDES_ASKED = 'new URLSearchParams(location.search).has("slides")'
 # the content hash Vite puts in a front-end file's name; the server caches such names for a year
-VITE_HASH = serve.HASHED_NAME
+VITE_HASH = handler.HASHED_NAME
 MODEL_ID = re.compile(r'"model_id": "([0-9a-f]{32})"')
 RANDOM_ID = re.compile(r"random-id=\\?'([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
 
@@ -147,7 +148,7 @@ def localise_frontend(page: str, name: str) -> str:
     if not versions:
         raise SiteBuildError(
             f"{name}: the export names no marimo front-end on the CDN, so marimo's export format has "
-            "changed; update widgets/build/site.py before trusting the site"
+            "changed; update publish/site.py before trusting the site"
         )
     if versions != {marimo.__version__}:
         raise SiteBuildError(
@@ -177,7 +178,7 @@ def asset_closure(roots: set[str], static: Path = MARIMO_STATIC, leave_out: froz
     starts = {VITE_HASH.sub("", name) for name in by_name}
     if missing := sorted(set(UNUSED_FEATURES) - starts):
         raise SiteBuildError(
-            f"marimo's front-end has no chunks named {missing}; update UNUSED_FEATURES in widgets/build/site.py"
+            f"marimo's front-end has no chunks named {missing}; update UNUSED_FEATURES in publish/site.py"
         )
     reached: set[str] = set()
     pending = sorted(roots)
@@ -218,7 +219,7 @@ MODULE_PRELOAD = re.compile(rf'<link rel="modulepreload" crossorigin href="{ASSE
 
 
 def bundle_loader(names: dict[str, str]) -> str:
-    """The scripts that start a page's front-end from its bundle (widgets/build/marimo_bundle.py): the
+    """The scripts that start a page's front-end from its bundle (publish/marimo_bundle.py): the
     slides' bundle when the address asks for slides. The first asks for the bundle while the page
     is still arriving; the second, a module script, runs it once the page is parsed, as marimo's
     own entry ran."""
@@ -260,7 +261,7 @@ def bundle_frontend(pages: dict[Path, str]) -> tuple[dict[Path, str], dict[str, 
     sheets = marimo_bundle.run_page_stylesheets((MARIMO_STATIC / entry).read_text(encoding="utf-8"))
     if not sheets:
         raise SiteBuildError(
-            f"{entry} does not name the run page's stylesheets as widgets/build/marimo_bundle.py reads them "
+            f"{entry} does not name the run page's stylesheets as publish/marimo_bundle.py reads them "
             "(RUN_PAGE_IMPORT); marimo's build has changed"
         )
     loader = bundle_loader({layout: name for layout, (name, _) in made.items()})
@@ -454,7 +455,7 @@ NO_LAYOUT = '"layout": null'
 SLIDES_LAYOUT = f'"layout": ({SLIDES_ASKED} ? {{"type": "slides", "data": {{}}}} : null)'
 
 
-# An author's page (widgets/build/export.py) stands alone: it has no course around it to point to.
+# An author's page (publish/export.py) stands alone: it has no course around it to point to.
 AUTHOR_FALLBACK = (
     '<div class="lab-fallback"><h1>This page needs a local web server</h1><p>Browsers do not run '
     "this page's scripts when it is opened straight from disk. In the folder that holds it run "
@@ -596,10 +597,26 @@ def build(
         for name in names_inside(site):
             if name in ("assets", "explainers", WIDGET_DIR) or name.endswith(".html"):
                 remove_inside(site, name)
-    pages = {}
+    pages = notebook_pages(site, notebooks, course_chrome=course_chrome, pages_only=pages_only, cwd=cwd)
+    write_outputs(site, site_outputs(site, pages, pages_only=pages_only), pages, pages_only=pages_only)
+    written = list(pages)
+    if pages_only:
+        return written
+    written += standalone.write_all(site, "explainers")
+    written.append(write_inside(site, "index.html", index_page()))
+    check_offline(site)
+    return written
+
+
+def notebook_pages(
+    site: Path, notebooks: list[Path], *, course_chrome: bool, pages_only: bool, cwd: Path | None
+) -> dict[Path, str]:
+    """Each notebook's page, by the path it is written to in `site`, in the notebooks' order: exported
+    by marimo (several at once), its front-end made local, marked static, and with stable ids."""
     with ThreadPoolExecutor(max_workers=EXPORTS_AT_ONCE) as pool:
         # each page in the notebooks' order, whichever export ends first
         exports = list(pool.map(lambda notebook: export_notebook(notebook, cwd), notebooks))
+    pages = {}
     for notebook, exported in zip(notebooks, exports, strict=True):
         name = notebook.stem
         page = localise_frontend(exported, name)
@@ -608,16 +625,29 @@ def build(
         else:
             page = mark_static(page, name, banner="", fallback=AUTHOR_FALLBACK)
         if pages_only:
-            if page.count("<head>") != 1:
-                raise SiteBuildError(f"{name}: the export has no single <head>; marimo's export format has changed")
-            # first in the head, where check_folder reads it without reading the whole page
-            page = page.replace("<head>", "<head>" + EXPORT_MARK, 1)
-            # checked before anything is written: a refused export leaves the author's folder as it was
-            if hits := external_references(page):
-                raise SiteBuildError(f"{name}: the page names non-relative URLs: {', '.join(sorted(set(hits))[:5])}")
+            page = mark_export(page, name)
         pages[site / f"{name}.html"] = stable_ids(page, name)
+    return pages
+
+
+def mark_export(page: str, name: str) -> str:
+    """An author's exported page, marked with EXPORT_MARK, checked offline-clean before anything is
+    written. Raises SiteBuildError."""
+    if page.count("<head>") != 1:
+        raise SiteBuildError(f"{name}: the export has no single <head>; marimo's export format has changed")
+    # first in the head, where check_folder reads it without reading the whole page
+    page = page.replace("<head>", "<head>" + EXPORT_MARK, 1)
+    # checked before anything is written: a refused export leaves the author's folder as it was
+    if hits := external_references(page):
+        raise SiteBuildError(f"{name}: the page names non-relative URLs: {', '.join(sorted(set(hits))[:5])}")
+    return page
+
+
+def site_outputs(site: Path, pages: dict[Path, str], *, pages_only: bool) -> dict[str, bytes | Path]:
+    """Everything the build writes besides the explainers and the index, by its place in the site:
+    bytes, or the installed file it copies: the pages, rewritten to load marimo's front-end from its
+    bundles and their widgets from files of their own, and the assets those need."""
     pages, bundles = bundle_frontend(pages)
-    # Everything the build writes, by its place in the site: bytes, or the installed file it copies.
     outputs: dict[str, bytes | Path] = {}
     assets: set[str] = set()
     for path, page in pages.items():
@@ -632,6 +662,11 @@ def build(
     # that name, stays.
     if not pages_only or not exists_inside(site, "favicon.ico"):
         outputs["favicon.ico"] = MARIMO_STATIC / "favicon.ico"
+    return outputs
+
+
+def write_outputs(site: Path, outputs: dict[str, bytes | Path], pages: dict[Path, str], *, pages_only: bool) -> None:
+    """Writes `outputs` into `site` once every one of them has been checked writable there."""
     # An author's page of the same name is theirs: only a page the export wrote may be replaced.
     replaces = {relative: True for relative in outputs} | {
         path.name: written_by_export if pages_only else True for path in pages
@@ -645,17 +680,10 @@ def build(
             copy_inside(site, relative, body, replace=replace)
         else:
             write_inside(site, relative, body, replace=replace)
-    written = list(pages)
-    if pages_only:
-        return written
-    written += standalone.write_all(site, "explainers")
-    written.append(write_inside(site, "index.html", index_page()))
-    check_offline(site)
-    return written
 
 
 def main(argv: list[str]) -> int:
-    # `labctl.py serve` runs `python -m widgets.build.site serve`; the server is widgets/build/serve.py
+    # `labctl.py serve` runs the server itself (`python -m classroom.serve`); `site serve` hands it its words
     if argv and argv[0] == "serve":
         return serve.main(argv[1:], ROOT / "site")
     try:

@@ -50,12 +50,12 @@ import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from classroom.room import THEME_CSS
 from lab.errors import InputError
 from lab.teach import course
 from lab.teach.speaker_notes import speaker_notes
 from lab.text import HIDDEN_CATEGORIES, OTHER_SPACES, read_json, shown, visible
 from widgets._bundle import bundle
-from widgets.build.room import THEME_CSS
 
 # The paths of the teacher's view; nothing else under /class/ is served.
 TEACHER_PATH = "/class"
