@@ -5,7 +5,7 @@ The notes live in speaker_notes.md beside this file: `# STEM` starts a notebook 
 without .py), `## HEADING` a note, keyed by a heading the notebook's slides show, and the lines
 under it are the note. A slide without a heading of its own takes the note of the last heading
 before it. Only `serve --class` reads them, and hands them to the teacher's token alone
-(widgets/build/classroom.py); the site's pages never carry them.
+(classroom/teacher_view.py); the site's pages never carry them.
 """
 
 from __future__ import annotations
