@@ -192,7 +192,10 @@ def _read_to_the_end(client: socket.socket) -> int:
 
 
 def test_extra_clients_wait_in_the_queue_while_every_handler_is_busy(site):
-    (site / "photo.png").write_bytes(bytes(range(256)) * 16_000)  # 4 MB, more than the buffers hold
+    # 16 MB: Linux lets a sending socket buffer up to 4 MB (net.ipv4.tcp_wmem), so a smaller reply
+    # could leave whole in the server's buffers and free its handler without stalling
+    photo = bytes(range(256)) * 64_000
+    (site / "photo.png").write_bytes(photo)
     server, thread = start_server(site, timeout_s=2, max_handlers=2, max_handlers_per_client=2)
     port = server.server_address[1]
     # two clients that never read take both handlers, each stalled in a write
@@ -202,13 +205,17 @@ def test_extra_clients_wait_in_the_queue_while_every_handler_is_busy(site):
         started = time.monotonic()
         status, body = get_page(port, "/")
         waited = time.monotonic() - started
+        # the page came once one stalled write timed out; both stalls began before the page was asked
+        # for, so one more write timeout later the other has timed out too, and reading it now cannot
+        # let its write go on
+        time.sleep(2 + 0.5)
         stalled_clients_read = [_read_to_the_end(client) for client in busy]
     finally:
         for client in busy:
             client.close()
         stop_server(server, thread)
     # each stalled reply was cut off: the server closed the connection before the file's end
-    assert all(0 < read < 4_096_000 for read in stalled_clients_read), stalled_clients_read
+    assert all(0 < read < len(photo) for read in stalled_clients_read), stalled_clients_read
     assert (status, body) == (200, b"<h1>lab</h1>")
     # answered only once a stalled write had timed out and freed its handler
     assert 1.0 <= waited < 8
