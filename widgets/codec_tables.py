@@ -1,19 +1,23 @@
 """The JS codec's copies of the Python registry, written from it rather than by hand.
 
-    .venv/bin/python -m widgets.codec_tables     rewrites the generated rows of the two files below
+    .venv/bin/python -m widgets.codec_tables     rewrites the generated rows of the three files below
 
-widgets/codec/formats/registry.js holds the constants of every format of lab.formats.FORMATS, and
+widgets/codec/formats/registry.js holds the constants of every format of lab.formats.FORMATS,
 widgets/codec/formats/gguf_blocks.js the codec of every GGUF type the block explorer opens (the
-"block" entries of lab.teach.gguf_browser.EXPLORERS), each with its module's import. Each file has
-one generated region, from the line GENERATED_HEAD to the line GENERATED_END; the JS around it
-(how the rows are frozen and looked up) is written by hand and kept as it is.
+"block" entries of lab.teach.gguf_browser.EXPLORERS), each with its module's import, and
+widgets/codec/index.js re-exports every format module the codec has. Each file has one generated
+region, from the line GENERATED_HEAD to the line GENERATED_END; the JS around it (how the rows are
+frozen and looked up, the codec's other modules) is written by hand and kept as it is.
 tests/apps/test_codec_tables.py fails when a file is not what this module writes, so a format
 added to, changed in or dropped from the registry fails until this has been run again.
 
-A GGUF format's JS module is named by its registry name, widgets/codec/formats/<name>.js, and
-exports <GGUF type>_BLOCK, <prefix>DecodeBlock and <prefix>ExplainWeight, the prefix being what
-js_prefix makes of the registry name. Writing refuses a module that is missing or lacks one of
-those exports, naming them, rather than leave an import that fails only when the page loads.
+The JS codec has one module per Python module it mirrors: a format's JS module is named after the
+lab.formats module that registers it (lab.formats.FORMAT_MODULES), widgets/codec/formats/<module>.js,
+so one module may hold several formats. A GGUF format's module exports <GGUF type>_BLOCK,
+<prefix>DecodeBlock and <prefix>ExplainWeight, the prefix being what js_prefix makes of the
+registry name. Writing refuses a module that is missing or lacks one of those exports, naming
+them, rather than leave an import that fails only when the page loads. A format module with no JS
+counterpart (MXFP8 and MLX affine, which no figure decodes) is left out of the index.
 """
 
 from __future__ import annotations
@@ -24,12 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.files import write_inside
-from lab.formats import FORMATS, Format
+from lab.formats import FORMAT_MODULES, FORMATS, Format
 from lab.teach.gguf_browser import EXPLORERS
 
-CODEC_FORMATS_FOLDER = Path(__file__).resolve().parent / "codec" / "formats"
+CODEC_FOLDER = Path(__file__).resolve().parent / "codec"
+FORMATS_FOLDER_NAME = "formats"
+CODEC_FORMATS_FOLDER = CODEC_FOLDER / FORMATS_FOLDER_NAME
 REGISTRY_JS = "registry.js"
 GGUF_BLOCKS_JS = "gguf_blocks.js"
+INDEX_JS = "index.js"
 GENERATED_HEAD = "// generated from lab.formats.FORMATS by python -m widgets.codec_tables; do not edit"
 GENERATED_END = "// end of generated text"
 
@@ -42,7 +49,7 @@ class CodecTableError(ValueError):
 class BlockCodecNames:
     """Where a GGUF block format's JS codec lives and the names its module exports."""
 
-    module: str  # the file under widgets/codec/formats/
+    module: str  # the file under widgets/codec/formats/, named after the format's Python module
     block: str
     decode_block: str
     explain_weight: str
@@ -59,10 +66,15 @@ def js_prefix(name: str) -> str:
     )
 
 
+def js_module(fmt: Format) -> str:
+    """The file of the format's JS module under widgets/codec/formats/: its Python module's name."""
+    return f"{FORMAT_MODULES[fmt.name]}.js"
+
+
 def block_codec_names(fmt: Format) -> BlockCodecNames:
     prefix = js_prefix(fmt.name)
     return BlockCodecNames(
-        module=f"{fmt.name}.js",
+        module=js_module(fmt),
         block=f"{fmt.gguf_type}_BLOCK",
         decode_block=f"{prefix}DecodeBlock",
         explain_weight=f"{prefix}ExplainWeight",
@@ -110,12 +122,25 @@ def gguf_blocks_region(formats_folder: Path = CODEC_FORMATS_FOLDER) -> str:
         missing = missing_exports(path.read_text(encoding="utf-8"), names)
         if missing:
             raise CodecTableError(f"{path} does not export {', '.join(missing)}")
+    exports_by_module: dict[str, list[str]] = {}
+    for names in named:
+        exports_by_module.setdefault(names.module, []).extend((names.block, names.decode_block, names.explain_weight))
     imports = "".join(
-        f'import {{ {names.block}, {names.decode_block}, {names.explain_weight} }} from "./{names.module}";\n'
-        for names in sorted(named, key=lambda names: names.module)
+        f'import {{ {", ".join(exports)} }} from "./{module}";\n'
+        for module, exports in sorted(exports_by_module.items())
     )
     rows = "".join(f"  [{names.block}, {names.decode_block}, {names.explain_weight}],\n" for names in named)
     return f"{imports}\nconst GGUF_BLOCK_ROWS = [\n{rows}];\n"
+
+
+def index_region(formats_folder: Path = CODEC_FORMATS_FOLDER) -> str:
+    """index.js's re-exports of the format modules, one a Python format module, in the registry's order."""
+    modules = dict.fromkeys(js_module(fmt) for fmt in FORMATS.values() if fmt.name in FORMAT_MODULES)
+    return "".join(
+        f'export * from "./{FORMATS_FOLDER_NAME}/{module}";\n'
+        for module in modules
+        if (formats_folder / module).is_file()
+    )
 
 
 def _with_region(text: str, region: str, path: Path) -> str:
@@ -127,14 +152,15 @@ def _with_region(text: str, region: str, path: Path) -> str:
     return f"{before}{GENERATED_HEAD}\n{region}{GENERATED_END}\n{after}"
 
 
-def generated_texts(formats_folder: Path = CODEC_FORMATS_FOLDER) -> dict[Path, str]:
+def generated_texts(codec_folder: Path = CODEC_FOLDER) -> dict[Path, str]:
     """Each generated file's whole text as the registry has it now, by path."""
-    regions = {REGISTRY_JS: registry_region(), GGUF_BLOCKS_JS: gguf_blocks_region(formats_folder)}
-    texts = {}
-    for file_name, region in regions.items():
-        path = formats_folder / file_name
-        texts[path] = _with_region(path.read_text(encoding="utf-8"), region, path)
-    return texts
+    formats_folder = codec_folder / FORMATS_FOLDER_NAME
+    regions = {
+        formats_folder / REGISTRY_JS: registry_region(),
+        formats_folder / GGUF_BLOCKS_JS: gguf_blocks_region(formats_folder),
+        codec_folder / INDEX_JS: index_region(formats_folder),
+    }
+    return {path: _with_region(path.read_text(encoding="utf-8"), region, path) for path, region in regions.items()}
 
 
 def main() -> None:

@@ -17,12 +17,10 @@ from lab.codes import e2m1, e4m3, e8m0
 from lab.formats import mlx_layout
 from lab.formats._blocks import block_amax, check_group, float_input, grouped
 from lab.formats._ggml import nibble_halves
-from lab.formats._tensor import BLOCKS, Block, GGUFBlockTensor, Lane, Part, block_field, gguf_value, stored
+from lab.formats._tensor import Block, GGUFBlockTensor, Lane, Part, block_field, element_block, gguf_value, stored
 from lab.formats.rounding import RuleName
 from lab.formats.rounding import preset as get_preset
 from lab.numbers import format_number
-
-GROUP_SIZE = BLOCKS["MXFP4"].weights  # 32, as MXFP8's
 
 
 @dataclass(frozen=True)
@@ -31,10 +29,24 @@ class ElementFormat:
     name: str
     bits: int
     max_value: float
+    block: Block  # the MX format's block, titled by MLX's mode name
 
 
-E2M1_ELEMENT = ElementFormat(mode="mxfp4", name="E2M1", bits=4, max_value=e2m1.MAX)
-E4M3_ELEMENT = ElementFormat(mode="mxfp8", name="E4M3", bits=8, max_value=e4m3.MAX)
+E2M1_ELEMENT = ElementFormat(
+    mode="mxfp4",
+    name="E2M1",
+    bits=4,
+    max_value=e2m1.MAX,
+    block=element_block("MXFP4", 32, element_bits=4, scale_bits=8, gguf=(32, 17)),  # an E8M0 scale
+)
+E4M3_ELEMENT = ElementFormat(
+    mode="mxfp8",
+    name="E4M3",
+    bits=8,
+    max_value=e4m3.MAX,
+    block=element_block("MXFP8", 32, element_bits=8, scale_bits=8),  # an E8M0 scale
+)
+GROUP_SIZE = E2M1_ELEMENT.block.weights  # 32, as MXFP8's
 
 
 def _element_values(element: ElementFormat, codes: np.ndarray) -> np.ndarray:
@@ -42,7 +54,7 @@ def _element_values(element: ElementFormat, codes: np.ndarray) -> np.ndarray:
     return e2m1.decode(codes) if element.bits == 4 else e4m3.decode(codes)
 
 
-class MXTensor(GGUFBlockTensor, gguf_type="MXFP4"):
+class MXTensor(GGUFBlockTensor, gguf_block=E2M1_ELEMENT.block):
     """A tensor in an MX format: element codes [..., K] and E8M0 scale bytes [..., K/32].
 
     GGUF (ggml's block_mxfp4) has MXFP4 only: the E8M0 byte, then the 32 codes by halves.
@@ -72,8 +84,8 @@ class MXTensor(GGUFBlockTensor, gguf_type="MXFP4"):
 
     @property
     def block(self) -> Block:
-        """MXFP4's or MXFP8's block, by the element: the table's titles are MLX's mode names."""
-        return BLOCKS[self.element.mode.upper()]
+        """MXFP4's or MXFP8's block, by the element."""
+        return self.element.block
 
     @property
     def scales(self) -> np.ndarray:

@@ -1,11 +1,13 @@
 """The one block table and the one tensor base every format stands on.
 
 In the style of gguf-py (GGML_QUANT_SIZES in gguf/constants.py, `__init_subclass__` in
-gguf/quants.py): a format's numbers come from one row of `BLOCKS`, and its tensor class names the
-row when it subclasses the base. Each array the tensor holds is declared once, as a field whose
-metadata says what it holds and where GGUF keeps it:
+gguf/quants.py): a format module declares its block once, which enters it in `BLOCKS`, and its
+tensor class names that block when it subclasses the base. Each array the tensor holds is declared
+once, as a field whose metadata says what it holds and where GGUF keeps it:
 
-    class Q4_1Tensor(GGUFBlockTensor, block="Q4_1"):
+    BLOCK = gguf_block("Q4_1", 32, 20)
+
+    class Q4_1Tensor(GGUFBlockTensor, block=BLOCK):
         codes: np.ndarray = block_field(dtype=np.uint8, low=0, high=15, gguf=nibble_halves(at=4))
         d: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=0))
         m: np.ndarray = block_field(per_block=(), dtype=np.float16, gguf=half(at=2))
@@ -13,10 +15,10 @@ metadata says what it holds and where GGUF keeps it:
 The base makes every subclass a frozen dataclass and derives from those fields the tensor's checks
 (`fields`), its GGUF byte map (`gguf_layout`, which must tile GGUF's block exactly), `to_gguf` and
 `from_gguf`, besides `shape`, `block_size`, `bits_per_weight` and the scaffolding of `explain`;
-`block_format` makes the registry's record from the same row and class. A format module keeps its
-layout diagram, its fields, its quantizer and its decoder; a byte packing of its own (Q4_K's 6-bit
-scales, Q5's fifth bits) is a write/read pair declared at the field it packs. Adding a GGUF block
-format (Q5_0, Q3_K) is a row here and one such module.
+`block_format` makes the registry's record from the same block and class. A format module keeps its
+block, its layout diagram, its fields, its quantizer and its decoder; a byte packing of its own
+(Q4_K's 6-bit scales, Q5's fifth bits) is a write/read pair declared at the field it packs. Adding a
+GGUF block format (Q5_0, Q3_K) is one such module.
 """
 
 from __future__ import annotations
@@ -76,42 +78,34 @@ class Block:
         return self.bits / self.weights
 
 
+#: every format's block, by title, in the order the format modules declare them (see gguf_block and
+#: element_block). MLX affine's blocks, one per bits, group size and scale width, are made by
+#: lab.formats.affine and are not entered here
+BLOCKS: dict[str, Block] = {}
+
+
+def _entered(block: Block) -> Block:
+    """The block, entered in BLOCKS by its title; another block under a title already entered is refused."""
+    entered = BLOCKS.setdefault(block.title, block)
+    if entered != block:
+        raise LabError(f"a block titled {block.title} is declared already, as {entered}")
+    return entered
+
+
 def gguf_block(title: str, weights: int, n_bytes: int) -> Block:
-    """A format whose block is GGUF's: `weights` weights in `n_bytes` bytes, 8 * n_bytes / weights bits a weight."""
-    return Block(title, weights, 8 * n_bytes, GGUFBlock(weights, n_bytes))
+    """Declares a format whose block is GGUF's, as gguf-py's GGML_QUANT_SIZES has it: `weights` weights
+    in `n_bytes` bytes, 8 * n_bytes / weights bits a weight. The block is entered in BLOCKS."""
+    return _entered(Block(title, weights, 8 * n_bytes, GGUFBlock(weights, n_bytes)))
 
 
 def element_block(
     title: str, weights: int, element_bits: int, scale_bits: int, gguf: tuple[int, int] | None = None
 ) -> Block:
-    """A block of `weights` codes of `element_bits` each and `scale_bits` of scales; `gguf` is GGUF's (weights, bytes)."""
-    return Block(title, weights, weights * element_bits + scale_bits, None if gguf is None else GGUFBlock(*gguf))
-
-
-#: every format's block, by title: GGUF's block formats as GGML_QUANT_SIZES has them (weights,
-#: bytes), the others by what a block stores. MLX affine's blocks, one per bits, group size and
-#: scale width, are made by lab.formats.affine
-BLOCKS: dict[str, Block] = {
-    block.title: block
-    for block in (
-        element_block("MXFP4", 32, element_bits=4, scale_bits=8, gguf=(32, 17)),  # an E8M0 scale
-        element_block("MXFP8", 32, element_bits=8, scale_bits=8),  # an E8M0 scale
-        element_block("NVFP4", 16, element_bits=4, scale_bits=8, gguf=(64, 36)),  # an E4M3 scale
-        gguf_block("Q4_K", 256, 144),
-        gguf_block("Q8_0", 32, 34),
-        gguf_block("Q4_0", 32, 18),
-        gguf_block("Q4_1", 32, 20),
-        gguf_block("Q6_K", 256, 210),
-        gguf_block("IQ4_NL", 32, 18),
-        gguf_block("IQ4_XS", 256, 136),
-        gguf_block("Q5_0", 32, 22),  # d, 32 fifth bits (qh), 16 bytes of low nibbles
-        gguf_block("Q5_1", 32, 24),  # d, m, qh, 16 bytes of low nibbles
-        gguf_block("Q5_K", 256, 176),  # d, dmin, 12 bytes of 6-bit scales and mins, qh, low nibbles
-        gguf_block("Q3_K", 256, 110),  # hmask, low 2-bit codes, 12 bytes of 6-bit scales, d
-        gguf_block("Q2_K", 256, 84),  # 4-bit scales and mins, 2-bit codes, d, dmin
-        element_block("NF4", 64, element_bits=4, scale_bits=32),  # a float32 absmax
+    """Declares a block of `weights` codes of `element_bits` each and `scale_bits` of scales; `gguf` is
+    GGUF's (weights, bytes) where GGUF has the format. The block is entered in BLOCKS."""
+    return _entered(
+        Block(title, weights, weights * element_bits + scale_bits, None if gguf is None else GGUFBlock(*gguf))
     )
-}
 
 
 def block_format(
@@ -313,11 +307,13 @@ def _declared(field: dataclasses.Field) -> Field:
 class BlockTensor:
     """What every format's tensor has: its block, its checked fields, its shape, and explain's frame.
 
-    A subclass names its row of BLOCKS (`block="Q4_0"`), or has a `block` property where one
-    class serves several blocks (MXTensor, by its element; AffineTensor, by its bits and group
-    size). Every subclass is made a frozen dataclass (compared by identity: it holds arrays); its
-    `block_field`s are its `fields`, checked after __init__, the one per weight first. It writes
-    `explain_lane`, explain's own keys.
+    A subclass names its block (`block=BLOCK`), or has a `block` property where one class serves
+    several blocks (MXTensor, by its element; AffineTensor, by its bits and group size). Every
+    subclass is made a frozen dataclass (compared by identity: it holds arrays); its `block_field`s
+    are its `fields`, checked after __init__. The first field sets the tensor's leading dimensions
+    and its count of blocks: it is the one per weight, or, where no stored field is one per weight
+    (TQ1_0's base-3 bytes hold five weights each), a field per block. It writes `explain_lane`,
+    explain's own keys.
     """
 
     block: ClassVar[Block]
@@ -325,10 +321,10 @@ class BlockTensor:
     #: weights per subblock in a super-block format (Q6_K, IQ4_XS), whose explanations name the subblock
     subblock_weights: ClassVar[int | None] = None
 
-    def __init_subclass__(cls, block: str | None = None, **kwargs):
+    def __init_subclass__(cls, block: Block | None = None, **kwargs):
         super().__init_subclass__(**kwargs)
         if block is not None:
-            cls.block = BLOCKS[block]
+            cls.block = block
         dataclass(frozen=True, eq=False)(cls)
         cls.fields = tuple(_declared(field) for field in dataclasses.fields(cls) if FIELD_KEY in field.metadata)
 
@@ -347,17 +343,10 @@ class BlockTensor:
                 f"{self.title} holds {_listing(f'{np.dtype(field.dtype).name} {field.words}' for field in exact)}, "
                 f"got {_listing(str(arrays[field.name].dtype) for field in exact)}"
             )
-        weights, size = arrays[fields[0].name], self.block_size
-        if (
-            weights.ndim == 0
-            or weights.shape[-1] % size
-            or any(
-                arrays[field.name].shape != (*weights.shape[:-1], weights.shape[-1] // size, *field.per_block)
-                for field in fields[1:]
-            )
-        ):
+        blocks = self._blocks_shape(arrays)
+        if blocks is None or any(arrays[field.name].shape != self._field_shape(field, blocks) for field in fields):
             raise ShapeError(
-                f"{self.title} needs {_listing(f'{field.words} {field.pattern(size)}' for field in fields)}, "
+                f"{self.title} needs {_listing(f'{field.words} {field.pattern(self.block_size)}' for field in fields)}, "
                 f"got {_listing(str(arrays[field.name].shape) for field in fields)}"
             )
         for field in exact:
@@ -373,6 +362,24 @@ class BlockTensor:
                     f"{self.title} {field.words} are {field.low}..{field.high}; "
                     f"got {int(least if least < field.low else most)}"
                 )
+
+    def _blocks_shape(self, arrays: dict[str, np.ndarray]) -> tuple[int, ...] | None:
+        """The tensor's leading dimensions and its count of blocks [..., K / block], from its first
+        field; None where that field cannot be whole blocks."""
+        first = self.fields[0]
+        shape = arrays[first.name].shape
+        if first.per_block is not None:
+            lead = len(shape) - len(first.per_block)
+            return shape[:lead] if lead > 0 else None
+        if not shape or shape[-1] % self.block_size:
+            return None
+        return (*shape[:-1], shape[-1] // self.block_size)
+
+    def _field_shape(self, field: Field, blocks: tuple[int, ...]) -> tuple[int, ...]:
+        """The shape `field` must have in a tensor of these blocks [..., K / block]."""
+        if field.per_block is None:
+            return (*blocks[:-1], blocks[-1] * self.block_size)
+        return (*blocks, *field.per_block)
 
     @property
     def title(self) -> str:
@@ -416,28 +423,28 @@ class GGUFBlockTensor(BlockTensor):
     `gguf_layout` is every field's parts in byte order, which must tile GGUF's block exactly (a
     class whose bytes are the tensor, Q4_K's, states its layout itself). `to_gguf` has each field
     write its parts and `from_gguf` splits the blocks once and has each field read its own.
-    `gguf_type` is the GGUF type whose bytes `from_gguf` reads: the block's own, or MXFP4 for
-    MXTensor, which holds MXFP8 too (GGUF has no MXFP8).
+    `gguf_block` is the block whose GGUF bytes `from_gguf` reads: the class's own, or MXFP4's for
+    MXTensor, which holds MXFP8 too (GGUF has no MXFP8); `gguf_type` is its title.
     """
 
+    gguf_block: ClassVar[Block]
     gguf_type: ClassVar[str]
     gguf_layout: ClassVar[tuple[Part, ...]]
 
-    def __init_subclass__(cls, gguf_type: str | None = None, **kwargs):
+    def __init_subclass__(cls, gguf_block: Block | None = None, **kwargs):
         super().__init_subclass__(**kwargs)
-        if gguf_type is None and "block" in kwargs:
-            gguf_type = cls.block.title
-        if gguf_type is None:
+        gguf_block = kwargs.get("block") if gguf_block is None else gguf_block
+        if gguf_block is None:
             return
-        cls.gguf_type = gguf_type
+        cls.gguf_block, cls.gguf_type = gguf_block, gguf_block.title
         if "gguf_layout" not in cls.__dict__:
             parts = (part for field in cls.fields if field.gguf is not None for part in field.gguf.parts)
             cls.gguf_layout = tuple(sorted(parts, key=lambda part: part.at))
         # the parts must fill GGUF's block exactly, or every block after the first is misread
-        described, stored_bytes = sum(part.size for part in cls.gguf_layout), BLOCKS[gguf_type].gguf.bytes
+        described, stored_bytes = sum(part.size for part in cls.gguf_layout), gguf_block.gguf.bytes
         if described != stored_bytes:
             raise LabError(
-                f"{cls.__name__}'s GGUF parts are {described} bytes, but a {gguf_type} block is {stored_bytes}"
+                f"{cls.__name__}'s GGUF parts are {described} bytes, but a {cls.gguf_type} block is {stored_bytes}"
             )
         ends = [0] + [part.at + part.size for part in cls.gguf_layout[:-1]]
         for part, end in zip(cls.gguf_layout, ends, strict=True):
@@ -467,7 +474,7 @@ class GGUFBlockTensor(BlockTensor):
     @classmethod
     def split_gguf(cls, raw: ArrayLike) -> np.ndarray:
         """GGUF bytes [..., k * block bytes] -> uint8 blocks [..., k, block bytes], refusing partial blocks."""
-        return split_blocks(raw, BLOCKS[cls.gguf_type].gguf.bytes, cls.gguf_type, cls.layout_words())
+        return split_blocks(raw, cls.gguf_block.gguf.bytes, cls.gguf_type, cls.layout_words())
 
     def to_gguf(self) -> np.ndarray:
         """The blocks in GGUF's layout, uint8 [..., K / block weights * block bytes]."""

@@ -33,7 +33,7 @@ from lab._arrays import as_code_array, is_integer, round_to
 from lab.errors import BitsError, GroupSizeError
 from lab.formats import mlx_layout
 from lab.formats._blocks import float_input
-from lab.formats._tensor import Block, BlockTensor, Lane, block_field, block_format, element_block
+from lab.formats._tensor import Block, BlockTensor, Lane, block_field, block_format
 from lab.formats.registry import Format, MLXMode, register
 from lab.numbers import format_number
 
@@ -57,10 +57,9 @@ def check_bits_and_group(bits: int, group_size: int) -> None:
 
 
 def _group(bits: int, group_size: int, parameter_bits: int) -> Block:
-    """One group: `bits`-bit codes, and a scale and a bias of `parameter_bits` each."""
-    return element_block(
-        f"MLX affine {bits}-bit g{group_size}", group_size, element_bits=bits, scale_bits=2 * parameter_bits
-    )
+    """One group: `bits`-bit codes, and a scale and a bias of `parameter_bits` each. Made for any
+    settings a caller asks, so not declared in BLOCKS, which holds the formats' own blocks."""
+    return Block(f"MLX affine {bits}-bit g{group_size}", group_size, group_size * bits + 2 * parameter_bits)
 
 
 def bits_per_weight(bits: int, group_size: int, parameter_bits: int = 16) -> float:

@@ -40,10 +40,10 @@ from lab.formats._ggml import (
     reciprocal_or_zero,
     refuse_beyond_reach,
 )
-from lab.formats._tensor import BLOCKS, block_field, block_format
+from lab.formats._tensor import block_field, block_format, gguf_block
 from lab.formats.registry import register
 
-BLOCK = BLOCKS["IQ4_NL"]
+BLOCK = gguf_block("IQ4_NL", 32, 18)
 BLOCK_WEIGHTS = BLOCK.weights  # 32
 BLOCK_BYTES = BLOCK.gguf.bytes  # 18: d, then 16 bytes of nibbles
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 4.5
@@ -54,7 +54,7 @@ KVALUES_F32 = KVALUES.astype(np.float32)
 SEARCH_TRIES = 7
 
 
-class IQ4NLTensor(HalvesTensor, block="IQ4_NL"):
+class IQ4NLTensor(HalvesTensor, block=BLOCK):
     """uint8 codebook indices 0..15 [..., 32k] and one float16 scale d per 32 [..., k]."""
 
     codes: np.ndarray = block_field("indices", dtype=np.uint8, low=0, high=len(KVALUES) - 1, gguf=nibble_halves(at=2))

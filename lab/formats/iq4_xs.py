@@ -35,12 +35,12 @@ from lab.formats._ggml import (
     refuse_beyond_reach,
     unpack_halves,
 )
-from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, Part, block_field, block_format, half, rows, stored
+from lab.formats._tensor import GGUFBlockTensor, Lane, Part, block_field, block_format, gguf_block, half, rows, stored
 from lab.formats.iq4_nl import KVALUES, KVALUES_F32, codes_for, fit_scales
 from lab.formats.registry import register
 from lab.numbers import format_number
 
-BLOCK = BLOCKS["IQ4_XS"]
+BLOCK = gguf_block("IQ4_XS", 256, 136)
 BLOCK_WEIGHTS = BLOCK.weights  # 256
 BLOCK_BYTES = BLOCK.gguf.bytes  # 136
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 4.25
@@ -81,7 +81,7 @@ def _codes(qs: np.ndarray) -> np.ndarray:
     return rows(unpack_halves(by_subblock).reshape(*qs.shape[:-1], -1))
 
 
-class IQ4XSTensor(GGUFBlockTensor, block="IQ4_XS"):
+class IQ4XSTensor(GGUFBlockTensor, block=BLOCK):
     """uint8 codebook indices [..., 256k], float16 d [..., k], int8 subblock scales -32..31 [..., k, 8]."""
 
     codes: np.ndarray = block_field(

@@ -27,11 +27,11 @@ from lab.codes import e2m1, e8m0
 from lab.errors import RuleError
 from lab.formats import _mx
 from lab.formats._mx import MXTensor
-from lab.formats._tensor import BLOCKS, block_format
+from lab.formats._tensor import block_format
 from lab.formats.registry import MLXMode, register
 from lab.formats.rounding import RuleName
 
-BLOCK = BLOCKS["MXFP4"]
+BLOCK = _mx.E2M1_ELEMENT.block
 GROUP_SIZE = BLOCK.weights  # 32
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 4.25
 GGUF_BLOCK_BYTES = BLOCK.gguf.bytes  # 17

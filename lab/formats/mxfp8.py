@@ -13,11 +13,11 @@ from numpy.typing import ArrayLike
 from lab.codes import e8m0
 from lab.formats import _mx
 from lab.formats._mx import MXTensor
-from lab.formats._tensor import BLOCKS, block_format
+from lab.formats._tensor import block_format
 from lab.formats.registry import MLXMode, register
 from lab.formats.rounding import RuleName
 
-BLOCK = BLOCKS["MXFP8"]
+BLOCK = _mx.E4M3_ELEMENT.block
 GROUP_SIZE = BLOCK.weights  # 32
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 8.25
 

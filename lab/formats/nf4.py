@@ -37,11 +37,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from lab.formats._blocks import block_amax, float_input, grouped
-from lab.formats._tensor import BLOCKS, BlockTensor, Lane, block_field, block_format
+from lab.formats._tensor import BlockTensor, Lane, block_field, block_format, element_block
 from lab.formats.registry import register
 from lab.numbers import format_number
 
-BLOCK = BLOCKS["NF4"]
+BLOCK = element_block("NF4", 64, element_bits=4, scale_bits=32)  # a float32 absmax
 BLOCK_WEIGHTS = BLOCK.weights  # 64
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 4.5: a float32 absmax per 64 four-bit codes
 #: NF4's levels, the float32 values bitsandbytes ships (its NF4 table and dDequantizeNF4)
@@ -78,7 +78,7 @@ ABSMAX_BLOCK = 256
 ABSMAX_CODE_MAX = 127
 
 
-class NF4Tensor(BlockTensor, block="NF4"):
+class NF4Tensor(BlockTensor, block=BLOCK):
     """uint8 codes 0..15 [..., 64k] and one float32 absmax per 64 [..., k].
 
     With double quantization the absmax values are held as int8 `absmax_codes` (same shape),

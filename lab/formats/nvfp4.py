@@ -37,11 +37,11 @@ from lab.codes import e2m1, e4m3
 from lab.errors import LabError, NonFiniteError, RuleError
 from lab.formats import mlx_layout
 from lab.formats._blocks import block_amax, check_group, float_input, grouped
-from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, Part, block_field, block_format, rows, stored
+from lab.formats._tensor import GGUFBlockTensor, Lane, Part, block_field, block_format, element_block, rows, stored
 from lab.formats.registry import MLXMode, register
 from lab.numbers import format_number
 
-BLOCK = BLOCKS["NVFP4"]
+BLOCK = element_block("NVFP4", 16, element_bits=4, scale_bits=8, gguf=(64, 36))  # an E4M3 scale
 GROUP_SIZE = BLOCK.weights  # 16
 TENSOR_SCALE_RANGE = e2m1.MAX * e4m3.MAX  # 2688
 GGUF_BLOCK_BYTES = BLOCK.gguf.bytes  # 36
@@ -69,7 +69,7 @@ def _gguf_scales(scale_bytes: np.ndarray) -> np.ndarray:
     return scale_bytes.reshape(*scale_bytes.shape[:-1], -1, 4)
 
 
-class NVFP4Tensor(GGUFBlockTensor, block="NVFP4"):
+class NVFP4Tensor(GGUFBlockTensor, block=BLOCK):
     """E2M1 codes [..., K], E4M3 block-scale bytes [..., K/16], and the tensor amax `global_scale` or None."""
 
     codes: np.ndarray = block_field(

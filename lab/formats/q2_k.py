@@ -48,11 +48,11 @@ from lab.formats._blocks import float_input
 from lab.formats._ggml import F16_MAX, refuse_beyond_reach
 from lab.formats._kquant import QS_BYTES, crumb_place, pack_crumbs, unpack_crumbs
 from lab.formats._qkx2 import Qkx2Call, magnitude, search_subblocks
-from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, Part, block_field, block_format, half, rows, stored
+from lab.formats._tensor import GGUFBlockTensor, Lane, Part, block_field, block_format, gguf_block, half, rows, stored
 from lab.formats.registry import register
 from lab.numbers import format_number
 
-BLOCK = BLOCKS["Q2_K"]
+BLOCK = gguf_block("Q2_K", 256, 84)  # 4-bit scales and mins, 2-bit codes, d, dmin
 BLOCK_WEIGHTS = BLOCK.weights  # 256
 BLOCK_BYTES = BLOCK.gguf.bytes  # 84
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 2.625
@@ -76,7 +76,7 @@ SEARCH = Qkx2Call(
 )
 
 
-class Q2KTensor(GGUFBlockTensor, block="Q2_K"):
+class Q2KTensor(GGUFBlockTensor, block=BLOCK):
     """uint8 codes 0..3 [..., 256k], uint8 scales and mins 0..15 [..., k, 16], float16 d and dmin [..., k]."""
 
     codes: np.ndarray = block_field(

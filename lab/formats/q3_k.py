@@ -62,11 +62,11 @@ from lab.errors import NonFiniteError
 from lab.formats._blocks import float_input
 from lab.formats._ggml import F16_MAX, GROUP_MAX_EPS, first_absmax, refuse_beyond_reach
 from lab.formats._kquant import QS_BYTES, crumb_place, pack_crumbs, unpack_crumbs
-from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, Part, block_field, block_format, half, rows, stored
+from lab.formats._tensor import GGUFBlockTensor, Lane, Part, block_field, block_format, gguf_block, half, rows, stored
 from lab.formats.registry import register
 from lab.numbers import format_number
 
-BLOCK = BLOCKS["Q3_K"]
+BLOCK = gguf_block("Q3_K", 256, 110)  # hmask, low 2-bit codes, 12 bytes of 6-bit scales, d
 BLOCK_WEIGHTS = BLOCK.weights  # 256
 BLOCK_BYTES = BLOCK.gguf.bytes  # 110
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 3.4375
@@ -121,7 +121,7 @@ def _scales(packed: np.ndarray) -> np.ndarray:
     return (stored_scales.astype(np.int16) - SCALE_OFFSET).astype(np.int8)
 
 
-class Q3KTensor(GGUFBlockTensor, block="Q3_K"):
+class Q3KTensor(GGUFBlockTensor, block=BLOCK):
     """uint8 codes 0..7 [..., 256k], int8 subblock scales -32..31 [..., k, 16], float16 d [..., k]."""
 
     codes: np.ndarray = block_field(

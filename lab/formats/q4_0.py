@@ -23,10 +23,10 @@ from numpy.typing import ArrayLike
 
 from lab.formats._blocks import float_input, grouped
 from lab.formats._ggml import F16_MAX, HalvesTensor, first_absmax, reciprocal_or_zero, refuse_beyond_reach
-from lab.formats._tensor import BLOCKS, block_format
+from lab.formats._tensor import block_format, gguf_block
 from lab.formats.registry import register
 
-BLOCK = BLOCKS["Q4_0"]
+BLOCK = gguf_block("Q4_0", 32, 18)
 BLOCK_WEIGHTS = BLOCK.weights  # 32
 BLOCK_BYTES = BLOCK.gguf.bytes  # 18: d, then 16 bytes of nibbles
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 4.5
@@ -34,7 +34,7 @@ CODE_MAX = 15
 CODE_OFFSET = 8
 
 
-class Q4_0Tensor(HalvesTensor, block="Q4_0"):
+class Q4_0Tensor(HalvesTensor, block=BLOCK):
     """uint8 codes 0..15 [..., 32k] and one float16 scale d per 32 codes [..., k]."""
 
     @staticmethod

@@ -23,18 +23,18 @@ from numpy.typing import ArrayLike
 from lab.errors import NonFiniteError
 from lab.formats._blocks import float_input, grouped
 from lab.formats._ggml import F16_MAX, nibble_halves, reciprocal_or_zero, scales_words
-from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, block_field, block_format, half
+from lab.formats._tensor import GGUFBlockTensor, Lane, block_field, block_format, gguf_block, half
 from lab.formats.registry import register
 from lab.numbers import format_number
 
-BLOCK = BLOCKS["Q4_1"]
+BLOCK = gguf_block("Q4_1", 32, 20)
 BLOCK_WEIGHTS = BLOCK.weights  # 32
 BLOCK_BYTES = BLOCK.gguf.bytes  # 20: d, m, then 16 bytes of nibbles
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 5.0
 CODE_MAX = 15
 
 
-class Q4_1Tensor(GGUFBlockTensor, block="Q4_1"):
+class Q4_1Tensor(GGUFBlockTensor, block=BLOCK):
     """uint8 codes 0..15 [..., 32k], and per 32 codes a float16 scale d and minimum m [..., k]."""
 
     codes: np.ndarray = block_field(dtype=np.uint8, low=0, high=CODE_MAX, gguf=nibble_halves(at=4))

@@ -39,10 +39,10 @@ from lab.formats._ggml import (
     reciprocal_or_zero,
     refuse_beyond_reach,
 )
-from lab.formats._tensor import BLOCKS, block_field, block_format
+from lab.formats._tensor import block_field, block_format, gguf_block
 from lab.formats.registry import register
 
-BLOCK = BLOCKS["Q5_0"]
+BLOCK = gguf_block("Q5_0", 32, 22)  # d, 32 fifth bits (qh), 16 bytes of low nibbles
 BLOCK_WEIGHTS = BLOCK.weights  # 32
 BLOCK_BYTES = BLOCK.gguf.bytes  # 22: d, qh, then 16 bytes of low nibbles
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 5.5
@@ -50,7 +50,7 @@ CODE_MAX = 31
 CODE_OFFSET = 16
 
 
-class Q5_0Tensor(OneScaleTensor, block="Q5_0"):
+class Q5_0Tensor(OneScaleTensor, block=BLOCK):
     """uint8 codes 0..31 [..., 32k] and one float16 scale d per 32 codes [..., k]."""
 
     codes: np.ndarray = block_field(dtype=np.uint8, low=0, high=CODE_MAX, gguf=five_bits(at=2))

@@ -29,18 +29,18 @@ from numpy.typing import ArrayLike
 from lab.errors import NonFiniteError
 from lab.formats._blocks import float_input, grouped
 from lab.formats._ggml import F16_MAX, fifth_bit_words, five_bit_fields, five_bits, reciprocal_or_zero, scales_words
-from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, block_field, block_format, half
+from lab.formats._tensor import GGUFBlockTensor, Lane, block_field, block_format, gguf_block, half
 from lab.formats.registry import register
 from lab.numbers import format_number
 
-BLOCK = BLOCKS["Q5_1"]
+BLOCK = gguf_block("Q5_1", 32, 24)  # d, m, qh, 16 bytes of low nibbles
 BLOCK_WEIGHTS = BLOCK.weights  # 32
 BLOCK_BYTES = BLOCK.gguf.bytes  # 24: d, m, qh, then 16 bytes of low nibbles
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 6.0
 CODE_MAX = 31
 
 
-class Q5_1Tensor(GGUFBlockTensor, block="Q5_1"):
+class Q5_1Tensor(GGUFBlockTensor, block=BLOCK):
     """uint8 codes 0..31 [..., 32k], and per 32 codes a float16 scale d and minimum m [..., k]."""
 
     codes: np.ndarray = block_field(dtype=np.uint8, low=0, high=CODE_MAX, gguf=five_bits(at=4))

@@ -61,13 +61,13 @@ from lab.errors import NonFiniteError
 from lab.formats._blocks import float_input
 from lab.formats._ggml import F16_MAX, refuse_beyond_reach
 from lab.formats._qkx2 import Qkx2Call, nearest_codes, rms_plus_magnitude, search_subblocks
-from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, Part, block_field, block_format, half, rows, stored
+from lab.formats._tensor import GGUFBlockTensor, Lane, Part, block_field, block_format, gguf_block, half, rows, stored
 from lab.formats.q4k import FIELD_MAX, METADATA_BYTES, explain_metadata, pack_scale_min, unpack_scale_min
 from lab.formats.q4k.quantize import _six_bit_fields
 from lab.formats.registry import register
 from lab.numbers import format_float32
 
-BLOCK = BLOCKS["Q5_K"]
+BLOCK = gguf_block("Q5_K", 256, 176)  # d, dmin, 12 bytes of 6-bit scales and mins, qh, low nibbles
 BLOCK_WEIGHTS = BLOCK.weights  # 256
 BLOCK_BYTES = BLOCK.gguf.bytes  # 176
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 5.5
@@ -110,7 +110,7 @@ def _codes(qh: np.ndarray, qs: np.ndarray) -> np.ndarray:
     return rows(low.reshape(*lead, BLOCK_WEIGHTS) | (fifth.reshape(*lead, BLOCK_WEIGHTS) << np.uint8(4)))
 
 
-class Q5KTensor(GGUFBlockTensor, block="Q5_K"):
+class Q5KTensor(GGUFBlockTensor, block=BLOCK):
     """uint8 codes 0..31 [..., 256k], six-bit scales and minimums [..., k, 8], float16 d and dmin [..., k]."""
 
     codes: np.ndarray = block_field(

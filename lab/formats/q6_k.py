@@ -38,11 +38,11 @@ from numpy.typing import ArrayLike
 
 from lab.formats._blocks import float_input
 from lab.formats._ggml import F16_MAX, GROUP_MAX_EPS, first_absmax, refuse_beyond_reach
-from lab.formats._tensor import BLOCKS, GGUFBlockTensor, Lane, Part, block_field, block_format, half, rows, stored
+from lab.formats._tensor import GGUFBlockTensor, Lane, Part, block_field, block_format, gguf_block, half, rows, stored
 from lab.formats.registry import register
 from lab.numbers import format_number
 
-BLOCK = BLOCKS["Q6_K"]
+BLOCK = gguf_block("Q6_K", 256, 210)
 BLOCK_WEIGHTS = BLOCK.weights  # 256
 BLOCK_BYTES = BLOCK.gguf.bytes  # 210
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 6.5625
@@ -79,7 +79,7 @@ def _codes(ql: np.ndarray, qh: np.ndarray) -> np.ndarray:
     return rows((low | (high << np.uint8(4))).reshape(*lead, -1))
 
 
-class Q6KTensor(GGUFBlockTensor, block="Q6_K"):
+class Q6KTensor(GGUFBlockTensor, block=BLOCK):
     """uint8 codes 0..63 [..., 256k], int8 subblock scales [..., k, 16], float16 d [..., k]."""
 
     codes: np.ndarray = block_field(

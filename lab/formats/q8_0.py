@@ -24,10 +24,10 @@ from numpy.typing import ArrayLike
 
 from lab.formats._blocks import float_input, grouped
 from lab.formats._ggml import F16_MAX, OneScaleTensor, reciprocal_or_zero, refuse_beyond_reach
-from lab.formats._tensor import BLOCKS, Part, block_field, block_format, rows, stored
+from lab.formats._tensor import Part, block_field, block_format, gguf_block, rows, stored
 from lab.formats.registry import register
 
-BLOCK = BLOCKS["Q8_0"]
+BLOCK = gguf_block("Q8_0", 32, 34)
 BLOCK_WEIGHTS = BLOCK.weights  # 32
 BLOCK_BYTES = BLOCK.gguf.bytes  # 34: d, then 32 code bytes
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 8.5
@@ -53,7 +53,7 @@ def _decode_blocks(codes: np.ndarray, d: np.ndarray) -> np.ndarray:
     return weights
 
 
-class Q8_0Tensor(OneScaleTensor, block="Q8_0"):
+class Q8_0Tensor(OneScaleTensor, block=BLOCK):
     """int8 codes [..., 32k] and one float16 scale d per 32 codes [..., k]."""
 
     codes: np.ndarray = block_field(

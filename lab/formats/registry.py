@@ -1,11 +1,11 @@
 """The format registry: every block format once, with what the apps need to know about it.
 
 A format module registers itself with `register(block_format(...))`, whose Format takes its block
-size, bits per weight and GGUF type from the format's row of the block table
-(`lab.formats._tensor.BLOCKS`); `lab.formats` imports the modules in the order the course meets
-them, so `FORMATS` lists them in that order. Apps (the on-device pane, real weights, the GGUF
-tools, sizes, the bench, the site build) loop over `FORMATS` and never name a format: adding one
-is a row of the table, a module, a JS codec module and its oracle tests.
+size, bits per weight and GGUF type from the block the module declares (`lab.formats._tensor`'s
+gguf_block or element_block); `lab.formats` imports every module of the package, those the course
+meets in its order first (`lab.formats.COURSE_ORDER`), so `FORMATS` lists them in that order. Apps
+(the on-device pane, real weights, the GGUF tools, sizes, the bench, the site build) loop over
+`FORMATS` and never name a format: adding one is a module, a JS codec module and rows of test data.
 
 Every quantized tensor follows `QuantizedTensor`; a tensor whose format MLX has also follows
 `MLXTensor`, and one whose format GGUF has follows `GGUFTensor`.

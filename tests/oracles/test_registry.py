@@ -16,9 +16,20 @@ import numpy as np
 import pytest
 
 from lab.errors import LabError, ShapeError
-from lab.formats import FORMATS, QuantizedTensor, UnknownFormatError, affine, get, mxfp4, nf4, register, unregister
+from lab.formats import (
+    FORMATS,
+    QuantizedTensor,
+    UnknownFormatError,
+    affine,
+    get,
+    mxfp4,
+    nf4,
+    q4_0,
+    register,
+    unregister,
+)
 from lab.formats._ggml import HalvesTensor
-from lab.formats._tensor import BLOCKS, Part, block_field, element_block, stored
+from lab.formats._tensor import BLOCKS, Part, block_field, element_block, gguf_block, stored
 from lab.formats.registry import GGUFTensor, MLXTensor
 from lab.study import real_weights
 
@@ -250,9 +261,13 @@ def _gguf_options(fmt) -> dict:
 def test_a_block_or_a_layout_that_disagrees_with_the_table_is_refused():
     with pytest.raises(LabError, match="GGUF's 35 bytes per 64 weights are not 72 bits per 16"):
         element_block("NVFP4", 16, element_bits=4, scale_bits=8, gguf=(64, 35))
+    # a block is declared once: a second declaration of a title with other sizes would shadow it
+    with pytest.raises(LabError, match="a block titled Q4_0 is declared already"):
+        gguf_block("Q4_0", 32, 20)
+    assert BLOCKS["Q4_0"] is q4_0.BLOCK and gguf_block("Q4_0", 32, 18) is q4_0.BLOCK
     with pytest.raises(LabError, match="GGUF parts are 17 bytes, but a Q4_0 block is 18"):
 
-        class ShortQ4_0(HalvesTensor, block="Q4_0"):
+        class ShortQ4_0(HalvesTensor, block=q4_0.BLOCK):
             codes: np.ndarray = block_field(
                 dtype=np.uint8, gguf=stored(Part("qs", 15, "nibbles", at=2), write=np.asarray, read=np.asarray)
             )
@@ -260,7 +275,7 @@ def test_a_block_or_a_layout_that_disagrees_with_the_table_is_refused():
     # parts of the right total that overlap, or leave a gap, misread every block after the first too
     with pytest.raises(LabError, match="GGUF part qs starts at byte 3, not 2"):
 
-        class GappedQ4_0(HalvesTensor, block="Q4_0"):
+        class GappedQ4_0(HalvesTensor, block=q4_0.BLOCK):
             codes: np.ndarray = block_field(
                 dtype=np.uint8, gguf=stored(Part("qs", 16, "nibbles", at=3), write=np.asarray, read=np.asarray)
             )

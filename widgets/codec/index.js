@@ -14,7 +14,8 @@
 //
 // Plain ES modules: relative imports only, no DOM, no network. errors.js, arrays.js, floats.js,
 // formats/blocks.js, formats/ggml.js and formats/kquant.js are the codec's own plumbing and are
-// not re-exported.
+// not re-exported. The format modules' re-exports, one a Python format module in the registry's
+// order, are written by widgets/codec_tables.py; tests/apps/test_codec_tables.py fails on drift.
 export * from "./numbers.js";
 export * from "./text.js";
 export * from "./fsum.js";
@@ -24,21 +25,23 @@ export * from "./codes/e2m1.js";
 export * from "./codes/e8m0.js";
 export * from "./codes/e4m3.js";
 export * from "./codes/fp16.js";
+// generated from lab.formats.FORMATS by python -m widgets.codec_tables; do not edit
 export * from "./formats/mxfp4.js";
 export * from "./formats/nvfp4.js";
 export * from "./formats/q4k.js";
-export * from "./formats/q4_0.js";
-export * from "./formats/iq4_nl.js";
-export * from "./formats/nf4.js";
 export * from "./formats/q8_0.js";
+export * from "./formats/q4_0.js";
 export * from "./formats/q4_1.js";
 export * from "./formats/q6_k.js";
+export * from "./formats/iq4_nl.js";
 export * from "./formats/iq4_xs.js";
+export * from "./formats/nf4.js";
 export * from "./formats/q5_0.js";
 export * from "./formats/q5_1.js";
 export * from "./formats/q5_k.js";
 export * from "./formats/q3_k.js";
 export * from "./formats/q2_k.js";
+// end of generated text
 export * from "./formats/gguf_blocks.js";
 export * from "./formats/registry.js";
 export * from "./formats/sizes.js";

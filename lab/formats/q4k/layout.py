@@ -11,9 +11,9 @@ from lab._arrays import (
     as_code_scalar,
 )
 from lab.errors import ShapeError
-from lab.formats._tensor import BLOCKS
+from lab.formats._tensor import gguf_block
 
-BLOCK = BLOCKS["Q4_K"]
+BLOCK = gguf_block("Q4_K", 256, 144)
 BLOCK_BYTES = BLOCK.gguf.bytes  # 144
 BLOCK_WEIGHTS = BLOCK.weights  # 256
 BITS_PER_WEIGHT = BLOCK.bits_per_weight  # 4.5

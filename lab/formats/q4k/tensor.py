@@ -16,6 +16,7 @@ from lab.formats._tensor import GGUFBlockTensor, Lane, Part
 from lab.formats.q4k.decode import _as_raw, _split_blocks, decode, to_mlx_affine
 from lab.formats.q4k.explain import explain
 from lab.formats.q4k.layout import (
+    BLOCK,
     BLOCK_BYTES,
     BLOCK_WEIGHTS,
     CODE_MAX,
@@ -36,7 +37,7 @@ from lab.formats.q4k.layout import (
 # --------------------------------------------------------------------------------------------
 
 
-class Q4KTensor(GGUFBlockTensor, block="Q4_K"):
+class Q4KTensor(GGUFBlockTensor, block=BLOCK):
     """Q4_K bytes [..., 144k] standing for weights [..., 256k]; every view is read off `raw`.
 
     The bytes are the tensor, so its one field is checked as bytes, and its GGUF bytes are `raw`
