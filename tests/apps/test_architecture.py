@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.formats import FORMATS
+from lab.formats import FORMAT_MODULES, FORMATS
 from lab.formats._tensor import BLOCKS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,16 +82,26 @@ CHECKS = {
     ),
     "oracle": (
         lambda fmt: True,
-        lambda fmt: any(
-            any(name in text for name in _names(fmt))
-            for file, text in _oracle_files().items()
-            if file != "test_registry.py"
+        lambda fmt: (
+            any(
+                any(name in text for name in _names(fmt))
+                for file, text in _oracle_files().items()
+                if file != "test_registry.py"
+            )
+            # or its gguf-py rows in the registry's batteries
+            or re.search(
+                rf'^\s+"{re.escape(fmt.name)}": (?:RandomBlocks\(|[A-Z_]+_TIES\b)',
+                _text("tests/oracles/test_registry.py"),
+                re.MULTILINE,
+            )
+            is not None
         ),
     ),
     "js-module": (
         lambda fmt: fmt.gguf_type is not None,
+        # named after the Python module that registers the format: one module may hold several
         lambda fmt: (
-            (ROOT / "widgets" / "codec" / "formats" / f"{fmt.name}.js").is_file()
+            (ROOT / "widgets" / "codec" / "formats" / f"{FORMAT_MODULES[fmt.name]}.js").is_file()
             and fmt.gguf_type in _text("widgets/codec/formats/gguf_blocks.js")
         ),
     ),
