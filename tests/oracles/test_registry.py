@@ -58,6 +58,8 @@ EXPECTED = [
     "q5_k",
     "q3_k",
     "q2_k",
+    "tq1_0",
+    "tq2_0",
 ]
 
 #: float16's rounding of a scale: at most 2^-11 of the stored value (normal float16)
@@ -107,6 +109,9 @@ STEP = {
     # half a subblock's stored gain, which the codes aim at, as Q6_K and Q4_K (see REACH)
     "q3_k": lambda t: 0.5 * np.abs(_per_weight(t.gains(), 16)).reshape(t.shape),
     "q2_k": lambda t: 0.5 * _per_weight(t.gains_and_offsets()[0], 16).reshape(t.shape),
+    # d is the block's largest magnitude, so nothing is clipped: half of d, plus float16's rounding of d
+    "tq1_0": lambda t: _per_weight(t.d, 256) * (0.5 + 2 * FP16),
+    "tq2_0": lambda t: _per_weight(t.d, 256) * (0.5 + 2 * FP16),
 }
 
 
@@ -155,7 +160,7 @@ REACH = {
 #: its scale from the decoded extremes, which rounds differently in float32; Q4_K, Q6_K and IQ4 refit
 #: their scales. Q4_1 and Q5_1 recompute d from decoded extremes too, but float16 d absorbs the float32
 #: rounding unless the block's minimum is tens of thousands of steps from zero
-IDEMPOTENT = {"mxfp4", "mxfp8", "nvfp4", "q8_0", "q4_0", "q4_1", "nf4", "q5_0", "q5_1"}
+IDEMPOTENT = {"mxfp4", "mxfp8", "nvfp4", "q8_0", "q4_0", "q4_1", "nf4", "q5_0", "q5_1", "tq1_0", "tq2_0"}
 
 
 def asymmetric_weights(fmt, rows: int = 3, blocks: int = 4, seed: int = 5) -> np.ndarray:
@@ -341,6 +346,7 @@ class RandomBlocks:
                   from low_exponent to 7: many binades, subnormals included
     codes         random bytes hold every code 0..codes - 1
     scales        and every subblock scale in this range (and minimum, with `mins`), where checked
+    non_finite    a share of the blocks has a float16 part of +inf, -inf or NaN instead
     """
 
     seed: int
@@ -348,6 +354,7 @@ class RandomBlocks:
     codes: int
     scales: tuple[int, int] | None = None
     mins: bool = False
+    non_finite: bool = False
 
 
 #: the formats whose every byte pattern gguf-py decodes with the lab's one reading; MXFP4 and NVFP4
@@ -363,6 +370,9 @@ RANDOM_BLOCKS = {
     "q5_1": RandomBlocks(32, -24, 32),
     "q3_k": RandomBlocks(41, -20, 8, scales=(-32, 32)),
     "q2_k": RandomBlocks(41, -20, 4, scales=(0, 16), mins=True),
+    # TQ1_0's base-3 bytes read as trits 0..2 whatever they hold; TQ2_0's code 3 reads as +2
+    "tq1_0": RandomBlocks(43, -24, 3, non_finite=True),
+    "tq2_0": RandomBlocks(43, -24, 4, non_finite=True),
 }
 
 
@@ -375,6 +385,9 @@ def test_the_decoder_is_gguf_py_bit_for_bit_on_random_blocks(name):
     halves = (rng.normal(0, 1, (n_blocks, 2)) * np.exp2(rng.integers(row.low_exponent, 8, (n_blocks, 2)))).astype(
         np.float16
     )
+    if row.non_finite:
+        picked = rng.integers(0, n_blocks, n_blocks // 64)
+        halves[picked] = rng.choice(np.array([np.inf, -np.inf, np.nan], np.float16), (len(picked), 2))
     # the float16 parts (d, and m or dmin) where the format's layout puts them
     for column, part in enumerate(part for part in fmt.tensor.gguf_layout if part.half):
         raw[:, part.at : part.at + 2] = halves[:, column : column + 1].view(np.uint8)
@@ -384,7 +397,8 @@ def test_the_decoder_is_gguf_py_bit_for_bit_on_random_blocks(name):
         assert np.array_equal(np.unique(tensor.scales), np.arange(*row.scales))
     if row.mins:
         assert np.array_equal(np.unique(tensor.mins), np.arange(*row.scales))
-    theirs = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType[fmt.gguf_type])
+    with np.errstate(invalid="ignore"):  # gguf-py's inf d times a zero code is NaN, as the lab's
+        theirs = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType[fmt.gguf_type])
     assert np.array_equal(_bits(tensor.dequantize()), _bits(theirs))
     assert np.array_equal(tensor.to_gguf(), raw)  # the layout reads and writes back byte for byte
 
@@ -400,6 +414,11 @@ class PlantedTies:
     symmetric   multiples of that d planted from weight 1 of the first block
     span        the asymmetric format's largest code (Q4_1's 15): its step is (max - min) / span
     asymmetric  multiples of that step above the minimum, planted from weight 65 of the third block
+    block       the weights that share the symmetric format's d (the ternary types': 256); the
+                constant block and the zero block are the fifth and sixth such blocks
+    exact_max   the first block's largest magnitude raised to a power of two, so that 1/d is exact
+                and a planted half of d is an exact tie of w * (1/d) (the ternary types, whose
+                offset -1 makes d the largest weight itself)
     """
 
     seed: int
@@ -407,27 +426,42 @@ class PlantedTies:
     symmetric: tuple[float, ...]
     span: int
     asymmetric: tuple[float, ...]
+    block: int = 32
+    exact_max: bool = False
 
     def weights(self) -> np.ndarray:
         rng = np.random.default_rng(self.seed)
-        w = rng.normal(0, 1, (8, 512)) * np.exp(rng.uniform(-4, 2, (8, 1))) + rng.normal(0, 0.5, (8, 1))
+        width = max(512, 6 * self.block)
+        w = rng.normal(0, 1, (8, width)) * np.exp(rng.uniform(-4, 2, (8, 1))) + rng.normal(0, 0.5, (8, 1))
         w = w.astype(np.float32)
-        signed_max = w[:, :32][np.arange(8), np.abs(w[:, :32]).argmax(axis=-1)][:, None]
+        largest = np.abs(w[:, : self.block]).argmax(axis=-1)
+        if self.exact_max:
+            picked = w[np.arange(8), largest]
+            w[np.arange(8), largest] = np.sign(picked) * np.exp2(np.ceil(np.log2(np.abs(picked))))
+        signed_max = w[np.arange(8), largest][:, None]
         d0 = signed_max / np.float32(-self.offset)
         w[:, 1 : 1 + len(self.symmetric)] = d0 * np.array(self.symmetric, np.float32)
         low, high = w[:, 64:96].min(axis=-1, keepdims=True), w[:, 64:96].max(axis=-1, keepdims=True)
         step = (high - low) / np.float32(self.span)
         w[:, 65 : 65 + len(self.asymmetric)] = low + step * np.array(self.asymmetric, np.float32)
-        w[6, 128:160] = 0.25
-        w[7, 160:192] = 0.0
+        w[6, 4 * self.block : 5 * self.block] = 0.25
+        w[7, 5 * self.block : 6 * self.block] = 0.0
         return w
 
 
 FOUR_BIT_TIES = PlantedTies(7, 8, (-7.5, -0.5, 0.5, 2.5, 6.5), 15, (0.5, 3.5, 7.5, 14.5))
 FIVE_BIT_TIES = PlantedTies(8, 16, (-15.5, -0.5, 0.5, 2.5, 14.5, 15.5), 31, (0.5, 3.5, 15.5, 16.5, 30.5))
+TERNARY_TIES = PlantedTies(9, -1, (-0.5, 0.5, -0.25, 0.75, -1.0, 0.0), 1, (), block=256, exact_max=True)
 #: the formats whose quantizer gguf-py has, with the weights that test it; Q8_0's and MXFP4's own
 #: ties are test_q8_0_writes_the_bytes_gguf_py_writes and test_gguf_layouts'
-GGUF_PY_QUANTIZES = {"q4_0": FOUR_BIT_TIES, "q4_1": FOUR_BIT_TIES, "q5_0": FIVE_BIT_TIES, "q5_1": FIVE_BIT_TIES}
+GGUF_PY_QUANTIZES = {
+    "q4_0": FOUR_BIT_TIES,
+    "q4_1": FOUR_BIT_TIES,
+    "q5_0": FIVE_BIT_TIES,
+    "q5_1": FIVE_BIT_TIES,
+    "tq1_0": TERNARY_TIES,
+    "tq2_0": TERNARY_TIES,
+}
 
 
 @pytest.mark.parametrize("name", list(GGUF_PY_QUANTIZES))

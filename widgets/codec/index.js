@@ -41,6 +41,7 @@ export * from "./formats/q5_1.js";
 export * from "./formats/q5_k.js";
 export * from "./formats/q3_k.js";
 export * from "./formats/q2_k.js";
+export * from "./formats/ternary.js";
 // end of generated text
 export * from "./formats/gguf_blocks.js";
 export * from "./formats/registry.js";

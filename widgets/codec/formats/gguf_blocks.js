@@ -18,6 +18,7 @@ import { Q5_1_BLOCK, q5_1DecodeBlock, q5_1ExplainWeight } from "./q5_1.js";
 import { Q5_K_BLOCK, q5kDecodeBlock, q5kExplainWeight } from "./q5_k.js";
 import { Q6_K_BLOCK, q6kDecodeBlock, q6kExplainWeight } from "./q6_k.js";
 import { Q8_0_BLOCK, q8_0DecodeBlock, q8_0ExplainWeight } from "./q8_0.js";
+import { TQ1_0_BLOCK, tq1_0DecodeBlock, tq1_0ExplainWeight, TQ2_0_BLOCK, tq2_0DecodeBlock, tq2_0ExplainWeight } from "./ternary.js";
 
 const GGUF_BLOCK_ROWS = [
   [Q8_0_BLOCK, q8_0DecodeBlock, q8_0ExplainWeight],
@@ -31,6 +32,8 @@ const GGUF_BLOCK_ROWS = [
   [Q5_K_BLOCK, q5kDecodeBlock, q5kExplainWeight],
   [Q3_K_BLOCK, q3kDecodeBlock, q3kExplainWeight],
   [Q2_K_BLOCK, q2kDecodeBlock, q2kExplainWeight],
+  [TQ1_0_BLOCK, tq1_0DecodeBlock, tq1_0ExplainWeight],
+  [TQ2_0_BLOCK, tq2_0DecodeBlock, tq2_0ExplainWeight],
 ];
 // end of generated text
 

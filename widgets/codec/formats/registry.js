@@ -28,6 +28,8 @@ const REGISTRY_ROWS = [
   { name: "q5_k", title: "Q5_K", blockSize: 256, bitsPerWeight: 5.5, nanScaleBytes: [] },
   { name: "q3_k", title: "Q3_K", blockSize: 256, bitsPerWeight: 3.4375, nanScaleBytes: [] },
   { name: "q2_k", title: "Q2_K", blockSize: 256, bitsPerWeight: 2.625, nanScaleBytes: [] },
+  { name: "tq1_0", title: "TQ1_0", blockSize: 256, bitsPerWeight: 1.6875, nanScaleBytes: [] },
+  { name: "tq2_0", title: "TQ2_0", blockSize: 256, bitsPerWeight: 2.0625, nanScaleBytes: [] },
 ];
 // end of generated text
 
