@@ -279,16 +279,15 @@ function exercise(model, ui, kind, reporter) {
   let instance = null;
   let drawnFor = null; // the seed and round the instance was drawn for, and the answer checked
   const commit = (text) => {
-    const result = exerciseCheck(kind, instance.params, text);
-    if (!result.ok) return result;
     // An answer is kept as typed (less the spaces around it), so one too long for the traits is
-    // refused here, before it reaches them; any exercise can be answered that long (300 zeros and
-    // a 1 read as 1). The number it reads as is short, in the spelling that reads back exactly.
+    // refused first, before it is read or reaches them; a number that long could not be read anyway
+    // (the number grammar stops at MAX_NUMBER_CHARS, far below this).
     const answer = text.trim();
     if (answer.length > LONGEST_ANSWER) {
-      const exact = Object.is(result.typed, -0) ? "-0" : String(result.typed);
-      return { ok: false, message: `This answer is ${answer.length} characters long; an answer is at most ${LONGEST_ANSWER}. It reads as ${exact}: type that instead.` };
+      return { ok: false, message: `This answer is ${answer.length} characters long; an answer is at most ${LONGEST_ANSWER}: a number or a name is far shorter.` };
     }
+    const result = exerciseCheck(kind, instance.params, text);
+    if (!result.ok) return result;
     reporter?.report({ kind, seed: model.get("seed"), round: model.get("rounds")[kind] ?? 0, answer });
     return { ok: true, values: checkedTraits(model.get("seed"), model.get("rounds"), { ...model.get("answers"), [kind]: answer }) };
   };
