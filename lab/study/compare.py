@@ -18,6 +18,7 @@ from lab.formats import FORMATS
 from lab.study import cache as result_cache
 from lab.study import real_weights
 from lab.study.metrics import relative_error
+from lab.study.results import CachedResults
 
 #: the real tensors of all-MiniLM-L6-v2 the comparison uses: two feed-forward down projections
 #: (rows of 1536, a multiple of every block size) and an attention query (rows of 384, which
@@ -45,8 +46,18 @@ def sources(rows: int = 64, seed: int = 0) -> dict[str, np.ndarray]:
 
 
 #: the code behind error_rows' numbers, relative to the lab package: a change to any of it misses
-ERROR_SOURCES = ("codes", "formats", "_arrays.py", "errors.py", "study/metrics.py", "study/compare.py")
+ERROR_SOURCES = (
+    "codes",
+    "formats",
+    "_arrays.py",
+    "errors.py",
+    "study/metrics.py",
+    "study/compare.py",
+    "study/results.py",
+)
 CACHE_NAMESPACE = "compare"
+#: each source's relative error per format, on disk only: a notebook asks for a source once
+SOURCE_ERRORS = CachedResults(CACHE_NAMESPACE, dict[str, float], remember=False)
 
 
 def _source_key(w32: np.ndarray) -> str:
@@ -70,12 +81,11 @@ def error_rows(weights: dict[str, np.ndarray], cache: bool = False) -> list[dict
     holding an entry per format, and reads them back while the source's bytes, the lab's code
     and version and numpy's version are unchanged; the rows are the same either way.
     """
-    store = result_cache.ResultCache(CACHE_NAMESPACE) if cache else None
     rows = []
     for source, w in weights.items():
         w32 = np.asarray(w, np.float32)
-        key = _source_key(w32) if store else None
-        entries = (store.load(key) or {}) if store else {}
+        key = _source_key(w32) if cache else None
+        entries = (SOURCE_ERRORS.load(key) or {}) if cache else {}
         new_entries = False
         for fmt in FORMATS.values():
             skipped = fmt.skip_reason(w32.shape[-1])
@@ -97,8 +107,8 @@ def error_rows(weights: dict[str, np.ndarray], cache: bool = False) -> list[dict
                     "skipped": skipped or "",
                 }
             )
-        if store and new_entries:
-            store.store(key, entries)
+        if cache and new_entries:
+            SOURCE_ERRORS.store(key, entries)
     return rows
 
 
