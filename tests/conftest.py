@@ -33,6 +33,8 @@ SLOW = {
     "apps/test_device_chat.py",
     # the GGUF mutation fuzzer runs for its time budget, about a minute
     "apps/test_gguf_fuzz.py",
+    # the server's floods run for their length: a minute of idle connections, 20 s of trickling
+    "apps/test_hostile_server.py",
 }
 
 
