@@ -24,7 +24,7 @@ from lab.device.decoding import (
     nan_scale_note,
     tensor_scale_range,
 )
-from lab.device.report import Comparison, DeviceReport, DeviceRun
+from lab.device.report import Comparison, DeviceReport, DeviceRun, verdicts
 from lab.device.round_trip import round_trip
 from lab.device.session import DeviceSession
 from lab.device.steps import Steps, device_name, learner_input
@@ -61,7 +61,7 @@ def measure_on_devices(session: DeviceSession, spec: Format, w, tensor, x, optio
         "block",
         spec.name,
         spec.title,
-        " ".join(f"{run.device}: {run.verdict}." for run in runs),
+        verdicts(runs),
         mlx_version=session.version,
         shape=tuple(lab_tensor.shape),
         parameters=shown,

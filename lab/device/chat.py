@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.device.compare import LinearTally, accumulation_bound
-from lab.device.report import ChatAnswer, DeviceReport, DeviceRun
+from lab.device.report import ChatAnswer, DeviceReport, DeviceRun, verdicts
 from lab.device.session import DeviceSession, mlx_layout_of, mlx_mode
 from lab.device.steps import Steps, device_name
 from lab.errors import LabError
@@ -204,7 +204,7 @@ def _run_on_devices(session: DeviceSession, spec: Format, prompts, tokens: int, 
         "chat",
         spec.name,
         spec.title,
-        " ".join(f"{run.device}: {run.verdict}." for run in runs),
+        verdicts(runs),
         mlx_version=session.version,
         parameters=mlx_mode(spec).parameters(),
         fallbacks=len(fallbacks),

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.device.compare import LinearTally, accumulation_bound
-from lab.device.report import DeviceReport, DeviceRun
+from lab.device.report import DeviceReport, DeviceRun, verdicts
 from lab.device.session import DeviceSession, mlx_layout_of, mlx_mode
 from lab.device.steps import Steps, device_name, mlx_version
 from lab.errors import LabError
@@ -179,7 +179,7 @@ def _run_on_devices(mx, spec: Format, sentences: list[str], devices) -> DeviceRe
         "model",
         spec.name,
         spec.title,
-        " ".join(f"{run.device}: {run.verdict}." for run in runs),
+        verdicts(runs),
         mlx_version=mlx_version(mx),
         parameters=mlx_mode(spec).parameters(),
         sentences=len(sentences),

@@ -21,7 +21,7 @@ from lab.device.compare import (
     product_and_sum_allowance,
     rounding_allowance,
 )
-from lab.device.report import Comparison, DeviceReport, DeviceRun
+from lab.device.report import Comparison, DeviceReport, DeviceRun, verdicts
 from lab.device.session import DeviceSession
 from lab.device.steps import Steps, device_name, learner_input
 from lab.formats import q4k
@@ -66,7 +66,7 @@ def run_q4k(raw, x=None) -> DeviceReport:
         "q4k",
         q4k.FORMAT.name,
         q4k.FORMAT.title,
-        " ".join(f"{run.device}: {run.verdict}." for run in runs),
+        verdicts(runs),
         mlx_version=session.version,
         shape=tuple(tensor.shape),
         parameters=q4k.FORMAT.mlx_rewrite.parameters(),

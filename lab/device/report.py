@@ -206,6 +206,11 @@ class DeviceRun:
         return f"all {len(ran)} Linears agree within float32 accumulation (largest difference {worst:.3g})"
 
 
+def verdicts(runs) -> str:
+    """Every device's verdict in one line, the message a report opens with: "cpu: …. gpu: …."."""
+    return " ".join(f"{run.device}: {run.verdict}." for run in runs)
+
+
 @dataclass(frozen=True)
 class DeviceReport:
     """Every on-device pane's answer: one run per MLX device, or why there is none."""
