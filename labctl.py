@@ -242,13 +242,26 @@ def run_to_its_end(command: list[str], **options) -> int:
     child from the terminal as it reaches labctl, so labctl leaves the child to stop in its own
     words (serve says "stopped") instead of ending in a KeyboardInterrupt traceback; SIGTERM and
     SIGHUP sent to labctl are passed on to the child, which stops as it would on its own."""
-    child = subprocess.Popen(command, **options)
-    # set after the child started: a handler set before would be inherited while it execs
+    # The handlers are set before the child starts, so a stop that arrives while it starts is not
+    # lost (nor, where labctl inherited SIGTERM ignored, dropped): it is passed on once the child
+    # exists. exec gives the child default handlers back, so it stops as it would on its own.
+    started: list[subprocess.Popen] = []
+    early: list[int] = []
+
+    def pass_on(signum: int, _frame: object) -> None:
+        if started:
+            started[0].send_signal(signum)
+        else:
+            early.append(signum)
+
     previous = {signal.SIGINT: signal.signal(signal.SIGINT, lambda *_: None)}
     for number in STOP_SIGNALS:
-        previous[number] = signal.signal(number, lambda signum, _: child.send_signal(signum))
+        previous[number] = signal.signal(number, pass_on)
     try:
-        return child.wait()
+        started.append(subprocess.Popen(command, **options))
+        for signum in early:
+            started[0].send_signal(signum)
+        return started[0].wait()
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)

@@ -313,6 +313,32 @@ def test_ctrl_c_on_a_command_labctl_runs_leaves_the_child_to_stop_and_no_traceba
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="SIGTERM and SIGHUP as POSIX sends them")
+def test_a_sigterm_that_arrives_while_the_command_starts_is_passed_on_once_it_exists(monkeypatch):
+    """The stop a CI run once lost: sent while labctl was still starting the command, before a
+    handler passed stops on, it went nowhere and labctl waited out the command's 60 s."""
+    real_popen = subprocess.Popen
+
+    def popen_during_a_stop(*args, **options):
+        os.kill(os.getpid(), signal.SIGTERM)  # Python runs the handler before Popen starts the child
+        return real_popen(*args, **options)
+
+    monkeypatch.setattr(labctl.subprocess, "Popen", popen_during_a_stop)
+
+    # as where labctl inherits SIGTERM ignored: a stop nothing passes on is lost, not fatal
+    def ignore(*_):
+        return None
+
+    before = signal.signal(signal.SIGTERM, ignore)
+    try:
+        started = time.monotonic()
+        returncode = labctl.run_to_its_end([sys.executable, "-c", "import time; time.sleep(60)"])
+        assert returncode == -signal.SIGTERM and time.monotonic() - started < 30
+        assert signal.getsignal(signal.SIGTERM) is ignore
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="SIGTERM and SIGHUP as POSIX sends them")
 def test_sigterm_to_labctl_alone_is_passed_on_to_the_command_it_runs():
     runner = _run_stand_in()
     try:
