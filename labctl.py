@@ -13,9 +13,10 @@
     python3 labctl.py serve --lan [--class]
                                serve it to a workshop room (every address, a QR code), and with
                                --class the teacher's view of the room's answers (classroom/teacher_view.py)
-    python3 labctl.py handouts [--seed N] [-o DIR]
-                               set up, then print notebooks 1..8's exercises as A4 worksheets and answer
-                               keys (PDF, through headless Chromium) into DIR (default ./handouts)
+    python3 labctl.py handouts [--seed N] [--notebooks LIST] [--pages N] [--separate] [-o DIR]
+                               set up, then print the chosen notebooks' exercises (1..12) as one A4
+                               workshop booklet, worksheet and key, or per-notebook sheets with
+                               --separate (PDF, through headless Chromium) into DIR (default ./handouts)
     python3 labctl.py explainer NAME [--state '#…'] -o FILE.html
                                write one explainer as one self-contained file, opening with the
                                state copied from its page's Copy link (publish/standalone.py)
@@ -23,6 +24,9 @@
                                set up, then build one notebook (the course's or your own) into DIR as an
                                offline page, marimo's front-end beside it (publish/export.py)
     python3 labctl.py bench    set up, then run the benchmark (python -m bench.run)
+    python3 labctl.py verify CANDIDATE --reference REFERENCE [--prompt TEXT] [--tokens N]
+                               the MLX guide's checks 1 to 3 on two MLX model folders, run by mlx-lm,
+                               offline, with no code from the folders run (lab/device/verify_folders.py)
 
 Set-up is idempotent: the virtual environment is (re)installed only when pyproject.toml changed.
 Only the Python standard library is used here, because this runs before anything is installed.
@@ -352,6 +356,8 @@ def main(argv: list[str]) -> int:
         "explainer": lambda python, extra: run_to_its_end([str(python), "-m", "publish.standalone", *extra]),
         # in the caller's folder, so that PATH.py and -o DIR are where the caller means
         "export": lambda python, extra: run_to_its_end([str(python), "-m", "publish.export", *extra]),
+        # in the caller's folder, so that the folders are where the caller means
+        "verify": lambda python, extra: run_to_its_end([str(python), "-m", "lab.device.verify_folders", *extra]),
         "setup": lambda python, extra: 0,
     }
     if not argv or argv[0] not in commands:

@@ -14,6 +14,10 @@ extensions (`$math$`, `:emoji:`, a bare `www.` link).
                            meaning to written as a character reference (&lt; &#42; …), so the result
                            is inert in HTML text, an HTML attribute, a Markdown paragraph and a
                            Markdown table cell, and renders as the visible text
+    shown_lines(text, limit)
+                           shown(), but each newline a line break (<br>) instead of the escape \\n:
+                           text written in lines (a model's answer) reads as it was written, and
+                           every other hidden character (\\r, \\t, a bidi mark) is still spelt out
     code_name(name)        a dotted name (a tensor's, a metadata key's) as inline code that wraps
                            only at its dots, shown() part by part
     Safe                   a str the lab wrote itself from shown() parts and its own markup; the
@@ -81,6 +85,11 @@ def _spelt(char: str) -> str:
     return char
 
 
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 1:
+        raise ValueError(f"a shown value needs room for at least the ellipsis; got limit {limit}")
+
+
 def visible(text, limit: int | None = None) -> str:
     """`text` with every hidden character spelt out, cut to `limit` characters (… included).
 
@@ -88,11 +97,15 @@ def visible(text, limit: int | None = None) -> str:
     what the reader sees, so an escape is either whole or left out, and a cut value ends in "…".
     """
     text = text if isinstance(text, str) else str(text)
-    if limit is not None and limit < 1:
-        raise ValueError(f"a shown value needs room for at least the ellipsis; got limit {limit}")
+    _check_limit(limit)
     if text.isascii() and text.isprintable():  # the common case (a tensor name): nothing to spell
         return text if limit is None or len(text) <= limit else text[: limit - len(ELLIPSIS)] + ELLIPSIS
-    pieces = [_spelt(char) for char in text]
+    return _cut([_spelt(char) for char in text], limit)
+
+
+def _cut(pieces: list[str], limit: int | None) -> str:
+    """The pieces (each character as the reader sees it) joined, cut to `limit` characters with the
+    ellipsis last, never inside a piece."""
     if limit is None or sum(map(len, pieces)) <= limit:
         return "".join(pieces)
     kept, used = [], 0
@@ -111,6 +124,27 @@ def shown(text, limit: int | None = None) -> Safe:
     if isinstance(text, Safe):
         return text
     return Safe(visible(text, limit).translate(_REFERENCES))
+
+
+#: what a newline becomes in shown_lines: a break in HTML text, a Markdown paragraph and a table cell
+LINE_BREAK = "<br>"
+
+
+def shown_lines(text, limit: int | None = None) -> Safe:
+    """`text` as shown() writes it, except that each newline is a line break: a model's answer
+    ("100 degrees Celsius.\\n\\nThe boiling point") reads in its lines, not with a literal \\n.
+    Every other hidden character stays spelt out, a carriage return and a line separator (U+2028)
+    included, so the breaks shown are exactly the text's newlines. For HTML text, a Markdown
+    paragraph or a Markdown table cell (not an HTML attribute, where a tag has no place); `limit`
+    counts a break as one character."""
+    if isinstance(text, Safe):
+        return text
+    text = text if isinstance(text, str) else str(text)
+    _check_limit(limit)
+    # a spelt piece never holds a real newline (a newline alone is spelt \\n), so after the cut the
+    # text splits into its lines exactly where the original's newlines were
+    kept = _cut(["\n" if char == "\n" else _spelt(char) for char in text], limit)
+    return Safe(LINE_BREAK.join(line.translate(_REFERENCES) for line in kept.split("\n")))
 
 
 def quoted(text, limit: int | None = 80) -> str:

@@ -13,19 +13,19 @@ def _():
 
     from lab.errors import LabError
     from lab.formats import FORMATS
-    from lab.numbers import format_number
     from lab.study import chat_study, shipped_gguf
-    from lab.teach import charts, course
-    from lab.text import Safe, shown
+    from lab.teach import charts, chat_page, course
+    from lab.teach.charts.chat import front_chart
+    from lab.text import shown
 
     return (
         FORMATS,
         LabError,
-        Safe,
         charts,
+        chat_page,
         chat_study,
         course,
-        format_number,
+        front_chart,
         mo,
         shipped_gguf,
         shown,
@@ -85,22 +85,8 @@ def _(chat_missing, chat_study, mo, shown, study_formats):
 
 
 @app.cell(hide_code=True)
-def _(course, format_number, mo, study):
-    _rows = [
-        [
-            row["title"],
-            "the file's" if row["bits_per_weight"] is None else format_number(round(row["bits_per_weight"], 4)),
-            f"{row['kl_divergence']:.4f}",
-            f"{row['same_top']:.1%}",
-            f"{row['nll_delta']:+.4f}",
-            f"{row['perplexity']:.2f}",
-            str(row["fallbacks"]),
-        ]
-        for row in study.rows()
-    ]
-    _table = course.table(
-        ["format", "bits/weight", "KL divergence", "same top token", "Δ NLL", "perplexity", "Linears refitted"], _rows
-    )
+def _(chat_page, mo, study):
+    _table = chat_page.study_table(study)
     # a table is a Markdown block of its own: inside an indented f-string only its first line
     # would be indented, and the dedented text would show it as code
     mo.vstack(
@@ -123,7 +109,7 @@ def _(course, format_number, mo, study):
 
 
 @app.cell(hide_code=True)
-def _(charts, mo, study):
+def _(front_chart, mo, study):
     mo.vstack(
         [
             mo.md(
@@ -131,10 +117,12 @@ def _(charts, mo, study):
                 ## Cost against damage
 
                 Each point is a format: its storage per weight against how far it moved the model's
-                next-token distributions. The line joins the formats no other beats on both.
+                next-token distributions. The line joins the formats no other beats on both, each
+                numbered along it (the key is under the title); a circle is on the front, a square
+                off it, and hovering over a point names it.
                 """
             ),
-            charts.pareto_chart(
+            front_chart(
                 study.format_rows(),
                 "Gemma 3 270M",
                 error="kl_divergence",
@@ -147,29 +135,22 @@ def _(charts, mo, study):
 
 
 @app.cell(hide_code=True)
-def _(Safe, charts, chat_study, course, mo, shown, study):
+def _(charts, chat_page, chat_study, mo, shown, study):
     _sections = []
     for _index, _prompt in enumerate(chat_study.PROMPTS):
-        _reference = study.reference.continuations[_index]
-        _lines = [[study.reference.title, shown(_reference.text)]]
-        for _result in study.formats:
-            _answer = _result.continuations[_index]
-            # the agreeing part as it is, the departure marked: the reader sees where it turned
-            _marked = (
-                shown(_answer.agreeing)
-                if _answer.first_divergence is None
-                else f"{shown(_answer.agreeing)}**⟨{shown(_answer.departing)}⟩**"
-            )
-            _lines.append([_result.title, Safe(_marked)])
-        _sections.append(
-            f"### Prompt {_index + 1}: {shown(_prompt)}\n\n" + course.table(["format", "greedy answer"], _lines)
-        )
+        _answers = [
+            (study.reference.title, study.reference.continuations[_index]),
+            *((_result.title, _result.continuations[_index]) for _result in study.formats),
+        ]
+        _sections.append(f"### Prompt {_index + 1}: {shown(_prompt)}\n\n" + chat_page.answers_table(_answers))
     mo.vstack(
         [
             mo.md(
                 "## The answers\n\nGreedy decoding, "
                 f"{chat_study.GREEDY_TOKENS} tokens. The part in **⟨bold brackets⟩** is where a format's "
-                "answer first leaves the reference's.\n\n" + "\n\n".join(_sections)
+                "answer first leaves the reference's. An answer keeps the model's line breaks; any other "
+                "character that would not show (a tab, a carriage return) is spelt out, as `\\t` or "
+                "`\\r`.\n\n" + "\n\n".join(_sections)
             ),
             charts.divergence_chart(study.divergences(), chat_study.GREEDY_TOKENS, list(chat_study.PROMPTS)),
         ]
@@ -178,7 +159,7 @@ def _(Safe, charts, chat_study, course, mo, shown, study):
 
 
 @app.cell(hide_code=True)
-def _(LabError, chat_study, course, mo, shown, study):
+def _(LabError, chat_page, chat_study, course, mo, shown, study):
     try:
         _pinned = chat_study.llama_cpp_pinned()
     except LabError as _error:
@@ -199,29 +180,7 @@ def _(LabError, chat_study, course, mo, shown, study):
             for _index, _part in enumerate(row.answers_part)
         )
 
-    _table = course.table(
-        [
-            "format",
-            "KL, lab",
-            "KL, llama.cpp",
-            "same top, lab",
-            "same top, llama.cpp",
-            "Δ NLL, lab",
-            "Δ NLL, llama.cpp",
-        ],
-        [
-            [
-                _row.title,
-                f"{_row.lab_kl:.4f}",
-                f"{_row.llama_kl:.4f}",
-                f"{_row.lab_same_top:.1%}",
-                f"{_row.llama_same_top:.1%}",
-                f"{_row.lab_nll_delta:+.4f}",
-                f"{_row.llama_nll_delta:+.4f}",
-            ]
-            for _row in _rows
-        ],
-    )
+    _table = chat_page.llama_cpp_table(_rows)
     _agreement = course.table(
         ["format", "llama.cpp stored its Linears as", "the lab refitted", "llama.cpp's answers against the lab's"],
         [
@@ -268,13 +227,16 @@ def _(LabError, chat_study, course, mo, shown, study):
 
 
 @app.cell(hide_code=True)
-def _(FORMATS, course, mo):
+def _(FORMATS, chat_study, course, mo):
     prompt_box = mo.ui.text_area(
-        placeholder="Type a prompt of your own", label="your prompt", full_width=True, max_length=2000
+        placeholder="Type a prompt of your own",
+        label="your prompt",
+        full_width=True,
+        max_length=chat_study.PROMPT_CHAR_LIMIT,
     )
     prompt_formats = mo.ui.multiselect(
         options={fmt.title: name for name, fmt in FORMATS.items()},
-        value=["Q4_0", "Q4_K", "Q8_0"],
+        value=[FORMATS[_name].title for _name in chat_study.PROMPT_FORMATS],
         label="formats",
     )
     prompt_run = mo.ui.run_button(label="answer it")
@@ -282,7 +244,8 @@ def _(FORMATS, course, mo):
         [
             mo.md(
                 "## Your own prompt\n\nThe model answers greedily, once with the file's weights and once "
-                "per format you pick. The first answer loads the model (a few seconds)."
+                "per format you pick, in the order you pick them. The prompt is checked as you type, by the "
+                "file's tokenizer alone, so one the model cannot read is refused before anything runs."
             ),
             mo.Html(
                 course.live_only(
@@ -300,9 +263,25 @@ def _(FORMATS, course, mo):
 
 
 @app.cell(hide_code=True)
+def _(LabError, chat_page, course, mo, prompt_box, prompt_formats, shown):
+    # under the box as the learner types: the tokenizer alone reads the prompt (no model is loaded),
+    # so an empty or over-long prompt is refused here, and the cost follows the formats picked
+    _cost = mo.md(chat_page.prompt_cost(len(prompt_formats.value)))
+    if not prompt_box.value.strip():
+        _reading = mo.md("*Type a prompt and press **answer it**.*")
+    else:
+        try:
+            _reading = mo.md(chat_page.prompt_reading(prompt_box.value))
+        except LabError as _error:
+            _reading = mo.callout(mo.md(f"**This prompt cannot be run.** {shown(_error)}"), kind="warn")
+    mo.Html(course.live_only(mo.vstack([_reading, _cost])))
+    return
+
+
+@app.cell(hide_code=True)
 def _(
     LabError,
-    Safe,
+    chat_page,
     chat_study,
     course,
     mo,
@@ -311,25 +290,29 @@ def _(
     prompt_run,
     shown,
 ):
-    mo.stop(not prompt_run.value, mo.Html(course.live_only(mo.md("*Type a prompt and press **answer it**.*"))))
-    from lab.study import chat as _chat
-
-    _model = _chat.load()
+    mo.stop(not prompt_run.value)
     try:
-        _answers = chat_study.answers(prompt_box.value, prompt_formats.value, model=_model)
+        # the tokenizer alone: a prompt the model cannot read is refused before the model loads
+        chat_study.check_prompt(prompt_box.value)
     except LabError as _error:
-        # the lab's words, beside the box the prompt came from
         mo.stop(True, mo.callout(mo.md(f"**The prompt was not run.** {shown(_error)}"), kind="warn"))
-    _rows = [
-        [
-            _title,
-            shown(_answer.agreeing)
-            if _answer.first_divergence is None
-            else Safe(f"{shown(_answer.agreeing)}**⟨{shown(_answer.departing)}⟩**"),
-        ]
-        for _title, _answer in _answers
-    ]
-    mo.Html(course.readout(mo.md(course.table(["format", "greedy answer"], _rows))))
+    _chosen = list(prompt_formats.value)
+    _answers = []
+    # the bar from the first second: loading the model (the first prompt only), then a step an
+    # answer; each answer shows under the bar as soon as it is ready
+    with mo.status.progress_bar(
+        total=len(_chosen) + 2,
+        title="Answering your prompt",
+        subtitle=chat_page.prompt_step(_chosen, 0),
+        remove_on_exit=True,
+    ) as _bar:
+        _model = chat_study.prompt_model()
+        _bar.update(subtitle=chat_page.prompt_step(_chosen, 1))
+        for _title, _answer in chat_study.answer_each(prompt_box.value, _chosen, model=_model):
+            _answers.append((_title, _answer))
+            mo.output.replace_at_index(mo.Html(course.readout(mo.md(chat_page.answers_table(_answers)))), 1)
+            _bar.update(subtitle=chat_page.prompt_step(_chosen, len(_answers) + 1))
+    mo.Html(course.readout(mo.md(chat_page.answers_table(_answers))))
     return
 
 

@@ -20,10 +20,11 @@ its README's.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +56,20 @@ PROMPTS = (
 GREEDY_TOKENS = 20
 #: the longest prompt a learner may type, in tokens: its prefill runs in a few seconds on two cores
 PROMPT_TOKEN_LIMIT = 256
+#: the most characters the prompt box takes; the token limit is the one that counts, checked as typed
+PROMPT_CHAR_LIMIT = 2000
+#: what a learner's own prompt costs on a two-core laptop, in seconds, as the page says it: loading
+#: the model (once per session; later prompts reuse it), the answer with the file's weights
+#: (GREEDY_TOKENS tokens), and each format's, the least and the most over the registry (its 126
+#: Linears re-quantized first, then the tokens). Measured in CPU seconds on one BLAS thread, the
+#: most a quiet two-core machine takes: 1.9 s for the file's weights, 2.1 s (TQ2_0) to 7.9 s (Q2_K;
+#: IQ4_NL, IQ4_XS and Q3_K take 7.2 to 7.4 s) a format; the model's load is the issue's quiet 7.5 s.
+#: bench/own_prompt.py holds the page to them as budgets.
+PROMPT_LOAD_SECONDS = 8
+PROMPT_REFERENCE_SECONDS = 2
+PROMPT_FORMAT_SECONDS = (2, 8)
+#: the formats the prompt box starts with: a 4-bit block format, a K-quant and an 8-bit one
+PROMPT_FORMATS = ("q4_0", "q4k", "q8_0")
 CACHE_NAMESPACE = "chat_study"
 STUDY_SOURCES = (
     "codes",
@@ -68,6 +83,7 @@ STUDY_SOURCES = (
     "study/chat_study.py",
 )
 REFERENCE = "reference"
+REFERENCE_TITLE = "the file's weights"
 #: a comma-separated list of registry names limits the study notebook 12 runs (the test suite's
 #: site build sets it, so CI runs a few formats; the bench runs them all)
 FORMATS_ENV = "LAB_CHAT_FORMATS"
@@ -82,13 +98,26 @@ def study_formats() -> list[str]:
     return [get(name.strip()).name for name in chosen.split(",") if name.strip()]
 
 
-def check_prompt(model, text: str) -> list[int]:
-    """A learner's prompt as token ids, or InputError saying what to change."""
+def check_prompt(text: str, tokenizer=None) -> list[int]:
+    """A learner's prompt as the model reads it (token ids, <bos> and control tokens included), or
+    InputError saying what to change. Only the tokenizer is needed (`tokenizer`, else the shipped
+    file's, read without a weight: lab.study.chat.load_tokenizer), and an empty prompt needs not even
+    that, so a prompt is refused at once, before any model is loaded."""
     if not isinstance(text, str) or not text.strip():
         raise InputError("type a prompt: it is empty")
-    ids = model.tokenize(text)
+    if len(text) > PROMPT_CHAR_LIMIT:
+        raise InputError(f"the prompt is {len(text):,} characters; the box takes at most {PROMPT_CHAR_LIMIT:,}")
+    if tokenizer is None:
+        from lab.study import chat
+
+        tokenizer = chat.load_tokenizer()
+    # as ChatModel.tokenize reads a prompt: <bos> first, control tokens such as <start_of_turn> as tokens
+    ids = tokenizer.encode(text, add_special=True, parse_special=True)
     if len(ids) > PROMPT_TOKEN_LIMIT:
-        raise InputError(f"the prompt is {len(ids)} tokens; the study reads at most {PROMPT_TOKEN_LIMIT}")
+        raise InputError(
+            f"the prompt is {len(ids)} tokens; the study reads at most {PROMPT_TOKEN_LIMIT}: "
+            f"shorten it by {len(ids) - PROMPT_TOKEN_LIMIT}"
+        )
     return ids
 
 
@@ -284,7 +313,7 @@ def run_study(
         continuations, _ = _continuations(the_model(), prompts, None, None, tokens)
         return FormatResult(
             REFERENCE,
-            "the file's weights",
+            REFERENCE_TITLE,
             None,
             0.0,
             1.0,
@@ -333,19 +362,44 @@ def run_study(
     return ChatStudy(ref, tuple(results))
 
 
+def answer_titles(formats: Iterable[str]) -> list[str]:
+    """What answer_each answers with, in its order: the file's weights, then each format's title."""
+    return [REFERENCE_TITLE, *(get(name).title for name in formats)]
+
+
+def answer_each(
+    prompt: str, formats: Iterable[str], *, model, tokens: int = GREEDY_TOKENS
+) -> Iterator[tuple[str, Continuation]]:
+    """The greedy answers to a learner's prompt, each as soon as it is ready: the reference's, then
+    each format's in the order given, with where it departs. The prompt and every format name are
+    checked before any work (check_prompt), so a bad one is refused before a token is generated."""
+    check_prompt(prompt, model.tokenizer)
+    chosen = [get(name) for name in formats]
+    reference, _ = _continuations(model, [prompt], None, None, tokens)
+    yield REFERENCE_TITLE, reference[0]
+    for fmt in chosen:
+        continuation, _ = _continuations(model, [prompt], fmt.name, reference, tokens)
+        yield fmt.title, continuation[0]
+
+
 def answers(
     prompt: str, formats: Iterable[str], *, model, tokens: int = GREEDY_TOKENS
 ) -> list[tuple[str, Continuation]]:
-    """The greedy answers to a learner's prompt: the reference's, then each format's with where it departs.
-    The prompt is checked first (check_prompt), so an empty or too long one is refused before any work."""
-    check_prompt(model, prompt)
-    reference, _ = _continuations(model, [prompt], None, None, tokens)
-    rows = [("the file's weights", reference[0])]
-    for name in formats:
-        fmt = get(name)
-        continuation, _ = _continuations(model, [prompt], fmt.name, reference, tokens)
-        rows.append((fmt.title, continuation[0]))
-    return rows
+    """Every answer of answer_each, at once."""
+    return list(answer_each(prompt, formats, model=model, tokens=tokens))
+
+
+def prompt_model():
+    """The model that answers learners' prompts: loaded by the first (PROMPT_LOAD_SECONDS on two
+    cores) and kept for the next, so a second prompt costs only its answers."""
+    return _loaded_model(shipped_gguf.model_file())
+
+
+@functools.lru_cache(maxsize=1)
+def _loaded_model(path: Path):
+    from lab.study import chat  # decoding 1 GB of weights: only when a prompt is answered
+
+    return chat.load(path)
 
 
 #: what llama.cpp's own re-quantizations of the file did to the same passage and prompts, pinned by

@@ -115,6 +115,9 @@ CHARTS = {
         RNG.gamma(2.0, 0.2, 384), [10, 200, 301], "layer.5"
     ),
     "pareto_chart": lambda: charts.pareto_chart(PARETO, "N(0, 1)"),
+    "front_chart": lambda: charts.front_chart(
+        PARETO, "N(0, 1)", error="relative_error", error_words="relative error", note=""
+    ),
     "block_outlier_chart": lambda: charts.block_outlier_chart(compare.outlier_rows()),
 }
 LEGEND_CHANNELS = ("color", "fill", "stroke", "shape", "size", "opacity", "strokeDash")

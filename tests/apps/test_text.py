@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lab.teach import course
-from lab.text import CODE_NAME_CHARS, ELLIPSIS, Safe, code_name, quoted, shown, visible
+from lab.text import CODE_NAME_CHARS, ELLIPSIS, LINE_BREAK, Safe, code_name, quoted, shown, shown_lines, visible
 
 #: markup that would do something if it were not text: HTML, Markdown, marimo's extensions
 PAYLOADS = [
@@ -122,3 +122,62 @@ def test_any_text_reads_back_as_its_visible_form(text):
     assert not re.search(r"[!-/:-@\[-`{-~]", re.sub(r"&(#\d+|amp|lt|gt|quot);", "", escaped))
     assert html.unescape(escaped) == visible(text)
     assert all(char.isprintable() for char in visible(text))
+
+
+#: notebook 12's reference answer to "Water boils at a temperature of", as the model wrote it
+WATER_ANSWER = "100 degrees Celsius.\n\nThe boiling point of water is 100 degrees Celsius."
+
+
+def test_a_models_answer_shows_its_newlines_as_line_breaks_not_as_backslashes():
+    cell = shown_lines(WATER_ANSWER)
+    assert cell == "100 degrees Celsius&#46;<br><br>The boiling point of water is 100 degrees Celsius&#46;"
+    inner = rendered_text(cell)
+    paragraph = re.fullmatch(r'<span class="paragraph">(.*)</span>', inner, flags=re.S).group(1)
+    assert [html.unescape(line) for line in paragraph.split("<br>")] == WATER_ANSWER.split("\n")
+    assert "\\n" not in html.unescape(paragraph)
+    # in a table cell the breaks stay inside the cell, and the table keeps its two columns
+    table = mo.md(course.table(["format", "greedy answer"], [["Q4_0", cell]])).text
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", table, flags=re.S)
+    assert len(cells) == 2 and cells[1] == cell
+
+
+@pytest.mark.parametrize(
+    ("text", "spelt"),
+    [
+        # every other control is still spelt out: a carriage return, a tab, a NUL, the line and
+        # paragraph separators (which would break a line unseen) and a bidi override
+        ("a\r\nb", ["a\\r", "b"]),
+        ("tab\there\x00", ["tab\\there\\x00"]),
+        ("line\u2028para\u2029", ["line\\u2028para\\u2029"]),
+        ("\u202eevil\n", ["\\u202eevil", ""]),
+        ("\n", ["", ""]),
+    ],
+)
+def test_only_a_newline_becomes_a_break(text, spelt):
+    assert [html.unescape(line) for line in shown_lines(text).split(LINE_BREAK)] == spelt
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_a_payload_in_lines_renders_as_the_text_it_was(payload):
+    inner = rendered_text(shown_lines(f"{payload}\n{payload}"))
+    paragraph = re.fullmatch(r'<span class="paragraph">(.*)</span>', inner, flags=re.S)
+    assert paragraph is not None, inner
+    lines = paragraph.group(1).split("<br>")
+    assert all("<" not in line for line in lines) and [html.unescape(line) for line in lines] == [payload, payload]
+
+
+def test_a_cut_counts_a_break_as_one_character_and_safe_markup_passes():
+    assert shown_lines("ab\ncd", 4) == "ab<br>" + ELLIPSIS
+    assert shown_lines("ab\ncd", 5) == "ab<br>cd"
+    with pytest.raises(ValueError):
+        shown_lines("x", 0)
+    markup = Safe("<code>x</code>")
+    assert shown_lines(markup) is markup
+
+
+@given(st.text(max_size=80))
+def test_any_text_reads_back_in_its_lines(text):
+    lines = shown_lines(text).split(LINE_BREAK)
+    # no tag but the breaks, and each line reads back as the visible form of the text's own line
+    assert not any("<" in line for line in lines)
+    assert [html.unescape(line) for line in lines] == [visible(line) for line in text.split("\n")]

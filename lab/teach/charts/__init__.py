@@ -9,7 +9,8 @@ its text out for a phone's narrowest plot (the layout, in _layout). The modules,
     device        difference_rows, difference_chart: the on-device pane's MLX − lab differences
     formats       bits_per_weight_chart, pareto_chart, block_outlier_chart: formats compared
     files         type_bytes_chart: where a GGUF file's bytes go, by tensor type (06)
-    chat          divergence_chart: where a chat model's greedy answers depart, per format (12)
+    chat          divergence_chart: where a chat model's greedy answers depart, per format; front_chart:
+                  the Pareto front with every point on it numbered (12)
     real_weights  tensor_error_chart, outlier_chart, layer_type: a real model's tensors (notebook 09)
     answers       similarity_heatmaps_chart, per_sentence_cosine_chart, retrieval_quality_chart,
                   retrieval_margins_chart: what a format does to the answers (notebook 10)
@@ -33,7 +34,7 @@ from lab.teach.charts.blocks import (
     q4k_lane_chart,
     traced_label_layout,
 )
-from lab.teach.charts.chat import divergence_chart
+from lab.teach.charts.chat import divergence_chart, front_chart
 from lab.teach.charts.codes import RULER_DOMAIN, RULER_LABEL_OFFSETS, e2m1_ruler_chart, error_vs_scale_chart
 from lab.teach.charts.device import difference_chart, difference_rows
 from lab.teach.charts.files import type_bytes_chart
@@ -43,6 +44,7 @@ from lab.teach.charts.real_weights import layer_type, outlier_chart, tensor_erro
 
 __all__ = [
     "divergence_chart",
+    "front_chart",
     "type_bytes_chart",
     "EMBED_OPTIONS",
     "LEGEND_COLUMN_GAP",
