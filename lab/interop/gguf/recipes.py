@@ -96,10 +96,12 @@ def explain_recipe(gf: GGUFFile) -> dict:
 
 #: llama.cpp's quantizer (llama_tensor_get_type in src/llama-quant.cpp) stores a matrix whose rows
 #: are not a multiple of 256 in another type: the K-quants need whole 256-weight super-blocks. When
-#: the fallback's 32-weight blocks do not fit either, the matrix is stored as F16.
+#: the fallback's 32-weight blocks do not fit either, the matrix is stored as F16. The llama.cpp that
+#: llama-cpp-python 0.3.36 vendors (tensor_type_fallback, llama-quant.cpp:401-418) stores Q2_K and
+#: Q3_K rows as Q4_0, as its llama-quantize does on Gemma's rows of 640 (older ones took IQ4_NL).
 LLAMA_CPP_FALLBACK = {
-    "Q2_K": "IQ4_NL",
-    "Q3_K": "IQ4_NL",
+    "Q2_K": "Q4_0",
+    "Q3_K": "Q4_0",
     "IQ4_XS": "IQ4_NL",
     "Q4_K": "Q5_0",
     "Q5_K": "Q5_1",
