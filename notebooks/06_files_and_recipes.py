@@ -54,7 +54,7 @@ def _(mo):
     on the converter, its version and the architecture. So don't read the inventory off the
     file name; open the file and look.
 
-    Below, the lab writes a small GGUF file itself with gguf-py, a Q4_K_M-style mixture of a
+    Next, the lab writes a small GGUF file itself with gguf-py, a Q4_K_M-style mixture of a
     tiny two-layer model, then opens it the way it would open a file it did not write: every
     count and offset is checked against the file's size before gguf-py's reader sees it.
     """)
@@ -100,15 +100,22 @@ def _(gguf_tools, np, path):
 
 
 @app.cell(hide_code=True)
-def _(code_name, format_number, inventory, mo, path):
-    _rows = "\n".join(
-        f"| {code_name(row['name'])} | {row['type']} | {' × '.join(str(n) for n in row['shape'])} | {row['bytes']:,} | {format_number(round(row['bits_per_weight'], 4))} |"
-        for row in inventory
+def _(code_name, course, format_number, inventory, mo, path):
+    # course.table: names read from the left, numbers line up on the right
+    _table = course.table(
+        ["tensor", "type", "shape", "bytes", "bits/weight"],
+        [
+            [
+                code_name(row["name"]),
+                row["type"],
+                " × ".join(str(n) for n in row["shape"]),
+                f"{row['bytes']:,}",
+                format_number(round(row["bits_per_weight"], 4)),
+            ]
+            for row in inventory
+        ],
     )
-    mo.md(
-        f"## The tensor inventory\n\n{path.stat().st_size:,} bytes on disk.\n\n"
-        "| tensor | type | shape | bytes | bits/weight |\n|---|---|---|---|---|\n" + _rows
-    )
+    mo.md(f"## The tensor inventory\n\n{path.stat().st_size:,} bytes on disk.\n\n{_table}")
     return
 
 
@@ -333,7 +340,7 @@ def _(
     own_tensors = gguf_browser.tensor_rows(browsed.file)
     _shown = own_tensors[:200]
     _more = (
-        f"\n\n… and {len(own_tensors) - len(_shown):,} more tensors (all of them are in the picker below)."
+        f"\n\n… and {len(own_tensors) - len(_shown):,} more tensors (all of them are in the picker that follows)."
         if len(own_tensors) > len(_shown)
         else ""
     )
@@ -402,7 +409,7 @@ def _(code_name, course, mo, own_tensors, tensor_choice):
                 f"Open here: {code_name(tensor_choice.value)}, block {_first_block} of its {block_count}. "
                 f"A page without a server cannot read another: the live lab (`python3 labctl.py open`) "
                 f"picks any of the file's {len(own_tensors)} tensors and any block here. The explorer "
-                "below works on this one."
+                "that follows works on this one."
             ),
         )
     )
@@ -500,8 +507,10 @@ def _(browsing, mo):
        depends on the converter, its version and the architecture.)*
     """
     _real = r"""
-    1. Find `blk.0.attn_q.weight` in the inventory. Why is it Q5_0 and not Q4_K? *(Check: its rows are 640 weights,
-       2.5 super-blocks of 256; llama.cpp's fallback for a Q4_K it cannot store is Q5_0.)*
+    1. Under **Open a file**, the real file's list of tensors has `blk.0.attn_q.weight` as Q5_0 (the toy
+       file's tensor of the same name, in the inventory near the top, is Q4_K). Why is it Q5_0 and not
+       Q4_K? *(Check: its rows are 640 weights, 2.5 super-blocks of 256; llama.cpp's fallback for a Q4_K
+       it cannot store is Q5_0.)*
     2. `token_embd.weight` alone is most of the file. Why is it Q8_0? *(Hint: it is also the output
        layer, which the recipe keeps in Q6_K, and Q6_K's fallback is Q8_0.)*
     3. The label says Q4_K_M, yet the file stores more than 7 bits per weight. Which two numbers in

@@ -2,11 +2,14 @@
 // the whole page (prose, tables, charts and every widget) large enough for a projector, and
 // remembers the choice for the next page (ui.js, startCoursePresenter). It has no traits: the
 // mode is the page's own state, not the notebook's, so a static page toggles it with no kernel.
+// Being on every course page, it also fits the page's text and tables to the screen (page_fit.js).
+import { startPageFit } from "./page_fit.js";
 import { h, setAttr, setText, watchTheme, coursePresenter, setCoursePresenter, startCoursePresenter } from "./ui.js";
 
 function render({ el }) {
   el.classList.add("four-bit-lab", "lab-presenter-switch");
   startCoursePresenter();
+  startPageFit();
   const note = h("span", { class: "lab-caption" });
   const button = h(
     "button",
