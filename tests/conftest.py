@@ -85,6 +85,16 @@ def require_mlx():
     return mlx_core
 
 
+def require_mlx_lm():
+    """mlx_lm, installed with MLX where MLX publishes wheels: there its absence fails, elsewhere the test skips."""
+    require_mlx()
+    try:
+        import mlx_lm
+    except ImportError as error:
+        pytest.fail(f"mlx-lm should be installed with MLX but cannot be imported: {error}")
+    return mlx_lm
+
+
 def require_bundler() -> str:
     """Deno's command, which bundles marimo's front-end for the site (publish/marimo_bundle.py).
     Where Deno publishes wheels (Linux x86-64, macOS, Windows x86-64) the project installs it, so
