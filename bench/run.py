@@ -4,6 +4,7 @@
     .venv/bin/python -m bench.run --rows 512      # a quick run
     .venv/bin/python -m bench.run --no-real       # without the real-model rows
     .venv/bin/python -m bench.run --browser       # page speed and site weight instead (bench/browser.py)
+    .venv/bin/python -m bench.run --first-render  # only each notebook's live first render (bench/browser.py)
 
 Each line times the lab and the peer doing the same work on the same data, best of --repeat runs,
 and reports lab throughput / peer throughput. The targets (issue 6) are ratios measured here, never
@@ -627,17 +628,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument("--no-real", action="store_true", help="leave out the real-model rows")
     parser.add_argument("--browser", action="store_true", help="only the browser and site rows (bench/browser.py)")
+    parser.add_argument(
+        "--first-render",
+        action="store_true",
+        help="only each notebook's live first render, against 3 s (bench/browser.py)",
+    )
     args = parser.parse_args(argv)
     # refused now rather than after the minutes of measuring: a link where a result goes is never written through
     try:
-        for name in ("browser.md", "browser.json") if args.browser else ("latest.md", "latest.json"):
+        stem = "first_render" if args.first_render else "browser" if args.browser else "latest"
+        for name in (f"{stem}.md", f"{stem}.json"):
             check_inside(args.out, name)
     except UnsafeWriteError as error:
         parser.exit(2, f"--out: {error}\n")
-    if args.browser:
+    if args.browser or args.first_render:
         from bench import browser
 
-        return browser.run(args.out)
+        return browser.run(args.out, first_render_only=args.first_render)
     if args.cols % 256:
         parser.error("--cols must be a multiple of 256 so every format can take the rows")
     results, info = run(args.rows, args.cols, args.repeat)

@@ -101,8 +101,10 @@ def _(mo):
 def _(format_number, mo):
     from widgets.choice import Control, PrecomputedChoice
 
-    # Every combination of these settings is computed below (five seeds, seven spreads, two largest
-    # elements: 70 blocks, each with its MLX run), so the controls work on the static page too.
+    # Every combination of these settings has an outcome below (five seeds, seven spreads, two
+    # largest elements: 70 blocks, each with its MLX run), so the controls work on the static page
+    # too. A live page computes only the one shown, and each other one when it is picked
+    # (widgets/choice.py): all 70 made its first render wait 9.5 s.
     spread_by_step = {format_number(n): n for n in range(-6, 7, 2)}
     # 5 lies in [4, 6): both rules choose exponent 0. 7 lies in (6, 8): floor(log₂ 7) − 2 = 0 but
     # ceil(log₂(7 / 6)) = 1, so the rules choose scale bytes one apart.
@@ -115,35 +117,31 @@ def _(format_number, mo):
             Control("largest", "largest element (× the spread)", list(largest_by_option), "5 (both rules agree)"),
         ],
     )
-    mo.ui.anywidget(block_choice)
-    return block_choice, largest_by_option, spread_by_step
+    block_menu = mo.ui.anywidget(block_choice)
+    block_menu
+    return block_menu, largest_by_option, spread_by_step
 
 
 @app.cell(hide_code=True)
-def _(block_choice, largest_by_option, np, spread_by_step):
-    def _draw(seed, spread, largest):
-        _rng = np.random.default_rng(seed)
-        _block = (_rng.normal(0, 1, 32) * 2.0**spread).astype(np.float32)
-        _block[:4] = np.array([0.75, 1.75, -3.5, 5.0], dtype=np.float32) * 2.0**spread  # planted midpoints
-        _block[4] = largest * 2.0**spread  # planted largest element: sets amax
+def _(block_menu, largest_by_option, np, spread_by_step):
+    def drawn_block(seed, spread, largest):
+        """The block for these options, as the controls name them: (seed, spread, largest)."""
+        _scale = 2.0 ** spread_by_step[spread]
+        _rng = np.random.default_rng(int(seed))
+        _block = (_rng.normal(0, 1, 32) * _scale).astype(np.float32)
+        _block[:4] = np.array([0.75, 1.75, -3.5, 5.0], dtype=np.float32) * _scale  # planted midpoints
+        _block[4] = largest_by_option[largest] * _scale  # planted largest element: sets amax
         return _block
 
 
-    # keyed as the controls name their options: (seed, spread, largest)
-    blocks = {
-        (_seed, _spread, _largest): _draw(int(_seed), spread_by_step[_spread], largest_by_option[_largest])
-        for _seed in block_choice.controls[0]["options"]
-        for _spread in spread_by_step
-        for _largest in largest_by_option
-    }
-    block = blocks[tuple(block_choice.values[_name] for _name in ("seed", "spread", "largest"))]  # the one shown first
-    return (blocks,)
+    block = drawn_block(*(_control["value"] for _control in block_menu.controls))  # the one shown first
+    return (drawn_block,)
 
 
 @app.cell(hide_code=True)
 def _(
-    block_choice,
-    blocks,
+    block_menu,
+    drawn_block,
     error_metrics,
     format_number,
     mo,
@@ -151,7 +149,8 @@ def _(
     np,
     rounding,
 ):
-    def _table(block):
+    def _table(*options):
+        block = drawn_block(*options)
         _rows = []
         for _name, _preset in rounding.PRESETS.items():
             _tensor = mxfp4.quantize(block, rule=_name)
@@ -170,7 +169,7 @@ def _(
 
     mo.vstack(
         [
-            mo.Html(block_choice.outcomes(["seed", "spread", "largest"], {_key: _table(_block) for _key, _block in blocks.items()})),
+            mo.Html(block_menu.outcomes(["seed", "spread", "largest"], _table)),
             mo.md("\n".join(f"* `{p.name}`: {p.source}" for p in rounding.PRESETS.values())),
         ]
     )
@@ -178,9 +177,10 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(block_choice, block_grid_chart, blocks, e2m1, mo, mxfp4):
+def _(block_grid_chart, block_menu, drawn_block, e2m1, mo, mxfp4):
     # The grid each rule gives this block: its 15 values at the chosen scale; beyond them, clipping.
-    def _grids(block):
+    def _grids(*options):
+        block = drawn_block(*options)
         _charts = []
         for _rule in ("ocp", "mlx"):
             _scale = float(mxfp4.quantize(block, rule=_rule).scales[0])
@@ -193,16 +193,16 @@ def _(block_choice, block_grid_chart, blocks, e2m1, mo, mxfp4):
     mo.vstack(
         [
             mo.md("### The block on each rule's grid"),
-            mo.Html(block_choice.outcomes(["seed", "spread", "largest"], {_key: _grids(_block) for _key, _block in blocks.items()})),
+            mo.Html(block_menu.outcomes(["seed", "spread", "largest"], _grids)),
         ]
     )
     return
 
 
 @app.cell(hide_code=True)
-def _(block_choice, blocks, device, difference_chart, mo):
-    def _on_device(block):
-        _device_report = device.run_block("mxfp4", w=block.reshape(1, 32))
+def _(block_menu, device, difference_chart, drawn_block, mo):
+    def _on_device(*options):
+        _device_report = device.run_block("mxfp4", w=drawn_block(*options).reshape(1, 32))
         _chart = difference_chart(_device_report)
         return mo.vstack(
             [
@@ -217,9 +217,7 @@ def _(block_choice, blocks, device, difference_chart, mo):
             mo.md(
                 "## On device: the same block through MLX\n\nThe lab's `mlx` preset against MLX's own kernels, on every MLX device present."
             ),
-            mo.Html(
-                block_choice.outcomes(["seed", "spread", "largest"], {_key: _on_device(_block) for _key, _block in blocks.items()})
-            ),
+            mo.Html(block_menu.outcomes(["seed", "spread", "largest"], _on_device)),
         ]
     )
     return

@@ -85,8 +85,9 @@ def _(mo):
 def _(mo):
     from widgets.choice import Control, PrecomputedChoice
 
-    # Every combination is computed below (ten seeds, with and without the tensor scale), so the
-    # controls work on the static page too.
+    # Every combination has an outcome below (ten seeds, with and without the tensor scale), so the
+    # controls work on the static page too. A live page computes only the one shown, and each
+    # other one when it is picked (widgets/choice.py).
     with_tensor_scale = {"on (MLX convention)": True, "off": False}
     tensor_choice = PrecomputedChoice(
         "nvfp4-tensor",
@@ -95,32 +96,29 @@ def _(mo):
             Control("tensor-scale", "FP32 tensor scale", list(with_tensor_scale), "on (MLX convention)"),
         ],
     )
-    mo.ui.anywidget(tensor_choice)
-    return tensor_choice, with_tensor_scale
+    tensor_menu = mo.ui.anywidget(tensor_choice)
+    tensor_menu
+    return tensor_menu, with_tensor_scale
 
 
 @app.cell(hide_code=True)
-def _(np, nvfp4, tensor_choice, with_tensor_scale):
-    def _draw(seed, use_tensor_scale):
-        _rng = np.random.default_rng(seed)
+def _(np, nvfp4, tensor_menu, with_tensor_scale):
+    def drawn(seed, tensor_scale):
+        """(weights, global scale, tensor) for these options, as the controls name them."""
+        _rng = np.random.default_rng(int(seed))
         _weights = (_rng.normal(0, 1, (1, 32)) * np.repeat([0.05, 40.0], 16)).astype(np.float32)
-        _global_scale = nvfp4.tensor_amax(_weights) if use_tensor_scale else None
+        _global_scale = nvfp4.tensor_amax(_weights) if with_tensor_scale[tensor_scale] else None
         return _weights, _global_scale, nvfp4.quantize(_weights, global_scale=_global_scale)
 
 
-    # keyed as the controls name their options: (seed, tensor scale) -> (weights, global scale, tensor)
-    drawn = {
-        (_seed, _scale): _draw(int(_seed), with_tensor_scale[_scale])
-        for _seed in tensor_choice.controls[0]["options"]
-        for _scale in with_tensor_scale
-    }
-    weights, global_scale, tensor = drawn[(tensor_choice.values["seed"], tensor_choice.values["tensor-scale"])]  # shown first
+    weights, global_scale, tensor = drawn(*(_control["value"] for _control in tensor_menu.controls))  # shown first
     return (drawn,)
 
 
 @app.cell(hide_code=True)
-def _(drawn, error_metrics, format_number, mo, tensor_choice):
-    def _summary(weights, tensor):
+def _(drawn, error_metrics, format_number, mo, tensor_menu):
+    def _summary(*options):
+        weights, _, tensor = drawn(*options)
         _groups = [
             error_metrics(weights[0, g * 16 : (g + 1) * 16], tensor.dequantize()[0, g * 16 : (g + 1) * 16]) for g in range(2)
         ]
@@ -136,14 +134,15 @@ def _(drawn, error_metrics, format_number, mo, tensor_choice):
         )
 
 
-    mo.Html(tensor_choice.outcomes(["seed", "tensor-scale"], {_key: _summary(_w, _t) for _key, (_w, _, _t) in drawn.items()}))
+    mo.Html(tensor_menu.outcomes(["seed", "tensor-scale"], _summary))
     return
 
 
 @app.cell(hide_code=True)
-def _(block_grid_chart, drawn, e2m1, mo, tensor_choice):
+def _(block_grid_chart, drawn, e2m1, mo, tensor_menu):
     # Each group of 16 on its own grid: E2M1's values times its E4M3 scale times the tensor factor.
-    def _grids(weights, tensor):
+    def _grids(*options):
+        weights, _, tensor = drawn(*options)
         _charts = [
             mo.as_html(
                 block_grid_chart(
@@ -160,7 +159,7 @@ def _(block_grid_chart, drawn, e2m1, mo, tensor_choice):
     mo.vstack(
         [
             mo.md("### Each group on its own grid"),
-            mo.Html(tensor_choice.outcomes(["seed", "tensor-scale"], {_key: _grids(_w, _t) for _key, (_w, _, _t) in drawn.items()})),
+            mo.Html(tensor_menu.outcomes(["seed", "tensor-scale"], _grids)),
         ]
     )
     return
@@ -202,8 +201,9 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(device, difference_chart, drawn, mo, tensor_choice):
-    def _on_device(weights, global_scale):
+def _(device, difference_chart, drawn, mo, tensor_menu):
+    def _on_device(*options):
+        weights, global_scale, _ = drawn(*options)
         _device_report = device.run_block("nvfp4", w=weights, global_scale=global_scale)
         _chart = difference_chart(_device_report)
         return mo.vstack([mo.md(device.report_markdown(_device_report)), *([] if _chart is None else [mo.as_html(_chart)])])
@@ -212,9 +212,7 @@ def _(device, difference_chart, drawn, mo, tensor_choice):
     mo.vstack(
         [
             mo.md("## On device: the same tensor through MLX"),
-            mo.Html(
-                tensor_choice.outcomes(["seed", "tensor-scale"], {_key: _on_device(_w, _g) for _key, (_w, _g, _) in drawn.items()})
-            ),
+            mo.Html(tensor_menu.outcomes(["seed", "tensor-scale"], _on_device)),
         ]
     )
     return

@@ -9,11 +9,12 @@ def _():
     import marimo as mo
 
     from lab.numbers import format_number
-    from lab.study import real_weights
+    from lab.study import accounting, real_weights
     from lab.teach.charts import outlier_chart, tensor_error_chart
     from lab.text import code_name
 
     return (
+        accounting,
         code_name,
         format_number,
         mo,
@@ -63,7 +64,8 @@ def _(mo, real_weights, weights):
 
 
 @app.cell(hide_code=True)
-def _(format_number, mo, report):
+def _(accounting, format_number, mo, report):
+    _float32, _bfloat16 = accounting.FLOAT32, accounting.BFLOAT16
     _rows = "\n".join(
         f"| {row['format']} | {row['relative_rmse']:.4f} | {format_number(round(row['max_abs_error'], 4))} "
         f"| {row['bits_per_weight']:.3f} | {row['coverage']:.1%} |"
@@ -71,16 +73,20 @@ def _(format_number, mo, report):
     )
     mo.md(
         "## The whole model, format by format\n\n"
-        "| format | relative RMSE | max error | bits/weight | share of weights it could take |\n|---|---|---|---|---|\n"
+        "| format | relative RMSE | max error | bits/weight (float32 scales) | share of weights it could take |\n|---|---|---|---|---|\n"
         + _rows
         + "\n\nThe floor scale rule (`ocp`) saturates the largest weight of a block, which shows in "
         "the max error; the ceil rule (`mlx`) never saturates but coarsens the rest. The scale search "
         "tries neighbouring scales per block and keeps the best: the scale lab's lesson, applied to "
         "every block, with blocks MLX still decodes unchanged.\n\n"
         "MLX keeps an affine group's scale and bias in the weights' own dtype. This checkpoint is "
-        "float32, so here they cost 64 bits a group: 4-bit g64 spends 4 + 64/64 = 5 bits per weight "
-        "and g128 4.5. Notebook 7's grid is for a bfloat16 checkpoint, where they cost 32 bits a "
-        "group: 4-bit g64 is 4.5 there."
+        "float32, so here they cost 64 bits a group: 4-bit g64 spends "
+        f"4 + 64/64 = {accounting.bits_per_weight('affine4_g64', _float32):g} bits per weight and g128 "
+        f"{accounting.bits_per_weight('affine4_g128', _float32):g}. Notebook 7's grid is for a bfloat16 "
+        "checkpoint, where they cost 32 bits a group: 4-bit g64 is "
+        f"{accounting.bits_per_weight('affine4_g64', _bfloat16):g} there. Notebook 10 counts this model's "
+        "scales as float32 too. The other formats fix their scales' type (MXFP4's E8M0 byte, NVFP4's "
+        "E4M3, GGUF's float16), so the checkpoint's dtype leaves theirs alone."
     )
     return
 
@@ -89,19 +95,21 @@ def _(format_number, mo, report):
 def _(mo, report):
     from widgets.choice import Control, PrecomputedChoice
 
-    # Every format's view below is computed here, so the menu works on the static page too.
+    # Every format's view below has its outcome, so the menu works on the static page too. A live
+    # page computes only the format shown, and each other one when it is picked (widgets/choice.py).
     format_choice = PrecomputedChoice(
         "real-weights",
         [Control("format", "format", [row["format"] for row in report.summary_records()], "Q4_K")],
     )
-    mo.ui.anywidget(format_choice)
-    return (format_choice,)
+    format_menu = mo.ui.anywidget(format_choice)
+    format_menu
+    return (format_menu,)
 
 
 @app.cell(hide_code=True)
 def _(
     code_name,
-    format_choice,
+    format_menu,
     format_number,
     mo,
     outlier_chart,
@@ -151,7 +159,7 @@ def _(
                 "group size (MLX's converter silently leaves such layers in float; a GGUF converter stores them "
                 "in another type)."
             ),
-            mo.Html(format_choice.outcomes(["format"], {(_name,): _view(_name) for _name in format_choice.controls[0]["options"]})),
+            mo.Html(format_menu.outcomes(["format"], _view)),
         ]
     )
     return

@@ -10,7 +10,7 @@ def _():
 
     from lab.device.model import run_model
     from lab.numbers import format_signed
-    from lab.study import behaviour, real_weights
+    from lab.study import accounting, behaviour, real_weights
     from lab.teach import charts
     from lab.teach.prepare import COMPARED_FORMATS, FIRST_FORMAT
     from lab.text import code_name
@@ -18,6 +18,7 @@ def _():
     return (
         COMPARED_FORMATS,
         FIRST_FORMAT,
+        accounting,
         behaviour,
         charts,
         code_name,
@@ -78,16 +79,19 @@ def _(behaviour, mo):
 def _(COMPARED_FORMATS, FIRST_FORMAT, mo, study):
     from widgets.choice import Control, PrecomputedChoice
 
-    # Each format this menu offers is computed in advance, all the way down the page, so the menu
-    # works on the static page too (lab.teach.prepare fills the cache for them).
+    # Each format this menu offers has its outcome all the way down the page, so the menu works on
+    # the static page too (lab.teach.prepare fills the cache for them). A live page computes only
+    # the format shown, and each other one when it is picked (widgets/choice.py): all nine made
+    # its first render wait 9.8 s.
     title_of = {row["format"]: row["title"] for row in study}
     format_choice = PrecomputedChoice(
         "answers", [Control("format", "format", [title_of[name] for name in COMPARED_FORMATS], title_of[FIRST_FORMAT])]
     )
     compared = {title_of[name]: name for name in COMPARED_FORMATS}  # menu option -> format name
-    chosen, chosen_title = FIRST_FORMAT, title_of[FIRST_FORMAT]  # what the page shows first
-    mo.ui.anywidget(format_choice)
-    return chosen, chosen_title, compared, format_choice
+    chosen = FIRST_FORMAT  # what the page shows first
+    format_menu = mo.ui.anywidget(format_choice)
+    format_menu
+    return chosen, compared, format_menu
 
 
 @app.cell(hide_code=True)
@@ -103,7 +107,7 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(behaviour, charts, chosen, compared, format_choice, mo):
+def _(behaviour, charts, chosen, compared, format_menu, mo):
     similarity = behaviour.format_similarity(chosen, cache=True)  # the one shown first
 
 
@@ -118,12 +122,12 @@ def _(behaviour, charts, chosen, compared, format_choice, mo):
         )
 
 
-    mo.Html(format_choice.outcomes(["format"], {(_title,): _similarity(_title) for _title in compared}))
+    mo.Html(format_menu.outcomes(["format"], _similarity))
     return
 
 
 @app.cell(hide_code=True)
-def _(format_signed, mo, study):
+def _(accounting, format_signed, mo, study):
     _rows = "\n".join(
         f"| {row['title']} | {row['bits_per_weight']:g} | {row['top1']:.3f} | {row['mrr']:.3f} "
         f"| {format_signed(row['median_margin'], 3)} | {row['mean_cosine_to_fp32']:.4f} | {row['fallbacks']} of 36 |"
@@ -138,7 +142,12 @@ def _(format_signed, mo, study):
         "distractor's: above 0 it is answered right, and the larger it is, the safer the answer. "
         "*Kept float32* counts the Linears a format could not hold (a row length that is "
         "not a multiple of its block), which stay in float32 as a converter would leave them.\n\n"
-        "| format | bits/weight | top-1 | MRR | median margin | mean cosine to float32 | kept float32 |\n"
+        "**Bits per weight** are what each format stores for this model. Its weights are float32, and "
+        "MLX's affine mode keeps each group's scale and bias in the weights' own dtype: 4-bit g128 "
+        f"stores {accounting.bits_per_weight('affine4_g128', accounting.FLOAT32):g} bits per weight here, "
+        "as notebook 9 measures. The other formats fix their scales' type, so the model's dtype does not "
+        "change theirs.\n\n"
+        "| format | bits/weight (float32 scales) | top-1 | MRR | median margin | mean cosine to float32 | kept float32 |\n"
         "|---|---:|---:|---:|---:|---:|---:|\n" + _rows
     )
     return
@@ -182,7 +191,7 @@ def _(behaviour, mo, study):
 
 
 @app.cell(hide_code=True)
-def _(behaviour, charts, chosen, compared, format_choice, format_signed, mo):
+def _(behaviour, charts, chosen, compared, format_menu, format_signed, mo):
     answers = behaviour.retrieval_answers(chosen, cache=True)  # the margins shown first
 
 
@@ -219,31 +228,26 @@ def _(behaviour, charts, chosen, compared, format_choice, format_signed, mo):
                 "Top-1 only asks whether the right passage came first. The margin says by how much, so it "
                 "shows damage long before an answer flips."
             ),
-            mo.Html(format_choice.outcomes(["format"], {(_title,): _answers(_title) for _title in compared})),
+            mo.Html(format_menu.outcomes(["format"], _answers)),
         ]
     )
     return
 
 
 @app.cell(hide_code=True)
-def _(behaviour, chosen_title, compared, mo):
+def _(behaviour, chosen, mo):
     # Cached per format in lab.study.behaviour, in memory and (cache=True) on disk: opening this
-    # page again recomputes nothing.
-    with mo.status.progress_bar(
-        total=len(compared), title="Weight error and output error, Linear by Linear", remove_on_exit=True
-    ) as _bar:
-        layer_studies = {}
-        for _title, _name in compared.items():
-            layer_studies[_title] = behaviour.layer_study(_name, cache=True)
-            _bar.update(subtitle=_title)
-    layers = layer_studies[chosen_title]  # the study shown first
-    return layer_studies, layers
+    # page again recomputes nothing, and `labctl.py open` computes it first (lab.teach.prepare).
+    # Without the cache it takes a while, so the page says what it is doing.
+    with mo.status.spinner(title="Weight error and output error, Linear by Linear", remove_on_exit=True):
+        layers = behaviour.layer_study(chosen, cache=True)  # the study shown first
+    return (layers,)
 
 
 @app.cell(hide_code=True)
-def _(charts, code_name, format_choice, format_signed, layer_studies, mo):
+def _(behaviour, charts, code_name, compared, format_menu, format_signed, mo):
     def _layers(title):
-        layers = layer_studies[title]
+        layers = behaviour.layer_study(compared[title], cache=True)
         _moved = "\n".join(
             f"| {code_name(row['layer'].removeprefix('encoder.'))} | {row['weight_error']:.4f} | {int(row['weight_rank'])} "
             f"| {row['output_error']:.4f} | {int(row['output_rank'])} | {row['peak_to_median']:.1f} |"
@@ -272,19 +276,19 @@ def _(charts, code_name, format_choice, format_signed, layer_studies, mo):
     mo.vstack(
         [
             mo.md("## 3 · Which layers does it hurt, and why?"),
-            mo.Html(format_choice.outcomes(["format"], {(_title,): _layers(_title) for _title in layer_studies})),
+            mo.Html(format_menu.outcomes(["format"], _layers)),
         ]
     )
     return
 
 
 @app.cell(hide_code=True)
-def _(charts, code_name, format_choice, layer_studies, layers, mo):
+def _(behaviour, charts, code_name, compared, format_menu, layers, mo):
     outliers = layers.outliers[layers.disagreeing[0]]  # the layer shown first
 
 
     def _inputs(title):
-        _layers = layer_studies[title]
+        _layers = behaviour.layer_study(compared[title], cache=True)
         _outliers = _layers.outliers[_layers.disagreeing[0]]
         _channels = ", ".join(f"{channel} (RMS {_outliers.rms[channel]:.2f})" for channel in _outliers.top_channels.tolist())
         _layer = next(row for row in _layers.records() if row["layer"] == _outliers.layer)
@@ -314,7 +318,7 @@ def _(charts, code_name, format_choice, layer_studies, layers, mo):
     mo.vstack(
         [
             mo.md("### Where the output error comes from: the inputs"),
-            mo.Html(format_choice.outcomes(["format"], {(_title,): _inputs(_title) for _title in layer_studies})),
+            mo.Html(format_menu.outcomes(["format"], _inputs)),
         ]
     )
     return
@@ -337,27 +341,33 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(chosen, compared, format_choice, mo, run_model):
-    with mo.status.progress_bar(total=len(compared), title="Running the model's Linears on MLX", remove_on_exit=True) as _bar:
-        _reports = {}
-        for _title, _name in compared.items():
-            _reports[(_title,)] = run_model(_name, cache=True)
-            _bar.update(subtitle=_title)
-    device = next(_report for _report in _reports.values() if _report.format == chosen)  # the one shown first
-    mo.Html(format_choice.outcomes(["format"], {_key: mo.md(_report.to_markdown()) for _key, _report in _reports.items()}))
+def _(chosen, compared, format_menu, mo, run_model):
+    with mo.status.spinner(title="Running the model's Linears on MLX", remove_on_exit=True):
+        device = run_model(chosen, cache=True)  # the one shown first
+    mo.Html(format_menu.outcomes(["format"], lambda title: mo.md(run_model(compared[title], cache=True).to_markdown())))
     return
 
 
 @app.cell(hide_code=True)
-def _(mo):
-    mo.md(r"""
+def _(accounting, mo):
+    _float32 = accounting.FLOAT32
+    mo.md(f"""
     ## Try this
 
-    1. Which is the lowest bit width where top-1 still matches float32? *(Check the table: the
-       answers hold down to 3.5 bits here and break at 2.5.)* Top-1 cannot tell the 4-bit formats
-       apart; which column can? *(The median margin: pick them one by one and watch the cloud.)*
-    2. Compare MXFP4 and MLX affine 4-bit g128: the same 4.25 bits per weight. Which keeps the
-       embeddings closer to float32? *(Check the cosine column: nearly a tie.)*
+    1. Which is the lowest bit width where top-1 still matches float32? *(Check the table, with its
+       "kept float32" column: Q3_K and Q2_K hold only because their 256-weight blocks leave 30 of 36
+       Linears in float32. Of the formats that quantize every Linear, MLX affine 3-bit g64
+       ({accounting.bits_per_weight("affine3_g64", _float32):g} bits per weight with this model's
+       float32 scales) still answers as float32 does; 2-bit g64
+       ({accounting.bits_per_weight("affine2_g64", _float32):g} with them) does not.)* Top-1 cannot
+       tell the 4-bit formats apart; which column can? *(The median margin: pick them one by one and
+       watch the cloud.)*
+    2. Compare MXFP4 ({accounting.bits_per_weight("mxfp4", _float32):g} bits per weight) and MLX
+       affine 4-bit g128. With this model's float32 scale and bias the affine format stores
+       {accounting.bits_per_weight("affine4_g128", _float32):g} bits per weight; in a bfloat16
+       checkpoint it would store {accounting.bits_per_weight("affine4_g128", accounting.BFLOAT16):g},
+       as MXFP4 does. Which keeps the embeddings closer to float32? *(Check the cosine column:
+       nearly a tie.)*
     3. Pick Q4_K. Why does it look almost perfect? *(Check "kept float32": its 256-weight blocks fit
        only the 1536-long rows, so 30 of 36 Linears never left float32.)*
     4. In the layer chart, which kind of Linear tends to sit lowest on output error for its weight

@@ -9,6 +9,18 @@ live or static. What a reader sees for an option is what the kernel computed for
 
     choice = PrecomputedChoice("real-weights", [Control("format", "format", ["Q4_K", "NF4"], "Q4_K")])
     mo.Html(choice.outcomes(["format"], {("Q4_K",): q4k_html, ("NF4",): nf4_html}))
+
+Computing every outcome before the page shows anything made a live page wait for options nobody
+had picked yet (notebook 3's 70 blocks, each with its MLX run: 9.5 s). So `outcomes` also takes a
+function of the options, and then computes what the page needs now: every outcome where the page
+must carry them all (the static site's export, a script or test run, marimo's editor), but in a
+page a reader has open under `marimo run` (`labctl.py open`) only the outcome shown, with a
+placeholder panel for each other one. A cell that passes the choice's UI element
+(`menu = mo.ui.anywidget(choice)`) then runs again when the reader picks an option, and computes
+that one:
+
+    menu = mo.ui.anywidget(choice)                      # in the cell that shows the controls
+    mo.Html(menu.outcomes(["format"], lambda name: view(name)))   # in a cell that reads `menu`
 """
 
 from __future__ import annotations
@@ -17,7 +29,7 @@ import html
 import itertools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import anywidget
@@ -35,6 +47,13 @@ MOST_OUTCOMES = 400  # a page carries every outcome, so their number stays small
 # A heading in a panel: marimo's outline lists every heading of the page, hidden or not, and each
 # option's copy would be listed again (with an id repeated as often).
 _HEADING = re.compile(r"<h([1-6])\b[^>]*>(.*?)</h\1>", re.DOTALL)
+# What a panel not yet computed holds (on demand, live): it shows from the pick until the kernel's
+# run of the cell replaces it, a second or two; the bar moves, so the page is seen to be working.
+PENDING = (
+    '<p class="lab-outcome-pending" role="status">Working this choice out: the kernel is computing it, '
+    "and it shows here in a moment.</p>"
+    '<progress class="lab-outcome-progress" aria-label="working this choice out"></progress>'
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +96,10 @@ class PrecomputedChoice(anywidget.AnyWidget):
     #: the option each control shows now, by control name (the browser sets it)
     values = t.Dict().tag(sync=True)
 
-    def __init__(self, group: str, controls: Sequence[Control]) -> None:
+    def __init__(self, group: str, controls: Sequence[Control], on_demand: bool | None = None) -> None:
+        """`on_demand`: whether `outcomes` computes only the outcome shown (see the module); by
+        default, whether a reader's page under `marimo run` is being drawn (kernel_on_demand()).
+        Decided once, here: the cells that run again on a pick run without the page's request."""
         if not _NAME.fullmatch(group):
             raise ValueError(f"a choice's group is lowercase letters, digits, '-' or '_', not {group!r}")
         names = [control.name for control in controls]
@@ -92,21 +114,50 @@ class PrecomputedChoice(anywidget.AnyWidget):
             ],
             values={c.name: c.value for c in controls},
         )
+        self.on_demand = kernel_on_demand() if on_demand is None else on_demand
+        # The options whose outcomes show: the browser's values while every one is an option, else
+        # the last such (a field holding a typo keeps the last good outcome on screen, widgets/ui.js).
+        self.shown = dict(self.values)
+        self.observe(self._follow, names="values")
 
-    def outcomes(self, depends_on: Sequence[str], views: Mapping[tuple[str, ...], object]) -> str:
+    def _follow(self, change) -> None:
+        values = change["new"]
+        if all(values.get(name) in control.options for name, control in self._by_name.items()):
+            self.shown = dict(values)
+
+    def outcomes(
+        self,
+        depends_on: Sequence[str],
+        views: Mapping[tuple[str, ...], object] | Callable[..., object],
+    ) -> str:
         """HTML holding one panel per combination of the options of the controls `depends_on`
         names, in that order. `views` maps each combination to what marimo rendered for it
         (mo.md(...), mo.vstack(...): its `.text` is HTML from the lab's own Markdown, outside text in
-        it already shown()); a plain str is shown literally. Only the current combination shows."""
+        it already shown()); a plain str is shown literally. Or `views` is a function called with a
+        combination's options, in that order, which is called for every combination, or, on
+        demand, for the one shown only (the others get placeholder panels). Only the combination
+        shown shows."""
         unknown = [name for name in depends_on if name not in self._by_name]
         if unknown or not depends_on or len(set(depends_on)) != len(depends_on):
             raise ValueError(f"outcomes depend on distinct controls of this choice, not {list(depends_on)}")
-        return outcome_panels(
-            self.group,
-            {name: self._by_name[name].options for name in depends_on},
-            {name: self._by_name[name].value for name in depends_on},
-            views,
-        )
+        options = {name: self._by_name[name].options for name in depends_on}
+        shown = {name: self.shown[name] for name in depends_on}
+        if callable(views):
+            view = views
+            keys = [tuple(shown.values())] if self.on_demand else itertools.product(*options.values())
+            views = {key: view(*key) for key in keys}
+        return outcome_panels(self.group, options, shown, views, complete=not self.on_demand)
+
+
+def kernel_on_demand() -> bool:
+    """True while marimo draws a page a reader opened under `marimo run` (`labctl.py open`): a
+    kernel stays beside it to compute an option's outcome when it is picked. False wherever a page
+    must carry every outcome: the static site's export (marimo runs it in edit mode, with no
+    browser's request), a script or test run (`app.run()`), marimo's editor, and outside marimo."""
+    import marimo as mo
+
+    meta = mo.app_meta()
+    return meta.mode == "run" and meta.request is not None
 
 
 def outcome_panels(
@@ -114,18 +165,21 @@ def outcome_panels(
     options: Mapping[str, Sequence[str]],
     current: Mapping[str, str],
     views: Mapping[tuple[str, ...], object],
+    complete: bool = True,
 ) -> str:
     """HTML holding one panel per combination of `options` (name -> the options, in order), marked
     for `group`; `views` as for PrecomputedChoice.outcomes, keyed in the order of `options`. The
     panel for `current` shows. A PrecomputedChoice's controls show the others, or a lab widget
-    whose `outcomes` trait names the group, keyed by its input traits (widgets.NibbleDecoder's code)."""
+    whose `outcomes` trait names the group, keyed by its input traits (widgets.NibbleDecoder's code).
+    `complete=False` lets `views` leave out combinations other than `current`: each gets a panel
+    that says it is being worked out, which shows while the kernel computes it."""
     if not _NAME.fullmatch(group):
         raise ValueError(f"a group is lowercase letters, digits, '-' or '_', not {group!r}")
     names = list(options)
     wanted = list(itertools.product(*(options[name] for name in names)))
     if len(wanted) > MOST_OUTCOMES:
         raise ValueError(f"{len(wanted)} outcomes is more than a page should carry ({MOST_OUTCOMES})")
-    if missing := [key for key in wanted if key not in views]:
+    if complete and (missing := [key for key in wanted if key not in views]):
         raise ValueError(f"no outcome for {missing[0]} (and {len(missing) - 1} more)")
     if extra := sorted(set(views) - set(wanted)):
         raise ValueError(f"an outcome for {extra[0]}, which no control offers")
@@ -136,6 +190,11 @@ def outcome_panels(
     for key in wanted:
         when = html.escape(json.dumps(dict(zip(names, key, strict=True)), ensure_ascii=False), quote=True)
         hidden = "" if key == shown_first else " hidden"
+        if key not in views:
+            panels.append(
+                f'<div class="lab-outcome" data-lab-choice="{group}" data-lab-when="{when}" hidden>{PENDING}</div>'
+            )
+            continue
         content = _HEADING.sub(
             r'<p class="lab-outcome-heading" role="heading" aria-level="\1">\2</p>', markup(views[key])
         )

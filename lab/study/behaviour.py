@@ -37,6 +37,7 @@ import numpy as np
 from lab.errors import InputError
 from lab.formats import FORMATS
 from lab.formats.registry import get
+from lab.study import accounting
 from lab.study import cache as result_cache
 from lab.study import model as sentence_model
 from lab.study.metrics import relative_error
@@ -77,6 +78,13 @@ def study_formats() -> tuple[str, ...]:
     return tuple(names)
 
 
+def stored_bits_per_weight(name: str) -> float:
+    """What format `name` (or fp32) stores per weight of this model: its weights are float32, so
+    MLX affine's scale and bias are float32 too (lab.study.accounting), 4 + 64/128 = 4.5 bits per
+    weight at 4-bit g128, as notebook 9 measures on the same model."""
+    return 32.0 if name == FP32 else accounting.bits_per_weight(name, accounting.FLOAT32)
+
+
 def _checked_name(name: str) -> str:
     """fp32 or a registry name; anything else raises UnknownFormatError listing the registry."""
     if name == FP32:
@@ -110,6 +118,7 @@ STUDY_SOURCES = (
     "study/results.py",
     "study/retrieval_data.py",
     "study/behaviour.py",
+    "study/accounting.py",
 )
 CACHE_NAMESPACE = "behaviour"
 
@@ -151,7 +160,7 @@ class Embeddings:
     """One format's embeddings of the lab's texts: retrieval queries, passages, similarity sentences."""
 
     name: str
-    bits_per_weight: float  # the format's nominal storage (32 for fp32)
+    bits_per_weight: float  # the format's storage on this float32 model (32 for fp32): stored_bits_per_weight()
     fallbacks: tuple[tuple[str, str], ...]  # (Linear, reason) for each Linear left float32
     queries: np.ndarray
     passages: np.ndarray
@@ -175,7 +184,7 @@ def _embed(name: str) -> Embeddings:
     queries, passages, sentences = np.split(vectors, np.cumsum([len(QUERIES), len(PASSAGES)]))
     return Embeddings(
         name=name,
-        bits_per_weight=32.0 if name == FP32 else float(FORMATS[name].bits_per_weight),
+        bits_per_weight=stored_bits_per_weight(name),
         fallbacks=model.fallbacks,
         queries=queries,
         passages=passages,

@@ -10,13 +10,16 @@ from fractions import Fraction
 
 from lab.formats import FORMATS, affine
 from lab.formats.affine import SUPPORTED_BITS, SUPPORTED_GROUP_SIZES
+from lab.study import accounting
 
-#: bits per weight: two reference points, then every registered block format by its title
-#: (element codes plus scales; NVFP4 adds 32/N with an FP32 tensor scale)
+#: bits per weight in a bfloat16 checkpoint, the usual one (MLX affine's scale and bias are then
+#: bfloat16; every other format fixes its scales' type): two reference points, then every
+#: registered block format by its title, from lab.study.accounting (element codes plus scales;
+#: NVFP4 adds 32/N with an FP32 tensor scale)
 FORMAT_BITS_PER_WEIGHT: dict[str, float] = {
     "BF16": 16.0,
     "ideal 4-bit": 4.0,
-    **{fmt.title: fmt.bits_per_weight for fmt in FORMATS.values()},
+    **{fmt.title: accounting.bits_per_weight(name, accounting.BFLOAT16) for name, fmt in FORMATS.items()},
 }
 
 SEVEN_BILLION = 7_000_000_000

@@ -56,13 +56,14 @@ class Rendered:
         self.text = text
 
 
-def two_controls() -> PrecomputedChoice:
+def two_controls(on_demand: bool | None = None) -> PrecomputedChoice:
     return PrecomputedChoice(
         "payload",
         [
             Control("source", "weights", ["tiny", "real"], "real"),
             Control("byte", "byte", [str(n) for n in range(4)], "2", kind="slider"),
         ],
+        on_demand=on_demand,
     )
 
 
@@ -192,3 +193,61 @@ def test_a_widget_can_drive_panels_of_its_own_values():
         outcome_panels("g", {"code": ["0", "1"]}, {"code": "7"}, {("0",): "a", ("1",): "b"})
     with pytest.raises(ValueError, match="group"):
         outcome_panels("G G", {"code": ["0"]}, {"code": "0"}, {("0",): "a"})
+
+
+def test_a_view_function_is_called_for_every_combination_where_the_page_carries_them_all():
+    """Off demand (the static site's export, a script run) a function of the options gives the
+    same panels as the mapping of every outcome it would make."""
+    choice = two_controls(on_demand=False)
+    called = []
+
+    def view(source, byte):
+        called.append((source, byte))
+        return Rendered(f"<p>{source} byte {byte}</p>")
+
+    markup = choice.outcomes(["source", "byte"], view)
+    every = {(s, b): Rendered(f"<p>{s} byte {b}</p>") for s in ("tiny", "real") for b in "0123"}
+    assert called == list(every)
+    assert markup == choice.outcomes(["source", "byte"], every)
+    assert "lab-outcome-pending" not in markup
+
+
+def test_on_demand_only_the_outcome_shown_is_computed_and_the_others_wait_for_their_pick():
+    """A live page (labctl.py open) computed 70 blocks with their MLX runs before notebook 3 showed
+    anything: on demand only the combination shown is computed; each other panel says it is being
+    worked out, and a pick in the browser (the cell runs again) computes that one."""
+    choice = two_controls(on_demand=True)
+    called = []
+
+    def view(source, byte):
+        called.append((source, byte))
+        return Rendered(f"<p>{source} byte {byte}</p>")
+
+    found = panels(choice.outcomes(["source", "byte"], view))
+    assert called == [("real", "2")]
+    assert len(found) == 8 and [(p["when"], p["hidden"]) for p in found if not p["hidden"]] == [
+        ({"source": "real", "byte": "2"}, False)
+    ]
+    waiting = [p for p in found if p["when"] != {"source": "real", "byte": "2"}]
+    assert all(p["hidden"] and p["text"].startswith("Working this choice out") for p in waiting)
+
+    choice.values = {"source": "tiny", "byte": "3"}  # the reader picks, as the browser sets it
+    found = panels(choice.outcomes(["source", "byte"], view))
+    assert called[-1] == ("tiny", "3")
+    assert [p["text"] for p in found if not p["hidden"]] == ["tiny byte 3"]
+
+    # a field holding a typo (the browser sends null) keeps the last good outcome, computed again
+    choice.values = {"source": "tiny", "byte": None}
+    found = panels(choice.outcomes(["source"], lambda source: Rendered(f"<p>{source}</p>")))
+    assert [p["text"] for p in found if not p["hidden"]] == ["tiny"]
+    found = panels(choice.outcomes(["byte"], lambda byte: Rendered(f"<p>byte {byte}</p>")))
+    assert [p["text"] for p in found if not p["hidden"]] == ["byte 3"]
+
+
+def test_only_a_readers_page_under_marimo_run_computes_on_demand():
+    """Outside a marimo kernel (a script, this test, the site's export of a notebook's cells)
+    every outcome is computed; the choice decides once, when it is made."""
+    from widgets.choice import kernel_on_demand
+
+    assert kernel_on_demand() is False
+    assert two_controls().on_demand is False
