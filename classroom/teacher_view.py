@@ -7,8 +7,10 @@ exercises by student that follows the room live, and can download it as CSV. Fro
 /class/notes#TOKEN opens each notebook as slides (?slides&present) for the projector and shows the
 speaker notes (lab.teach.speaker_notes) of the slide on show, for the token alone.
 
-What the server keeps is the last answer of each student to each exercise, in memory only: nothing
-is written to disk, and the CSV is made in the teacher's browser. The server never judges an answer:
+What the server keeps is the last answer of each student to each exercise, with the first answer
+the student checked to that question, how many different answers they checked, and whether they
+asked to see the working first (a student's page sends them with each answer), in memory only:
+nothing is written to disk, and the CSV is made in the teacher's browser. The server never judges an answer:
 it keeps the text the student typed with the seed and round of the question, and the teacher's page
 checks each one again with the exercises' own generator (widgets/codec/teach/exercises.js), as a
 student's page does. A post that claims a verdict, or an answer nobody typed, counts nothing.
@@ -69,19 +71,23 @@ COOKIE = "four-bit-lab-class"
 # How often the teacher's page asks for the room's answers, in milliseconds.
 POLL_MS = 3000
 
-# One answer's post is about 300 bytes; this leaves room and no more.
-MAX_BODY_BYTES = 2048
+# One answer's post is about 300 bytes. Its two answers (the last and the first) of at most 200
+# characters each could be 1,200 bytes each as JSON escapes (\u0001); this leaves room for them
+# and the rest, and no more.
+MAX_BODY_BYTES = 4096
 # A workshop is twenty; a lecture hall a few hundred. One more student is refused, not a first dropped.
 MAX_STUDENTS = 500
 # Students started from one address: a workshop of twenty behind one address (a NAT, a test on
 # loopback), each starting twice (a second browser, a private window), fits; a script inventing
 # students fills less than a tenth of the class before the teacher can remove them.
 MAX_STUDENTS_PER_ADDRESS = 40
-# Four times the course's exercise kinds (16), far fewer than a flood of invented ones.
+# More than twice the course's exercise kinds (24), far fewer than a flood of invented ones.
 MAX_ANSWERS_PER_STUDENT = 64
 # A nickname fits a grid's column on a phone; the exercises' answer field keeps at most 200 characters.
 MAX_NICKNAME = 24
 MAX_ANSWER = 200
+# The tries one question counts (widgets/exercises.js's MOST_TRIES); a page stops counting there.
+MAX_TRIES = 9999
 # Posts from one address: a whole class behind one address (a test on loopback, a NAT) checking
 # answers at once fits the burst; a script posting in a loop is held to a few a second.
 POST_BURST = 240
@@ -94,7 +100,9 @@ LARGEST_ROUND = 2**31 - 1
 STUDENT_ID = re.compile(r"[0-9a-f]{32}")
 ROOM_ID = re.compile(r"[0-9a-f]{32}")
 KIND = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?")
-POST_FIELDS = frozenset({"room", "student", "nickname", "kind", "seed", "round", "answer"})
+POST_FIELDS = frozenset({"room", "student", "nickname", "kind", "seed", "round", "answer", "first", "tries", "shown"})
+# What a page from before the first answer and the tries were kept posts: refused, with the remedy.
+OLD_POST_FIELDS = POST_FIELDS - {"first", "tries", "shown"}
 # The paths this server takes a POST at (serve.py hands each to Classroom.post): a student's answer,
 # and the teacher's two changes.
 POST_PATHS = frozenset({ANSWERS_PATH, REMOVE_PATH, MERGE_PATH})
@@ -148,8 +156,19 @@ def _json_object(body: bytes, fields: frozenset) -> dict:
 
 def read_post(body: bytes) -> dict:
     """One answer's post, checked field by field; ClassError(400) says what is wrong with it. The
-    nickname comes back trimmed and composed (NFC), so a name typed two ways is one name."""
-    post = _json_object(body, POST_FIELDS)
+    nickname comes back trimmed and composed (NFC), so a name typed two ways is one name. A post
+    of a page from before the tries were kept (its fields OLD_POST_FIELDS) is refused with the
+    remedy: the teacher's grid would show its last answer as a first try."""
+    try:
+        post = _json_object(body, POST_FIELDS)
+    except ClassError as refused:
+        if _json_object_fields(body) == OLD_POST_FIELDS:
+            raise ClassError(
+                400,
+                "this page is from an earlier version of the lab and does not say how many tries an answer took: "
+                "reload it, and check the answer again",
+            ) from None
+        raise refused
     if isinstance(post["nickname"], str):
         post["nickname"] = unicodedata.normalize("NFC", post["nickname"]).strip()
         if unshowable := _unshowable(post["nickname"]):
@@ -170,11 +189,23 @@ def read_post(body: bytes) -> dict:
         ("seed", _whole(post["seed"], 1, LARGEST_SEED), f"a whole number 1..{LARGEST_SEED}"),
         ("round", _whole(post["round"], 0, LARGEST_ROUND), f"a whole number 0..{LARGEST_ROUND}"),
         ("answer", _text(post["answer"], MAX_ANSWER), f"text of at most {MAX_ANSWER} characters"),
+        ("first", _text(post["first"], MAX_ANSWER), f"text of at most {MAX_ANSWER} characters"),
+        ("tries", _whole(post["tries"], 1, MAX_TRIES), f"a whole number 1..{MAX_TRIES}"),
+        ("shown", type(post["shown"]) is bool, "true or false"),
     ]
     for name, good, wanted in checks:
         if not good:
             raise ClassError(400, f"the post's {name} must be {wanted}")
     return post
+
+
+def _json_object_fields(body: bytes) -> frozenset | None:
+    """The fields of a post that is a JSON object within the bounds, or None for any other post."""
+    try:
+        post = read_json(body, what="the post", max_depth=2, max_chars=MAX_BODY_BYTES)
+    except InputError:
+        return None
+    return frozenset(post) if isinstance(post, dict) else None
 
 
 def read_change(body: bytes, fields: tuple[str, ...]) -> dict:
@@ -192,7 +223,7 @@ class Student:
     nickname: str
     # the address that first posted as this student, which MAX_STUDENTS_PER_ADDRESS counts
     address: str
-    # kind -> {seed, round, answer, at}, the exercise answered last at the end
+    # kind -> {seed, round, answer, first, tries, shown, at}, the exercise answered last at the end
     answers: OrderedDict = field(default_factory=OrderedDict)
 
 
@@ -241,6 +272,9 @@ class Register:
                 "seed": post["seed"],
                 "round": post["round"],
                 "answer": post["answer"],
+                "first": post["first"],
+                "tries": post["tries"],
+                "shown": post["shown"],
                 "at": round(time.time() if at is None else at, 3),
             }
 

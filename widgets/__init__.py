@@ -228,11 +228,15 @@ class Q4KExplorer(_CheckedWidget):
 
 
 class Exercises(_LabWidget):
-    """Exercises that check themselves, for one notebook (`topic` 1..8) or all of them (0).
+    """Exercises that check themselves, for one notebook (`topic` 1..12) or all of them (0).
 
     The browser draws each instance from `seed` and the kind's round (`rounds`, New instance
     presses), checks answers with the JS codec and counts the right ones; `answers` keeps the text
-    last checked per kind. Python derives nothing.
+    last checked per kind. A first wrong answer gets a hint and a second try; the worked answer
+    comes after a second wrong answer, or when the learner asks for it. `attempts` keeps, per kind,
+    the first answer checked to the instance on show, how many different answers were checked
+    (`tries`) and whether the working was asked for (`shown`); the teacher's view gets them with
+    each answer. Python derives nothing.
 
     `seed` 0 (the default) stands for the student's own numbers: the browser takes the seed it
     keeps in localStorage (drawing one at random the first time), with the rounds and answers it
@@ -247,7 +251,7 @@ class Exercises(_LabWidget):
     """
 
     _esm = bundle("exercises.js")
-    _inputs = ("topic", "seed", "rounds", "answers", "progress", "presenter")
+    _inputs = ("topic", "seed", "rounds", "answers", "attempts", "progress", "presenter")
 
     #: the largest seed; 0 is the student's own
     LARGEST_SEED = 2**32 - 1
@@ -256,6 +260,7 @@ class Exercises(_LabWidget):
     seed = t.Int(0).tag(sync=True)
     rounds = t.Dict().tag(sync=True)
     answers = t.Dict().tag(sync=True)
+    attempts = t.Dict().tag(sync=True)
     progress = t.Dict().tag(sync=True)
 
     @t.validate("seed")

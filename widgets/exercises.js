@@ -1,30 +1,38 @@
 // Exercises that check themselves: seeded instances of each exercise kind for one notebook (or
-// all of them), an answer field read with the lab's number grammar, a Check button, feedback with
-// the worked arithmetic, a New instance button and a progress count. Questions, answers and the
-// arithmetic all come from codec/teach/exercises.js, which computes with the lab's own codec.
+// all of them), an answer field read with the lab's number grammar, a Check button, feedback that
+// teaches before it tells (a first wrong answer gets a hint and a second try; the worked answer
+// comes after the second miss, or at once from Show the working), a New instance button and a
+// progress count. Questions, hints, answers and the arithmetic all come from
+// codec/teach/exercises.js, which computes with the lab's own codec.
 // State: the synced traits topic, seed, rounds (New instance presses per kind), answers (the
-// text last checked per kind, at most LONGEST_ANSWER characters) and progress, which is output
-// only: each answered kind's verdict, checked again from its answer (exerciseVerdicts) and
-// written here, never read back as the truth, so a link claiming "correct" with no answer counts
-// nothing. Seed 0 stands for the student's own numbers: this browser's seed, drawn at random the
-// first time and kept in localStorage with the rounds and answers of each (topic, seed) worked
-// on, so a reload (a course page has no link to carry them) shows the same numbers and progress.
+// text last checked per kind, at most LONGEST_ANSWER characters), attempts (per kind, for the
+// instance on show: the first answer checked, how many different answers were checked, and
+// whether the working was shown on request) and progress, which is output only: each answered
+// kind's verdict, checked again from its answer (exerciseVerdicts) and written here, never read
+// back as the truth, so a link claiming "correct" with no answer counts nothing. Seed 0 stands
+// for the student's own numbers: this browser's seed, drawn at random the first time and kept in
+// localStorage with the rounds, answers and attempts of each (topic, seed) worked on, so a reload
+// (a course page has no link to carry them) shows the same numbers and progress.
 // On a page of a class (serve --class) a name field joins the seed's, and every checked answer
 // is also sent to the teacher's screen (class_report.js).
 import { formatLabNumber, parseNumber } from "./codec/numbers.js";
-import { EXERCISE_KINDS, exerciseCheck, exerciseInstance, exerciseKinds, exerciseScore, exerciseVerdicts } from "./codec/teach/exercises.js";
+import { EXERCISE_KINDS, exerciseCheck, exerciseHint, exerciseInstance, exerciseKinds, exerciseScore, exerciseSolve, exerciseVerdicts } from "./codec/teach/exercises.js";
 import { visibleText } from "./codec/text.js";
 import { classReporter } from "./class_report.js";
 import { pageStorage } from "./page_storage.js";
 import { h, mountInPlace, setTraits, setText, setAttr, setAttrs, resize, checker } from "./ui.js";
 
 const KNOWN = new Set(EXERCISE_KINDS.map((entry) => entry.kind));
+// The last notebook with exercises.
+const LAST_TOPIC = Math.max(...EXERCISE_KINDS.map((entry) => entry.topic));
 const isRecord = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
 const isEmpty = (record) => Object.keys(record).length === 0;
 const quoted = (value) => visibleText(String(JSON.stringify(value)), 40);
 // The longest answer the traits keep (and so a page's link carries): room for any number or name
 // typed by hand, while a pasted page of text never rides along in every link.
 const LONGEST_ANSWER = 200;
+// The most tries one instance counts (teacher_view.py's MAX_TRIES); more are still checked.
+export const MOST_TRIES = 9999;
 // The seed that stands for the student's own; a seed drawn or typed is one of 1..LARGEST_SEED.
 export const OWN_SEED = 0;
 const LARGEST_SEED = 2 ** 32 - 1;
@@ -37,6 +45,18 @@ const RECORD_RULES = {
     (value) => typeof value === "string" && value.length <= LONGEST_ANSWER,
     (kind, value) =>
       typeof value === "string" ? `the answer to ${kind} is ${value.length} characters long; an answer is at most ${LONGEST_ANSWER}` : `the answer to ${kind} must be text, got ${quoted(value)}`,
+  ],
+  attempts: [
+    (value) =>
+      isRecord(value) &&
+      Object.keys(value).length === 3 &&
+      typeof value.first === "string" &&
+      value.first.length <= LONGEST_ANSWER &&
+      Number.isInteger(value.tries) &&
+      value.tries >= 0 &&
+      value.tries <= MOST_TRIES &&
+      typeof value.shown === "boolean",
+    (kind, value) => `the attempts at ${kind} must be {first: text of at most ${LONGEST_ANSWER} characters, tries: a whole number 0..${MOST_TRIES}, shown: true or false}, got ${quoted(value)}`,
   ],
   progress: [(value) => value === "correct" || value === "wrong", (kind, value) => `${kind} must be "correct" or "wrong", got ${quoted(value)}`],
 };
@@ -56,23 +76,63 @@ function validExercises(model) {
   const seed = model.get("seed");
   const rounds = model.get("rounds");
   const answers = model.get("answers");
-  if (!(Number.isInteger(topic) && topic >= 0 && topic <= 8)) return { problem: `topic must be a notebook number 1..8, or 0 for all, got ${visibleText(JSON.stringify(topic), 40)}` };
+  // a page or link from before the attempts were kept has none: its answers count as first tries
+  const attempts = model.get("attempts") ?? {};
+  if (!(Number.isInteger(topic) && topic >= 0 && topic <= LAST_TOPIC)) return { problem: `topic must be a notebook number 1..${LAST_TOPIC}, or 0 for all, got ${visibleText(JSON.stringify(topic), 40)}` };
   if (!(seed === OWN_SEED || isSeed(seed))) return { problem: `seed must be a whole number 1..4294967295, or 0 for this browser's own, got ${visibleText(JSON.stringify(seed), 40)}` };
   // progress is written here, never read as the truth; a link's is still checked for its shape,
   // so what is wrong with it is said like anything else wrong in a link
-  for (const name of ["rounds", "answers", "progress"]) {
-    const problem = recordProblem(name, model.get(name));
+  for (const [name, record] of [
+    ["rounds", rounds],
+    ["answers", answers],
+    ["attempts", attempts],
+    ["progress", model.get("progress")],
+  ]) {
+    const problem = recordProblem(name, record);
     if (problem) return { problem };
   }
-  return { topic, seed, rounds, answers, kinds: exerciseKinds(topic) };
+  return { topic, seed, rounds, answers, attempts, kinds: exerciseKinds(topic) };
 }
 
-// The traits for these rounds and answers, with the progress checked again from them.
-const checkedTraits = (seed, rounds, answers) => ({ rounds, answers, progress: exerciseVerdicts(seed, rounds, answers) });
+// The traits for these rounds, answers and attempts, with the progress checked again from them.
+const checkedTraits = (seed, rounds, answers, attempts) => ({ rounds, answers, attempts, progress: exerciseVerdicts(seed, rounds, answers) });
+
+/**
+ * The attempts at one kind's instance on show: {first, tries, shown}, or null before any. An
+ * answer kept without them (a link or a store from before they were kept) is its first try.
+ */
+export function attemptOf(attempts, answers, kind) {
+  const kept = Object.hasOwn(attempts, kind) ? attempts[kind] : null;
+  if (!Object.hasOwn(answers, kind)) return kept;
+  // an answer with no try counted (a link that says so) was still tried once
+  return kept !== null && kept.tries > 0 ? kept : { first: answers[kind], tries: 1, shown: kept?.shown ?? false };
+}
+
+/**
+ * The attempts after `answer` was checked: the first answer stays the first, and a different
+ * answer from the last one checked is one more try (Enter pressed twice on one answer is not).
+ */
+export function afterCheck(before, lastAnswer, answer) {
+  if (before === null || before.tries === 0) return { first: answer, tries: 1, shown: before?.shown ?? false };
+  if (answer === lastAnswer) return before;
+  return { ...before, tries: Math.min(before.tries + 1, MOST_TRIES) };
+}
+
+/**
+ * What the feedback shows for a checked answer (or none) and its attempts: "none", "correct",
+ * "hint" (a first wrong try: the method, a second try, no answer), "worked" (wrong after the
+ * second try, or with the working asked for) or "shown" (the working asked for before any answer).
+ */
+export function feedbackStage(checked, attempt) {
+  if (!checked) return attempt?.shown ? "shown" : "none";
+  if (checked.correct) return "correct";
+  return attempt && (attempt.shown || attempt.tries >= 2) ? "worked" : "hint";
+}
 
 // ---------------------------------------------------------------------------------------------
 // What this browser keeps: localStorage[STORE_KEY], {seed, records: {"topic:seed": {rounds,
-// answers}}}, the records oldest first. The progress is not kept: it is checked again from the
+// answers, attempts}}}, the records oldest first (a record from before attempts were kept has
+// none, and is read as first tries). The progress is not kept: it is checked again from the
 // answers. A stored value this did not write (edited, damaged, another program's) is set aside,
 // never run and never shown: it is only ever JSON.parse'd, and each record is checked as a
 // link's traits are; the next save writes over it.
@@ -82,7 +142,7 @@ const STORE_KEY = "four-bit-lab:exercises";
 const MOST_RECORDS = 32;
 // At most this many characters kept; longer was not written here, and is not even parsed.
 const LONGEST_STORE = 262144;
-const RECORD_KEY = /^([0-8]):([1-9][0-9]{0,9})$/;
+const RECORD_KEY = /^(1[0-2]|[0-9]):([1-9][0-9]{0,9})$/;
 
 const recordKey = (topic, seed) => `${topic}:${seed}`;
 
@@ -104,8 +164,9 @@ export function readStore(text) {
   for (const [key, record] of entries.slice(-MOST_RECORDS)) {
     const named = RECORD_KEY.exec(key);
     if (!named || !isSeed(Number(named[2])) || !isRecord(record)) continue;
-    if (recordProblem("rounds", record.rounds) || recordProblem("answers", record.answers)) continue;
-    records.set(key, { rounds: { ...record.rounds }, answers: { ...record.answers } });
+    const attempts = record.attempts ?? {};
+    if (recordProblem("rounds", record.rounds) || recordProblem("answers", record.answers) || recordProblem("attempts", attempts)) continue;
+    records.set(key, { rounds: { ...record.rounds }, answers: { ...record.answers }, attempts: { ...attempts } });
   }
   // no seed yet (null: a link's seed was all this browser used so far) is not one set aside
   const seed = isSeed(parsed.seed) ? parsed.seed : null;
@@ -168,16 +229,16 @@ export function keeper() {
       drawnHere = seed;
       write({ ...load(), seed });
     },
-    /** The rounds and answers kept for (topic, seed), or null. */
+    /** The rounds, answers and attempts kept for (topic, seed), or null. */
     record: (topic, seed) => load().records.get(recordKey(topic, seed)) ?? null,
-    save(topic, seed, rounds, answers) {
+    save(topic, seed, rounds, answers, attempts) {
       const kept = load();
       const key = recordKey(topic, seed);
       const before = kept.records.get(key);
-      const empty = isEmpty(rounds) && isEmpty(answers);
-      if (before === undefined ? empty : !empty && JSON.stringify(before) === JSON.stringify({ rounds, answers })) return;
+      const empty = isEmpty(rounds) && isEmpty(answers) && isEmpty(attempts);
+      if (before === undefined ? empty : !empty && JSON.stringify(before) === JSON.stringify({ rounds, answers, attempts })) return;
       kept.records.delete(key); // re-set, so it is the newest
-      if (!empty) kept.records.set(key, { rounds, answers });
+      if (!empty) kept.records.set(key, { rounds, answers, attempts });
       write(kept);
     },
   };
@@ -198,11 +259,11 @@ export function settler(model, store) {
     const resolving = view.seed === OWN_SEED;
     const seed = resolving ? store.own() : view.seed;
     if (resolving) values.seed = seed;
-    let { rounds, answers } = view;
-    if ((first || resolving) && isEmpty(rounds) && isEmpty(answers)) {
+    let { rounds, answers, attempts } = view;
+    if ((first || resolving) && isEmpty(rounds) && isEmpty(answers) && isEmpty(attempts)) {
       const kept = store.record(view.topic, seed);
       if (kept) {
-        ({ rounds, answers } = kept);
+        ({ rounds, answers, attempts } = kept);
         Object.assign(values, kept);
       }
     }
@@ -210,33 +271,47 @@ export function settler(model, store) {
     const progress = exerciseVerdicts(seed, rounds, answers);
     if (!sameVerdicts(progress, model.get("progress"))) values.progress = progress;
     if (!isEmpty(values)) setTraits(model, values);
-    store.save(view.topic, seed, rounds, answers);
+    store.save(view.topic, seed, rounds, answers, attempts);
   };
 }
 
-// The verdict and the worked arithmetic for a checked answer, or nothing before one is checked
-// (a new instance has none). The lines leave the page with their answer but are kept, so the
-// next check writes its working into them instead of making them again. While the field holds
-// an entry that was refused (no answer at all, or one too long to keep), the verdict is still the
-// last checked answer's, and says so: that answer is the one the count counts.
+// The verdict, the hint or the worked arithmetic for a checked answer, or nothing before one is
+// checked (a new instance has none). A first wrong try gets the kind's hint and no answer; the
+// answer and its working come with a right answer, after a second wrong try, or when asked for.
+// The lines leave the page with their answer but are kept, so the next check writes its working
+// into them instead of making them again. While the field holds an entry that was refused (no
+// answer at all, or one too long to keep), the verdict is still the last checked answer's, and
+// says so: that answer is the one the count counts.
 function feedback() {
   const node = h("div", { role: "status" });
   const verdict = h("p", { class: "lab-exercise-verdict" });
   const lines = [];
-  let shown = null; // the checked answer on show
+  let shown = null; // {stage, checked, attempt, hint, answer, worked} on show
   let stale = false; // whether the field now holds a refused entry instead of that answer
+  function verdictText() {
+    const { stage, checked, attempt, hint, answer } = shown;
+    const tries = attempt?.tries ?? 1;
+    if (stage === "shown") return `The working, as you asked: the codec computes ${formatLabNumber(answer)}. Type it, or your own answer, and press Check.`;
+    const typed = formatLabNumber(checked.typed);
+    if (stale) {
+      const was = stage === "correct" ? "was correct" : stage === "hint" ? "was not right" : `was not right (the codec computes ${formatLabNumber(answer)})`;
+      return `Your last checked answer, ${typed}, ${was}. What the field holds now was refused, so it was not checked and the count stays as it was.`;
+    }
+    if (stage === "correct") {
+      if (tries === 1 && !attempt?.shown) return "Correct, at the first try.";
+      const how = attempt?.shown ? "after the working was shown" : `at try ${tries}`;
+      return `Correct, ${how}.`;
+    }
+    if (stage === "hint") return `Not yet: ${typed} is not it. Hint: ${hint} Try again, or press Show the working.`;
+    return `Not yet: you typed ${typed}; the codec computes ${formatLabNumber(answer)}. Here is its working.`;
+  }
   function writeVerdict() {
-    const typed = formatLabNumber(shown.typed);
-    const answer = formatLabNumber(shown.answer);
+    const right = shown.stage === "correct" || shown.stage === "shown";
     setAttrs(node, {
-      class: `lab-message lab-exercise-feedback ${shown.correct ? "lab-note" : "lab-error"}${stale ? " lab-exercise-stale" : ""}`,
+      class: `lab-message lab-exercise-feedback ${right ? "lab-note" : "lab-error"}${stale ? " lab-exercise-stale" : ""}`,
       "data-exercise-stale": stale ? "true" : null,
     });
-    if (!stale) setText(verdict, shown.correct ? "Correct." : `Not yet: you typed ${typed}; the codec computes ${answer}.`);
-    else {
-      const was = shown.correct ? "was correct" : `was not right (the codec computes ${answer})`;
-      setText(verdict, `Your last checked answer, ${typed}, ${was}. What the field holds now was refused, so it was not checked and the count stays as it was.`);
-    }
+    setText(verdict, verdictText());
   }
   // Show the first `texts.length` lines, in order, with these texts; take the rest away.
   function showLines(texts) {
@@ -249,35 +324,45 @@ function feedback() {
   }
   return {
     node,
-    patch(result) {
-      shown = result;
+    // Whether the working is on show (so Show the working has nothing left to show).
+    working: () => shown !== null && shown.stage !== "hint",
+    patch(state) {
+      shown = state && state.stage !== "none" ? state : null;
       stale = false; // a new kept answer or instance: the field's refusal, if any, went with the old
-      if (!result) {
-        setAttrs(node, { class: "lab-exercise-feedback", "data-exercise-result": "none", "data-exercise-stale": null });
+      if (!shown) {
+        setAttrs(node, { class: "lab-exercise-feedback", "data-exercise-result": "none", "data-exercise-stage": "none", "data-exercise-stale": null });
         verdict.remove();
         showLines([]);
         return;
       }
-      setAttr(node, "data-exercise-result", result.correct ? "correct" : "wrong");
+      const result = shown.stage === "shown" ? "none" : shown.stage === "correct" ? "correct" : "wrong";
+      setAttrs(node, { "data-exercise-result": result, "data-exercise-stage": shown.stage });
       if (verdict.parentNode !== node) node.prepend(verdict);
       writeVerdict();
-      showLines(result.worked);
+      showLines(shown.stage === "hint" ? [] : shown.worked);
     },
     // Whether the field holds a refused entry; told on every draw.
     refusing(refused) {
       if (refused === stale) return;
       stale = refused;
-      if (shown) writeVerdict();
+      if (shown && shown.stage !== "shown") writeVerdict();
     },
   };
 }
 
+// The entry a post to the teacher's screen carries for one kind: its question (seed and round),
+// the last answer checked, and its attempts.
+function reportEntry(model, kind, answer, attempt) {
+  return { kind, seed: model.get("seed"), round: model.get("rounds")[kind] ?? 0, answer, first: attempt.first, tries: attempt.tries, shown: attempt.shown };
+}
+
 // One exercise, built once; `patch(view, number)` draws its instance (again only when the seed or
-// its round changes) and the feedback for the kept answer (again only when that changes).
+// its round changes) and the feedback for the kept answer and attempts (again only when they change).
 function exercise(model, ui, kind, reporter) {
   let number = 0;
   let instance = null;
-  let drawnFor = null; // the seed and round the instance was drawn for, and the answer checked
+  let drawnFor = null; // the seed and round the instance was drawn for, the answer checked and its attempts
+  const attemptsNow = () => model.get("attempts") ?? {};
   const commit = (text) => {
     // An answer is kept as typed (less the spaces around it), so one too long for the traits is
     // refused first, before it is read or reaches them; a number that long could not be read anyway
@@ -288,8 +373,10 @@ function exercise(model, ui, kind, reporter) {
     }
     const result = exerciseCheck(kind, instance.params, text);
     if (!result.ok) return result;
-    reporter?.report({ kind, seed: model.get("seed"), round: model.get("rounds")[kind] ?? 0, answer });
-    return { ok: true, values: checkedTraits(model.get("seed"), model.get("rounds"), { ...model.get("answers"), [kind]: answer }) };
+    const answers = model.get("answers");
+    const attempt = afterCheck(attemptOf(attemptsNow(), answers, kind), answers[kind], answer);
+    reporter?.report(reportEntry(model, kind, answer, attempt));
+    return { ok: true, values: checkedTraits(model.get("seed"), model.get("rounds"), { ...answers, [kind]: answer }, { ...attemptsNow(), [kind]: attempt }) };
   };
   const result = feedback();
   const field = ui.field({
@@ -313,6 +400,23 @@ function exercise(model, ui, kind, reporter) {
   // role=list keeps it a list to screen readers that drop unmarked lists.
   const options = h("ol", { class: "lab-exercise-options", role: "list" });
   const items = [];
+  // Asking for the working is kept like a try: the teacher's screen hears of it with the next answer.
+  const showWorking = h(
+    "button",
+    {
+      type: "button",
+      class: "lab-chip",
+      "data-focus": `working-${kind}`,
+      onclick: () => {
+        const answers = model.get("answers");
+        const attempt = attemptOf(attemptsNow(), answers, kind) ?? { first: "", tries: 0, shown: false };
+        setTraits(model, { attempts: { ...attemptsNow(), [kind]: { ...attempt, shown: true } } });
+        // the button goes once the working is on show; the field keeps the focus for the answer
+        input.focus();
+      },
+    },
+    "Show the working",
+  );
   const node = h(
     "section",
     { class: "lab-card lab-exercise", "data-exercise": kind },
@@ -333,6 +437,7 @@ function exercise(model, ui, kind, reporter) {
         },
         "Check",
       ),
+      showWorking,
       h(
         "button",
         {
@@ -340,9 +445,9 @@ function exercise(model, ui, kind, reporter) {
           class: "lab-chip",
           "data-focus": `new-${kind}`,
           onclick: () => {
-            const answers = Object.fromEntries(Object.entries(model.get("answers")).filter(([name]) => name !== kind));
+            const others = (record) => Object.fromEntries(Object.entries(record).filter(([name]) => name !== kind));
             const round = model.get("rounds")[kind] ?? 0;
-            setTraits(model, checkedTraits(model.get("seed"), { ...model.get("rounds"), [kind]: round + 1 }, answers));
+            setTraits(model, checkedTraits(model.get("seed"), { ...model.get("rounds"), [kind]: round + 1 }, others(model.get("answers")), others(attemptsNow())));
           },
         },
         "New instance",
@@ -356,6 +461,8 @@ function exercise(model, ui, kind, reporter) {
       number = shownNumber;
       const round = view.rounds[kind] ?? 0;
       const typed = view.answers[kind];
+      const attempt = attemptOf(view.attempts, view.answers, kind);
+      const attemptKey = JSON.stringify(attempt);
       const fresh = drawnFor === null || drawnFor.seed !== view.seed || drawnFor.round !== round;
       if (fresh) {
         instance = exerciseInstance(kind, view.seed, round);
@@ -367,12 +474,23 @@ function exercise(model, ui, kind, reporter) {
       }
       setText(heading, `${number}. ${instance.title}`);
       setAttr(node, "aria-label", `exercise ${number}: ${instance.title}`);
-      if (fresh || typed !== drawnFor.typed) {
-        // The verdict is recomputed from the kept answer, so a link shows the same feedback.
-        const checked = typed === undefined ? null : exerciseCheck(kind, instance.params, typed);
-        result.patch(checked && checked.ok ? checked : null);
+      if (fresh || typed !== drawnFor.typed || attemptKey !== drawnFor.attemptKey) {
+        // The feedback is recomputed from the kept answer and attempts, so a link shows the same.
+        const read = typed === undefined ? null : exerciseCheck(kind, instance.params, typed);
+        const checked = read && read.ok ? read : null;
+        const stage = feedbackStage(checked, attempt);
+        const solved = stage === "none" ? null : exerciseSolve(kind, instance.params);
+        result.patch({
+          stage,
+          checked,
+          attempt,
+          hint: stage === "hint" ? exerciseHint(kind, instance.params, checked.typed) : "",
+          answer: solved?.answer,
+          worked: solved?.worked ?? [],
+        });
+        setAttr(showWorking, "hidden", result.working() ? "" : null);
       }
-      drawnFor = { seed: view.seed, round, typed };
+      drawnFor = { seed: view.seed, round, typed, attemptKey };
     },
   };
 }
@@ -395,7 +513,7 @@ function figure(model, ui, first, store, reporter) {
   const rule = h(
     "p",
     { class: "lab-caption", "data-testid": "exercise-count-rule" },
-    "Each exercise counts its last checked answer: a wrong answer after a right one takes the count back down, and an entry refused beside its field (no answer, or one too long to keep) changes nothing.",
+    "A first wrong answer gets a hint and a second try; the worked answer comes after a second wrong answer, or when you press Show the working. Each exercise counts its last checked answer: a wrong answer after a right one takes the count back down, and an entry refused beside its field (no answer, or one too long to keep) changes nothing.",
   );
   const seedNote = h("p", { class: "lab-caption", "data-testid": "exercise-seed-note" });
   const exercises = new Map(EXERCISE_KINDS.map(({ kind }) => [kind, exercise(model, ui, kind, reporter)]));
@@ -441,7 +559,7 @@ function seedControls(model, ui, store, reporter, classNote) {
   const numbersFor = (seed) => {
     const topic = model.get("topic");
     const kept = Number.isInteger(topic) ? store.record(topic, seed) : null;
-    return { seed, ...checkedTraits(seed, kept?.rounds ?? {}, kept?.answers ?? {}) };
+    return { seed, ...checkedTraits(seed, kept?.rounds ?? {}, kept?.answers ?? {}, kept?.attempts ?? {}) };
   };
   const field = ui.field({
     key: "seed",
@@ -483,15 +601,15 @@ function seedControls(model, ui, store, reporter, classNote) {
     commit: (text) => {
       const taken = reporter.setNickname(text);
       if (!taken.ok) return taken;
-      const rounds = model.get("rounds");
-      for (const [kind, answer] of Object.entries(model.get("answers"))) reporter.report({ kind, seed: model.get("seed"), round: rounds[kind] ?? 0, answer });
+      const answers = model.get("answers");
+      for (const [kind, answer] of Object.entries(answers)) reporter.report(reportEntry(model, kind, answer, attemptOf(model.get("attempts") ?? {}, answers, kind)));
       return { ok: true, values: {} };
     },
   });
   return { node: h("div", { class: "lab-exercise-class" }, nickname, classNote, field) };
 }
 
-const TRAITS = ["topic", "seed", "rounds", "answers", "progress"];
+const TRAITS = ["topic", "seed", "rounds", "answers", "attempts", "progress"];
 
 function render({ model, el }) {
   const store = keeper();

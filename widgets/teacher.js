@@ -3,9 +3,11 @@
 // teacher's two changes to the room (remove a student, merge two rows of one student). The token
 // is the link's fragment; it leaves this page only in the Authorization header of its requests.
 // Each verdict is the exercises' own check of the answer a student typed (codec/teach/classroom.js),
-// so a post nobody answered counts nothing. What a student sent (a nickname, an answer) is only
-// ever text, and two students of one nickname are told apart by studentNames' " (2)".
-import { EXERCISE_COLUMNS, answerVerdict, exerciseColumn, roomCsv, studentNames } from "./codec/teach/classroom.js";
+// so a post nobody answered counts nothing. Each cell shows the first answer's verdict before the
+// last one's, with the tries between them, since the last answer alone is right for everyone
+// who kept trying. What a student sent (a nickname, an answer) is only ever text, and two
+// students of one nickname are told apart by studentNames' " (2)".
+import { EXERCISE_COLUMNS, answerHistory, answerVerdict, exerciseColumn, roomCsv, studentNames } from "./codec/teach/classroom.js";
 import { visibleText } from "./codec/text.js";
 
 const page = document.getElementById("class-page");
@@ -110,18 +112,49 @@ page.replaceChildren(
   exerciseKey,
 );
 
+// Whether a kept answer was right at the first try, with no working asked for first.
+const rightAtFirst = (kind, kept) => {
+  const history = answerHistory(kind, kept);
+  return history.firstVerdict === "right" && !history.shown;
+};
+
+// One answered cell: "✓" right at the first try; "✗→✓ 3" wrong first, right at the last of 3
+// tries; " w" where the working was asked for. Its words say the same for a screen reader.
+function answerCell(column, kept) {
+  const verdict = answerVerdict(column.kind, kept);
+  const history = answerHistory(column.kind, kept);
+  const answer = visibleText(kept.answer, 40);
+  const first = visibleText(history.first, 40);
+  let mark = MARKS[history.firstVerdict];
+  let words = `first answer ${WORDS[history.firstVerdict]} (${first})`;
+  if (history.tries > 1) {
+    mark += `→${MARKS[verdict]} ${history.tries}`;
+    words += `, last answer ${WORDS[verdict]} (${answer}) after ${history.tries} tries`;
+  }
+  if (history.shown) {
+    mark += " w";
+    words += ", the working asked for";
+  }
+  const title = history.tries > 1 ? `first answer: ${first}; last answer: ${answer}` : `answer: ${answer}`;
+  return tag(
+    "td",
+    { class: verdict, title, "aria-label": `${column.label}: ${words}`, "data-verdict": verdict, "data-first-verdict": history.firstVerdict, "data-tries": String(history.tries), "data-shown": String(history.shown) },
+    mark,
+  );
+}
+
 function studentRow(student, columns) {
   let right = 0;
+  let first = 0;
   const cells = columns.map((column) => {
     const kept = student.answers[column.kind];
     if (!kept) return tag("td", { "aria-label": `${column.label}: not answered` }, "");
-    const verdict = answerVerdict(column.kind, kept);
-    if (verdict === "right") right += 1;
-    const answer = visibleText(kept.answer, 40);
-    return tag("td", { class: verdict, title: `answer: ${answer}`, "aria-label": `${column.label}: ${WORDS[verdict]} (${answer})`, "data-verdict": verdict }, MARKS[verdict]);
+    if (answerVerdict(column.kind, kept) === "right") right += 1;
+    if (rightAtFirst(column.kind, kept)) first += 1;
+    return answerCell(column, kept);
   });
   const name = rowNames.get(student.student);
-  return tag("tr", { "data-student": student.student }, tag("th", { scope: "row", title: name }, name), ...cells, tag("td", {}, `${right} of ${columns.length}`));
+  return tag("tr", { "data-student": student.student }, tag("th", { scope: "row", title: name }, name), ...cells, tag("td", { "data-testid": "first-right" }, `${first} of ${columns.length}`), tag("td", {}, `${right} of ${columns.length}`));
 }
 
 // Each student as a picker offers them: the row's name, how many exercises, and when last.
@@ -153,17 +186,26 @@ function drawRoom() {
   const columns = EXERCISE_COLUMNS.filter((column) => topic === 0 || column.topic === topic);
   rowNames = studentNames(answersRead?.students ?? []);
   const students = [...(answersRead?.students ?? [])].sort((a, b) => rowNames.get(a.student).localeCompare(rowNames.get(b.student)));
-  const head = tag("tr", {}, tag("th", { scope: "col" }, "student"), ...columns.map((column) => tag("th", { scope: "col", title: column.title }, column.label)), tag("th", { scope: "col" }, "right"));
-  const rights = columns.map((column) => students.filter((student) => student.answers[column.kind] && answerVerdict(column.kind, student.answers[column.kind]) === "right").length);
-  const foot = tag("tr", {}, tag("th", { scope: "row" }, "right"), ...rights.map((count) => tag("td", {}, String(count))), tag("td", {}, ""));
-  grid.replaceChildren(tag("thead", {}, head), tag("tbody", {}, ...students.map((student) => studentRow(student, columns))), tag("tfoot", {}, foot));
+  const head = tag(
+    "tr",
+    {},
+    tag("th", { scope: "col" }, "student"),
+    ...columns.map((column) => tag("th", { scope: "col", title: column.title }, column.label)),
+    tag("th", { scope: "col" }, "right at the first try"),
+    tag("th", { scope: "col" }, "right at the last"),
+  );
+  const count = (column, judge) => students.filter((student) => student.answers[column.kind] && judge(column.kind, student.answers[column.kind])).length;
+  const footRow = (name, judge) => tag("tr", {}, tag("th", { scope: "row" }, name), ...columns.map((column) => tag("td", {}, String(count(column, judge)))), tag("td", {}, ""), tag("td", {}, ""));
+  const foot = [footRow("right at the first try", rightAtFirst), footRow("right at the last", (kind, kept) => answerVerdict(kind, kept) === "right")];
+  grid.replaceChildren(tag("thead", {}, head), tag("tbody", {}, ...students.map((student) => studentRow(student, columns))), tag("tfoot", {}, ...foot));
   exerciseKey.replaceChildren(...columns.map((column) => tag("li", {}, `${column.label}: ${column.title}`)));
   const choices = students.map((student) => [student.student, choiceText(student)]);
   for (const picker of [mergeFrom, mergeInto, removePicker]) fillPicker(picker, choices);
   const strangers = students.reduce((sum, student) => sum + Object.keys(student.answers).filter((kind) => !exerciseColumn(kind)).length, 0);
   const leftOut = strangers ? ` ${strangers} answers name an exercise this course does not have, and are left out.` : "";
   const counted = `${students.length} ${students.length === 1 ? "student" : "students"} so far`;
-  readout.textContent = `${counted}; read at ${new Date().toLocaleTimeString()}, again every ${pollMs / 1000} s. ✓ right, ✗ not right, ? not an answer the exercise takes.${leftOut}`;
+  const key = "✓ right, ✗ not right, ? not an answer the exercise takes: the first answer's mark, then → the last answer's and the number of tries where there were more; w: the working was asked for.";
+  readout.textContent = `${counted}; read at ${new Date().toLocaleTimeString()}, again every ${pollMs / 1000} s. ${key}${leftOut}`;
 }
 
 function showRefusal(text) {

@@ -33,6 +33,9 @@ def post_body(**changes):
         "seed": 7,
         "round": 0,
         "answer": "1.5",
+        "first": "2",
+        "tries": 2,
+        "shown": False,
     }
     return json.dumps({**fields, **changes}).encode("utf-8")
 
@@ -132,6 +135,16 @@ def test_a_posted_answer_is_kept_as_typed_and_a_nickname_of_html_comes_back_as_t
         ({"nickname": "Ana\u2028Bo"}, "nickname holds \\u2028"),
         ({"answer": "9" * 201}, "answer"),
         ({"answer": None}, "answer"),
+        ({"first": "9" * 201}, "first"),
+        ({"first": 2}, "first"),
+        ({"tries": 0}, "tries"),
+        ({"tries": 10000}, "tries"),
+        ({"tries": 1.0}, "tries"),
+        ({"tries": True}, "tries"),
+        ({"tries": "2"}, "tries"),
+        ({"shown": 0}, "shown"),
+        ({"shown": "false"}, "shown"),
+        ({"shown": None}, "shown"),
         ({"verdict": "correct"}, "'verdict'"),
     ],
 )
@@ -368,6 +381,7 @@ def test_the_pages_limits_are_the_servers():
     exercises = (widgets / "exercises.js").read_text(encoding="utf-8")
     assert re.search(r"export const LONGEST_NICKNAME = (\d+);", page)[1] == str(teacher_view.MAX_NICKNAME)
     assert re.search(r"const LONGEST_ANSWER = (\d+);", exercises)[1] == str(teacher_view.MAX_ANSWER)
+    assert re.search(r"export const MOST_TRIES = (\d+);", exercises)[1] == str(teacher_view.MAX_TRIES)
     teacher = (widgets / "teacher.js").read_text(encoding="utf-8")
     assert re.search(r'const REMOVE_PATH = "([^"]+)";', teacher)[1] == teacher_view.REMOVE_PATH
     assert re.search(r'const MERGE_PATH = "([^"]+)";', teacher)[1] == teacher_view.MERGE_PATH
@@ -564,3 +578,44 @@ def test_a_teachers_change_needs_the_teachers_token(room_server, path, authoriza
     got, reply = change(port, path, fields, authorization)
     assert got == status and "token" in reply["error"]
     assert ids(made.register.snapshot()) == ["a" * 32, "b" * 32]
+
+
+def test_the_first_answer_the_tries_and_an_asked_for_working_are_kept_with_the_last_answer(room_server):
+    _, port = room_server
+    status, _, _ = send(port, post_body(answer="1.5", first="3", tries=2, shown=False))
+    assert status == 204
+    status, _, _ = send(port, post_body(kind="e8m0-rule", answer="130", first="130", tries=1, shown=True))
+    assert status == 204
+    _, body = results(port, f"Bearer {TOKEN}")
+    answers = body["students"][0]["answers"]
+    kept = {kind: {key: entry[key] for key in ("answer", "first", "tries", "shown")} for kind, entry in answers.items()}
+    assert kept == {
+        "nibble-decode": {"answer": "1.5", "first": "3", "tries": 2, "shown": False},
+        "e8m0-rule": {"answer": "130", "first": "130", "tries": 1, "shown": True},
+    }
+
+
+def test_a_post_of_a_page_from_before_the_tries_were_kept_is_told_to_reload(room_server):
+    made, port = room_server
+    old = {key: value for key, value in json.loads(post_body()).items() if key not in ("first", "tries", "shown")}
+    status, _, body = send(port, json.dumps(old).encode("utf-8"))
+    assert status == 400
+    assert json.loads(body)["error"] == (
+        "this page is from an earlier version of the lab and does not say how many tries an answer took: "
+        "reload it, and check the answer again"
+    )
+    assert made.register.snapshot() == {"students": []}
+    # a post missing only some of the new fields is an ordinary wrong post, and says what it lacks
+    status, _, body = send(port, json.dumps({**old, "first": "1"}).encode("utf-8"))
+    assert status == 400 and json.loads(body)["error"] == "the post lacks ['shown', 'tries']"
+
+
+def test_the_longest_post_a_page_sends_fits_the_body_limit(room_server):
+    """Two answers of 200 characters that JSON spells as escapes, and a name of 24 emoji, as a
+    browser's JSON.stringify writes them: taken, not refused as too large."""
+    made, port = room_server
+    body = post_body(nickname="\U0001f600" * 24, answer="\x01" * 200, first="\x01" * 200, tries=9999, shown=True)
+    assert 2400 < len(body) <= teacher_view.MAX_BODY_BYTES
+    status, _, reply = send(port, body)
+    assert status == 204, reply
+    assert made.register.snapshot()["students"][0]["answers"]["nibble-decode"]["tries"] == 9999

@@ -106,17 +106,17 @@ def test_two_students_answers_reach_the_teachers_grid_as_their_pages_checked_the
             verdicts = "(row) => [...row.querySelectorAll('[data-verdict]')].map((cell) => cell.dataset.verdict)"
             assert ada.evaluate(verdicts) == ["right", "right"]
             assert grace.evaluate(verdicts) == ["right", "wrong"]
-            assert ada.locator("td").last.inner_text() == "2 of 16"
+            assert ada.locator("td").last.inner_text() == "2 of 24"
             teacher.select_option("#teacher-topic", "1")
             assert grace.locator("td").last.inner_text() == "1 of 2"
-            assert teacher.locator("tfoot td").all_inner_texts()[:2] == ["2", "1"]
+            assert teacher.locator("tfoot tr").last.locator("td").all_inner_texts()[:2] == ["2", "1"]
             with teacher.expect_download() as download:
                 teacher.get_by_role("button", name="Download CSV").click()
             table = list(csv.reader(io.StringIO(download.value.path().read_text(encoding="utf-8"))))
             assert table[0][:3] == ["nickname", "notebook", "exercise"]
             lines = {(row[0], row[2]): row for row in table[1:]}
-            assert lines[(NICKNAMES[1], "1.2")][6:8] == [wrong_code, "wrong"]
-            assert lines[(NICKNAMES[0], "1.2")][7] == "right" and lines[(NICKNAMES[0], "1.2")][4] == str(seeds[0])
+            assert lines[(NICKNAMES[1], "1.2")][6:12] == [wrong_code, "wrong", "1", "no", wrong_code, "wrong"]
+            assert lines[(NICKNAMES[0], "1.2")][11] == "right" and lines[(NICKNAMES[0], "1.2")][4] == str(seeds[0])
             assert log.console_errors == [] and log.failed == [] and log.blocked == []
 
 
@@ -124,7 +124,17 @@ def test_two_students_answers_reach_the_teachers_grid_as_their_pages_checked_the
 def test_the_teachers_page_refuses_a_missing_or_wrong_token_and_shows_no_answers(class_server, fragment, says):
     url, made = class_server
     made.register.record(
-        {"student": "c" * 32, "nickname": "Secret", "kind": "nibble-decode", "seed": 3, "round": 0, "answer": "1"},
+        {
+            "student": "c" * 32,
+            "nickname": "Secret",
+            "kind": "nibble-decode",
+            "seed": 3,
+            "round": 0,
+            "answer": "1",
+            "first": "1",
+            "tries": 1,
+            "shown": False,
+        },
         "192.0.2.1",
     )
     with launch_chromium(chromium_path()) as new_page, new_page() as (teacher, log):
@@ -158,9 +168,10 @@ def small_class(tmp_path):
     thread.join(timeout=10)
 
 
-def _answer_as(made, key, nickname, kind, answer, at):
+def _answer_as(made, key, nickname, kind, answer, at, first=None, tries=1, shown=False):
     fields = {"room": made.room, "student": key * 32, "nickname": nickname, "kind": kind, "seed": 7, "round": 0}
-    made.register.record(read_post(json.dumps({**fields, "answer": answer}).encode()), "192.0.2.1", at=at)
+    attempts = {"first": answer if first is None else first, "tries": tries, "shown": shown}
+    made.register.record(read_post(json.dumps({**fields, "answer": answer, **attempts}).encode()), "192.0.2.1", at=at)
 
 
 def _focused(page):
@@ -243,3 +254,59 @@ def test_the_teacher_tells_two_students_of_one_name_apart_and_merges_and_removes
         )
         assert log.failed == [f"{url}/class/remove"]  # Chromium logs that 404 itself; the page says nothing more
         assert log.console_errors == ["Failed to load resource: the server responded with a status of 404 (Not Found)"]
+
+
+def test_the_grid_shows_each_first_answer_and_the_tries_not_only_the_last(small_class):
+    """Three students end with the right answer to one exercise: one at the first try, one after a
+    wrong first answer and two more tries, one after asking for the working. The grid tells them
+    apart, in marks and in words, and counts the first tries apart from the last."""
+    url, made = small_class
+    kind = "nibble-decode"
+    key = _codec(7)
+    right = key["answers"][kind]
+    wrong = key["wrongs"][kind][0]
+    _answer_as(made, "a", "Ana", kind, right, at=100.0)
+    _answer_as(made, "b", "Bo", kind, right, at=110.0, first=wrong, tries=3)
+    _answer_as(made, "c", "Cy", kind, right, at=120.0, shown=True)
+    with launch_chromium(chromium_path()) as new_page, new_page() as (teacher, log):
+        teacher.goto(f"{url}/class#{TOKEN}")
+        expect(teacher.locator("[data-student]")).to_have_count(3)
+        teacher.select_option("#teacher-topic", "1")
+        cells = teacher.locator("[data-student] td[data-verdict]")
+        assert cells.all_inner_texts() == ["\u2713", "\u2717\u2192\u2713 3", "\u2713 w"]
+        assert cells.evaluate_all("(cells) => cells.map((cell) => cell.dataset.firstVerdict)") == [
+            "right",
+            "wrong",
+            "right",
+        ]
+        assert cells.evaluate_all("(cells) => cells.map((cell) => cell.dataset.verdict)") == ["right"] * 3
+        labels = cells.evaluate_all("(cells) => cells.map((cell) => cell.getAttribute('aria-label'))")
+        assert labels[1] == f"1.1: first answer not right ({wrong}), last answer right ({right}) after 3 tries"
+        assert labels[2] == f"1.1: first answer right ({right}), the working asked for"
+        heads = teacher.locator("thead th").all_inner_texts()
+        assert heads[-2:] == ["right at the first try", "right at the last"]
+        totals = teacher.locator("[data-student]").evaluate_all(
+            "(rows) => rows.map((row) => [...row.querySelectorAll('td')].slice(-2).map((cell) => cell.textContent))"
+        )
+        assert totals == [["1 of 2", "1 of 2"], ["0 of 2", "1 of 2"], ["0 of 2", "1 of 2"]]
+        feet = teacher.locator("tfoot tr").evaluate_all(
+            "(rows) => rows.map((row) => [...row.cells].slice(0, 2).map((cell) => cell.textContent))"
+        )
+        assert feet == [["right at the first try", "1"], ["right at the last", "3"]]
+        with teacher.expect_download() as download:
+            teacher.get_by_role("button", name="Download CSV").click()
+        table = list(csv.reader(io.StringIO(download.value.path().read_text(encoding="utf-8"))))
+        assert table[0][6:12] == [
+            "first answer",
+            "first verdict",
+            "tries",
+            "working shown on request",
+            "answer",
+            "verdict",
+        ]
+        assert [row[6:12] for row in table[1:]] == [
+            [right, "right", "1", "no", right, "right"],
+            [wrong, "wrong", "3", "no", right, "right"],
+            [right, "right", "1", "yes", right, "right"],
+        ]
+        assert log.console_errors == [] and log.blocked == [] and log.failed == []

@@ -1,7 +1,9 @@
-"""`labctl.py handouts` end to end: the PDFs headless Chromium prints for seeds 1 and 7, read back
-with pypdf and held against the exercises' generator run by node straight from the codec
-(tests/js/exercise_answers.mjs for the answers, the codec's exerciseInstance and exerciseSolve
-for the questions and the worked arithmetic), never against widgets/handout.js, which drew them."""
+"""`labctl.py handouts` end to end: the PDFs headless Chromium prints for seeds 1 and 7 (a sheet per
+notebook, and a workshop's booklet), read back with pypdf and held against the exercises' generator
+run by node straight from the codec (tests/js/exercise_answers.mjs for the answers, the codec's
+exerciseInstance and exerciseSolve for the questions and the worked arithmetic), never against
+widgets/handout.js, which drew them. A booklet's pages are full: its last line sits near the
+bottom margin."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ CODEC_SHEETS = """
 import { exerciseInstance, exerciseKinds, exerciseSolve } from "%s";
 const seed = Number(process.argv[1]);
 const topics = {};
-for (let topic = 1; topic <= 8; topic += 1) {
+for (let topic = 1; topic <= 12; topic += 1) {
   topics[topic] = exerciseKinds(topic).map((kind) => {
     const instance = exerciseInstance(kind, seed, 0);
     return { kind, title: instance.title, prompt: instance.prompt, options: instance.options,
@@ -82,6 +84,111 @@ def printed(tmp_path_factory):
     return made
 
 
+# A booklet's questions, from the codec: for [topic, kind's number in its notebook, round], the
+# kind, its question, options, answer as the lab prints it and its worked arithmetic.
+CODEC_QUESTIONS = """
+import { exerciseInstance, exerciseKinds, exerciseSolve, formatLabNumber } from "%s";
+const seed = Number(process.argv[1]);
+const asked = JSON.parse(process.argv[2]);
+console.log(JSON.stringify(asked.map(([topic, number, round]) => {
+  const kind = exerciseKinds(topic)[number - 1];
+  const instance = exerciseInstance(kind, seed, round);
+  const solved = exerciseSolve(kind, instance.params);
+  return { kind, prompt: instance.prompt, options: instance.options,
+    answer: formatLabNumber(solved.answer).replace("\u2212", "-"), worked: solved.worked };
+})));
+"""
+BOOKLET_SEED = 7
+BOOKLET_TOPICS = [1, 3, 9, 12]
+# The part of a page the booklet's last line reaches down to, at least: its pages are full but for
+# less than one more ruled line (handout.js shares the room left among the page's questions).
+FULL_PAGE = 0.85
+
+
+@pytest.fixture(scope="module")
+def booklet(tmp_path_factory):
+    """(worksheet, key) of the booklet of notebooks 1, 3, 9 and 12 for seed 7, two pages each."""
+    folder = tmp_path_factory.mktemp("booklet")
+    assert (
+        handouts.main(["--seed", str(BOOKLET_SEED), "--notebooks", "1,3,9,12", "--pages", "2", "-o", str(folder)]) == 0
+    )
+    return tuple(folder / handouts.booklet_name(BOOKLET_SEED, sheet) for sheet in handouts.SHEETS)
+
+
+def _asked(pages: list[str]) -> list[list[int]]:
+    """Each question of a booklet in order, as [topic, its kind's number, round], read off the page."""
+    return [[int(a), int(b), int(c)] for a, b, c in re.findall(r"exercise (\d+)\.(\d+), round (\d+):", " ".join(pages))]
+
+
+def _runs(page) -> list[tuple[str, float, float]]:
+    """Every run of text on a PDF page with its position in points, (text, x, y), y from the bottom."""
+    runs = []
+
+    def visit(text, cm, tm, font, size):
+        if text.strip():
+            runs.append((text, cm[0] * tm[4] + cm[2] * tm[5] + cm[4], cm[1] * tm[4] + cm[3] * tm[5] + cm[5]))
+
+    page.extract_text(visitor_text=visit)
+    return runs
+
+
+def test_the_booklet_has_a_cover_with_the_seed_and_each_notebook_on_pages_of_its_own(booklet):
+    worksheet, key = booklet
+    pages = _pages(worksheet)
+    assert len(pages) == 1 + 2 * len(BOOKLET_TOPICS)
+    cover = pages[0]
+    assert "The four-bit lab · workshop booklet · worksheet" in cover and f"Seed {BOOKLET_SEED}" in cover
+    assert f"Type seed {BOOKLET_SEED} into the seed field there" in cover and "Name" in cover
+    asked = _asked(pages)
+    for topic in BOOKLET_TOPICS:
+        title = handouts.notebook(topic)[1]
+        count = sum(1 for each in asked if each[0] == topic)
+        assert f"{topic} · {_flat(title)}: {count} questions" in cover, topic
+        # two pages, each headed by nothing but its questions, the first by the notebook's title
+        first, second = pages[1 + 2 * BOOKLET_TOPICS.index(topic) :][:2]
+        assert first.startswith(f"{topic} · {_flat(title)}") and count >= 4
+        assert _asked([first]) and _asked([second]) and all(each[0] == topic for each in _asked([first, second]))
+    assert {each[0] for each in asked} == set(BOOKLET_TOPICS)
+    # the key: its own cover, and the same questions in the same order
+    key_pages = _pages(key)
+    assert "workshop booklet · answer key" in key_pages[0] and _asked(key_pages) == asked
+
+
+def test_the_booklets_key_answers_its_questions_and_the_worksheet_gives_nothing_away(booklet):
+    worksheet, key = booklet
+    asked = _asked(_pages(worksheet))
+    index = (ROOT / "widgets" / "codec" / "index.js").as_uri()
+    codec = _run_node("--input-type=module", "-e", CODEC_QUESTIONS % index, str(BOOKLET_SEED), json.dumps(asked))
+    sheet, answers = " ".join(_pages(worksheet)), " ".join(_pages(key))
+    assert "Answer:" not in sheet
+    for (topic, number, round_), question in zip(asked, codec, strict=True):
+        where = (topic, number, round_, question["kind"])
+        assert _flat(question["prompt"]) in sheet and _flat(question["prompt"]) in answers, where
+        for option in question["options"]:
+            assert _flat(option) in sheet, where
+        assert f"Answer: {question['answer']}" in answers, where
+        for line in question["worked"]:
+            assert _flat(line) in answers and _flat(line) not in sheet, where
+    # rounds past 0: the booklet asks more than the first question of each exercise
+    assert max(round_ for _, _, round_ in asked) >= 1
+
+
+def test_every_page_of_the_booklets_worksheet_is_full_and_inside_its_margins(booklet):
+    """Each page of questions runs down to the bottom margin but for less than a line or two: the
+    last text (an "Answer" line) sits within the bottom 15% of the space inside the margins."""
+    worksheet, _ = booklet
+    reader = pypdf.PdfReader(worksheet)
+    top, bottom = A4[1] - MARGIN_TOP, MARGIN_BOTTOM
+    for number, page in enumerate(reader.pages[1:], start=2):
+        assert [float(page.mediabox.width), float(page.mediabox.height)] == pytest.approx(A4, abs=1)
+        runs = _runs(page)
+        assert runs, number
+        lowest = min(y for _, _, y in runs)
+        assert (top - lowest) / (top - bottom) >= FULL_PAGE, (number, lowest)
+        for text, x, y in runs:
+            assert MARGIN_X - 1 <= x <= A4[0] - MARGIN_X and bottom - 1 <= y <= top + 1, (number, text, x, y)
+
+
 def _pages(path: Path) -> list[str]:
     return [_flat(page.extract_text()) for page in pypdf.PdfReader(path).pages]
 
@@ -93,7 +200,7 @@ def test_every_topic_has_a_worksheet_and_a_key_named_by_its_seed(printed):
         assert len(names) == 2 * len(TOPICS)
         assert f"01_one_nibble-seed{seed}-worksheet.pdf" in names
         assert f"05_q4k-seed{seed}-key.pdf" in names
-        assert all(re.fullmatch(rf"0[1-8]_[a-z0-9_]+-seed{seed}-(worksheet|key)\.pdf", name) for name in names)
+        assert all(re.fullmatch(rf"(0[1-9]|1[0-2])_[a-z0-9_]+-seed{seed}-(worksheet|key)\.pdf", name) for name in names)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { EXERCISE_COLUMNS, EXERCISE_KINDS, answerVerdict, classRoomOf, csvField, exerciseColumn, exerciseInstance, exerciseSolve, exerciseVerdicts, formatLabNumber, readNickname, roomCsv, studentNames } from "../../widgets/codec/index.js";
+import { EXERCISE_COLUMNS, EXERCISE_KINDS, answerHistory, answerVerdict, classRoomOf, csvField, exerciseColumn, exerciseInstance, exerciseSolve, exerciseVerdicts, formatLabNumber, readNickname, roomCsv, studentNames } from "../../widgets/codec/index.js";
 
 const ROOM = "0123456789abcdef0123456789abcdef";
 
@@ -57,7 +57,7 @@ test("the grid has a column for every exercise, numbered within its notebook", (
   assert.equal(EXERCISE_COLUMNS.length, EXERCISE_KINDS.length);
   assert.deepEqual(
     EXERCISE_COLUMNS.map((column) => column.label),
-    ["1.1", "1.2", "2.1", "2.2", "3.1", "3.2", "4.1", "4.2", "5.1", "5.2", "6.1", "6.2", "7.1", "7.2", "8.1", "8.2"],
+    ["1.1", "1.2", "2.1", "2.2", "3.1", "3.2", "4.1", "4.2", "5.1", "5.2", "6.1", "6.2", "7.1", "7.2", "8.1", "8.2", "9.1", "9.2", "10.1", "10.2", "11.1", "11.2", "12.1", "12.2"],
   );
   assert.equal(exerciseColumn("no-such-exercise"), null);
 });
@@ -96,25 +96,54 @@ test("a CSV field is quoted, and text a spreadsheet would run stays text", () =>
 test("the room's CSV: one line per kept answer of a known exercise, nicknames shown visibly", () => {
   const right = formatLabNumber(exerciseSolve("nibble-decode", exerciseInstance("nibble-decode", 7, 0).params).answer).replace("\u2212", "-");
   const students = [
-    { student: "a".repeat(32), nickname: "=cmd|' /C calc'!A0", answers: { "nibble-decode": { seed: 7, round: 0, answer: right, at: 1_800_000_000 } } },
-    { student: "b".repeat(32), nickname: "right\u202eto left", answers: { "nibble-decode": { seed: 7, round: 0, answer: "abc", at: 1_800_000_001 }, "made-up": { seed: 1, round: 0, answer: "1", at: 0 } } },
+    { student: "a".repeat(32), nickname: "=cmd|' /C calc'!A0", answers: { "nibble-decode": { seed: 7, round: 0, answer: right, first: "=1+1", tries: 3, shown: true, at: 1_800_000_000 } } },
+    { student: "b".repeat(32), nickname: "right\u202eto left", answers: { "nibble-decode": { seed: 7, round: 0, answer: "abc", first: "abc", tries: 1, shown: false, at: 1_800_000_001 }, "made-up": { seed: 1, round: 0, answer: "1", first: "1", tries: 1, shown: false, at: 0 } } },
   ];
   const lines = roomCsv(students).split("\r\n");
   assert.equal(lines.length, 4); // a header, two answers, and the final line break
-  assert.equal(lines[0], '"nickname","notebook","exercise","title","seed","round","answer","verdict","checked at (UTC)"');
+  assert.equal(lines[0], '"nickname","notebook","exercise","title","seed","round","first answer","first verdict","tries","working shown on request","answer","verdict","checked at (UTC)"');
   assert.ok(lines[1].startsWith(`"'=cmd|' /C calc'!A0","1","1.1",`), lines[1]);
-  assert.ok(lines[1].endsWith(`"7","0","${right}","right","2027-01-15T08:00:00.000Z"`), lines[1]);
+  // the first answer, a formula, stays text, and is judged as the question's answer is
+  assert.ok(lines[1].endsWith(`"7","0","'=1+1","unread","3","yes","${right}","right","2027-01-15T08:00:00.000Z"`), lines[1]);
   assert.ok(lines[2].startsWith('"right\\u202eto left","1","1.1"'), lines[2]);
-  assert.ok(lines[2].includes('"abc","unread"'), lines[2]);
+  assert.ok(lines[2].includes('"abc","unread","1","no","abc","unread"'), lines[2]);
   assert.equal(lines[3], "");
 });
 
 test("the room's CSV names two students of one nickname as the grid does", () => {
-  const kept = { "nibble-decode": { seed: 7, round: 0, answer: "1", at: 1_800_000_000 } };
+  const kept = { "nibble-decode": { seed: 7, round: 0, answer: "1", first: "1", tries: 1, shown: false, at: 1_800_000_000 } };
   const students = ["a", "b", "c"].map((id) => ({ student: id.repeat(32), nickname: id === "b" ? "Bo" : "Ana", answers: kept }));
   const firstFields = roomCsv(students)
     .split("\r\n")
     .slice(1, -1)
     .map((line) => line.split(",")[0]);
   assert.deepEqual(firstFields, ['"Ana"', '"Bo"', '"Ana (2)"']);
+});
+
+test("the grid and the CSV keep the first answer and the tries: a student who corrects a wrong answer is not right at the first try", () => {
+  const seed = 7;
+  const kind = "nibble-decode";
+  const right = formatLabNumber(exerciseSolve(kind, exerciseInstance(kind, seed, 0).params).answer).replace("\u2212", "-");
+  const wrong = String(Number(right) === 1 ? 2 : 1);
+  const corrected = { seed, round: 0, answer: right, first: wrong, tries: 2, shown: false, at: 1_800_000_000 };
+  assert.equal(answerVerdict(kind, corrected), "right");
+  assert.deepEqual(answerHistory(kind, corrected), { first: wrong, firstVerdict: "wrong", tries: 2, shown: false });
+  const atOnce = { ...corrected, first: right, tries: 1 };
+  assert.deepEqual(answerHistory(kind, atOnce), { first: right, firstVerdict: "right", tries: 1, shown: false });
+  const asked = { ...atOnce, shown: true };
+  assert.equal(answerHistory(kind, asked).shown, true);
+  const students = [
+    { student: "a".repeat(32), nickname: "Ana", answers: { [kind]: corrected } },
+    { student: "b".repeat(32), nickname: "Bo", answers: { [kind]: atOnce } },
+    { student: "c".repeat(32), nickname: "Cy", answers: { [kind]: asked } },
+  ];
+  const rows = roomCsv(students)
+    .split("\r\n")
+    .slice(1, -1)
+    .map((line) => line.split(",").slice(6, 12).map((field) => JSON.parse(field)));
+  assert.deepEqual(rows, [
+    [wrong, "wrong", "2", "no", right, "right"],
+    [right, "right", "1", "no", right, "right"],
+    [right, "right", "1", "yes", right, "right"],
+  ]);
 });

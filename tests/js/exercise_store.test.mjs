@@ -183,7 +183,7 @@ describe("progress kept and checked again", () => {
 });
 
 describe("what is stored is only ever data", () => {
-  const valid = { rounds: { "nibble-decode": 2 }, answers: { "nibble-decode": "3" } };
+  const valid = { rounds: { "nibble-decode": 2 }, answers: { "nibble-decode": "3" }, attempts: { "nibble-decode": { first: "4", tries: 2, shown: false } } };
 
   test("a stored text this did not write is set aside, never run, and written over", () => {
     for (const text of ["not json", "<script>window.ran = 1</script>", "[1, 2]", "null", '"text"', '{"seed": 5}', "x".repeat(300000)]) {
@@ -203,7 +203,8 @@ describe("what is stored is only ever data", () => {
   test("each stored record is checked as a link's traits are; what fails is left out", () => {
     const records = {
       "1:5": valid,
-      "9:5": valid, // no notebook 9
+      "12:5": valid, // notebook 12 has exercises
+      "13:5": valid, // no notebook 13
       "1:0": valid, // seed 0 is no seed
       "1:4294967296": valid,
       "1:6": { rounds: { "no-such-kind": 1 }, answers: {} },
@@ -212,13 +213,23 @@ describe("what is stored is only ever data", () => {
       "1:9": { rounds: {}, answers: { "nibble-decode": 3 } },
       "1:10": { rounds: [], answers: {} },
       "1:11": "text",
+      "1:12": { rounds: {}, answers: {}, attempts: { "nibble-decode": { first: "1", tries: -1, shown: false } } },
+      "1:13": { rounds: {}, answers: {}, attempts: { "nibble-decode": { first: "1", tries: 1 } } },
+      "1:14": { rounds: {}, answers: {}, attempts: { "nibble-decode": { first: "1", tries: 1, shown: "yes" } } },
+      "1:15": { rounds: {}, answers: {}, attempts: { "nibble-decode": { first: "9".repeat(201), tries: 1, shown: false } } },
     };
     // and a record named __proto__, which JSON.parse makes an own property (an object literal could not)
     const text = JSON.stringify({ seed: 77, records }).replace('"records":{', '"records":{"__proto__":{"rounds":{},"answers":{"nibble-decode":"1"}},');
     const read = readStore(text);
     assert.equal(read.seed, 77);
-    assert.deepEqual([...read.records.keys()], ["1:5"]);
+    assert.deepEqual([...read.records.keys()], ["1:5", "12:5"]);
     assert.deepEqual(read.records.get("1:5"), valid);
+    // a record kept before the attempts were: its answers read as first tries
+    assert.deepEqual(readStore(JSON.stringify({ seed: 5, records: { "1:5": { rounds: {}, answers: { "nibble-decode": "3" } } } })).records.get("1:5"), {
+      rounds: {},
+      answers: { "nibble-decode": "3" },
+      attempts: {},
+    });
     assert.ok(read.setAside);
     assert.equal({}.rounds, undefined); // nothing reached Object.prototype
     for (const seed of [0, -1, 2.5, 2 ** 32, "5", null]) assert.equal(readStore(JSON.stringify({ seed, records: {} })).seed, null, String(seed));
@@ -231,7 +242,7 @@ describe("what is stored is only ever data", () => {
     assert.deepEqual([...kept.records.keys()], [...many.keys()].slice(-32));
     assert.ok(!kept.setAside);
     // answers full of characters JSON escapes (six characters each): the oldest records go first
-    const wide = { rounds: {}, answers: Object.fromEntries(exerciseKinds(0).map((kind) => [kind, "\u0001".repeat(200)])) };
+    const wide = { rounds: {}, answers: Object.fromEntries(exerciseKinds(0).map((kind) => [kind, "\u0001".repeat(200)])), attempts: {} };
     const big = new Map(Array.from({ length: 32 }, (_, i) => [`0:${i + 1}`, wide]));
     const text = storeText({ seed: 3, records: big });
     assert.ok(text.length <= 262144, String(text.length));

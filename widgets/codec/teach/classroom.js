@@ -56,9 +56,25 @@ export const exerciseColumn = (kind) => COLUMN_OF.get(kind) ?? null;
  * its seed and round: "right", "wrong", or "unread" when the text is no answer to that question.
  */
 export function answerVerdict(kind, kept) {
-  const checked = exerciseCheck(kind, exerciseInstance(kind, kept.seed, kept.round).params, kept.answer);
+  return verdictOn(kind, kept, kept.answer);
+}
+
+function verdictOn(kind, kept, text) {
+  const checked = exerciseCheck(kind, exerciseInstance(kind, kept.seed, kept.round).params, text);
   if (!checked.ok) return "unread";
   return checked.correct ? "right" : "wrong";
+}
+
+/**
+ * How a kept answer came about: {first (the first answer checked to that question), firstVerdict
+ * (answerVerdict's word for it), tries (the different answers checked), shown (whether the
+ * working was asked for)}. The server takes no post without them; an entry without them (none
+ * should reach here) reads as a first try.
+ */
+export function answerHistory(kind, kept) {
+  const first = typeof kept.first === "string" ? kept.first : kept.answer;
+  const tries = Number.isInteger(kept.tries) && kept.tries >= 1 ? kept.tries : 1;
+  return { first, firstVerdict: verdictOn(kind, kept, first), tries, shown: kept.shown === true };
 }
 
 // A spreadsheet runs a cell that starts with one of these as a formula; a plain number does not.
@@ -95,19 +111,22 @@ export function studentNames(students) {
 }
 
 /**
- * The room's answers ({students: [{student, nickname, answers: {kind: {seed, round, answer, at}}}]})
- * as CSV text, one line per student and exercise the course has, each verdict checked again, each
- * student named as the grid names them (studentNames).
+ * The room's answers ({students: [{student, nickname, answers: {kind: {seed, round, answer, first,
+ * tries, shown, at}}}]}) as CSV text, one line per student and exercise the course has: the first
+ * answer and the last, each verdict checked again, the tries between them and whether the working
+ * was asked for, each student named as the grid names them (studentNames).
  */
 export function roomCsv(students) {
   const names = studentNames(students);
-  const lines = [["nickname", "notebook", "exercise", "title", "seed", "round", "answer", "verdict", "checked at (UTC)"]];
+  const lines = [["nickname", "notebook", "exercise", "title", "seed", "round", "first answer", "first verdict", "tries", "working shown on request", "answer", "verdict", "checked at (UTC)"]];
   for (const student of students) {
     for (const [kind, kept] of Object.entries(student.answers)) {
       const column = exerciseColumn(kind);
       if (!column) continue;
       const at = new Date(kept.at * 1000).toISOString();
-      lines.push([names.get(student.student), column.topic, column.label, column.title, kept.seed, kept.round, visibleText(kept.answer), answerVerdict(kind, kept), at]);
+      const history = answerHistory(kind, kept);
+      const shown = history.shown ? "yes" : "no";
+      lines.push([names.get(student.student), column.topic, column.label, column.title, kept.seed, kept.round, visibleText(history.first), history.firstVerdict, history.tries, shown, visibleText(kept.answer), answerVerdict(kind, kept), at]);
     }
   }
   return `${lines.map((line) => line.map(csvField).join(",")).join("\r\n")}\r\n`;
