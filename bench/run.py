@@ -653,6 +653,13 @@ def main(argv: list[str] | None = None) -> int:
         results += real_gguf_rows
         chat, info["chat"] = chat_rows()
         results += chat
+        from bench.mlx_lm_rows import mlx_lm_rows
+        from bench.own_prompt import own_prompt_rows
+
+        own_prompt, info["own_prompt"] = own_prompt_rows()
+        results += own_prompt
+        mlx_lm, info["mlx_lm"] = mlx_lm_rows()
+        results += mlx_lm
         real_rows, info["real_model"] = real_model_rows()
         results += real_rows
         if real_rows:
@@ -661,7 +668,7 @@ def main(argv: list[str] | None = None) -> int:
             results += notebook_10_rows()
     text = table(results)
     print(text)
-    for key in ("real_gguf", "chat", "real_model"):
+    for key in ("real_gguf", "chat", "own_prompt", "mlx_lm", "real_model"):
         if info.get(key):
             print(f"\n{info[key]}")
     args.out.mkdir(parents=True, exist_ok=True)

@@ -46,7 +46,7 @@ def _(mo):
 
     Open byte `0x7E`: it is 126, so the exponent is 126 − 127 = −1 and the scale is 0.5. An
     element whose E2M1 value is 3 becomes 3 × 0.5 = 1.5, and every one of the 32 elements
-    answers to that same byte. Click any element below to trace it; change the scale byte and
+    answers to that same byte. Click any element of the block that follows to trace it; change the scale byte and
     watch all 32 move together. Try `0xFF`.
     """)
     return
@@ -90,7 +90,7 @@ def _(mo):
       elements lose a step of resolution.
 
     They also round elements differently at exact midpoints: MLX and ggml send ties toward zero
-    (and never store −0), the OCP/torchao preset rounds half to even. Below, the same block goes
+    (and never store −0), the OCP/torchao preset rounds half to even. Next, the same block goes
     through all three presets. Change the seed or the spread and compare, and set the largest
     element to 7 × the spread: the two rules then pick scale bytes one step apart.
     """)
@@ -118,7 +118,6 @@ def _(format_number, mo):
         ],
     )
     block_menu = mo.ui.anywidget(block_choice)
-    block_menu
     return block_menu, largest_by_option, spread_by_step
 
 
@@ -169,6 +168,7 @@ def _(
 
     mo.vstack(
         [
+            block_menu,
             mo.Html(block_menu.outcomes(["seed", "spread", "largest"], _table)),
             mo.md("\n".join(f"* `{p.name}`: {p.source}" for p in rounding.PRESETS.values())),
         ]

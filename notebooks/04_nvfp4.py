@@ -97,7 +97,6 @@ def _(mo):
         ],
     )
     tensor_menu = mo.ui.anywidget(tensor_choice)
-    tensor_menu
     return tensor_menu, with_tensor_scale
 
 
@@ -134,7 +133,7 @@ def _(drawn, error_metrics, format_number, mo, tensor_menu):
         )
 
 
-    mo.Html(tensor_menu.outcomes(["seed", "tensor-scale"], _summary))
+    mo.vstack([tensor_menu, mo.Html(tensor_menu.outcomes(["seed", "tensor-scale"], _summary))])
     return
 
 

@@ -102,7 +102,6 @@ def _(mo, report):
         [Control("format", "format", [row["format"] for row in report.summary_records()], "Q4_K")],
     )
     format_menu = mo.ui.anywidget(format_choice)
-    format_menu
     return (format_menu,)
 
 
@@ -159,9 +158,19 @@ def _(
                 "group size (MLX's converter silently leaves such layers in float; a GGUF converter stores them "
                 "in another type)."
             ),
+            format_menu,
             mo.Html(format_menu.outcomes(["format"], _view)),
         ]
     )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    from widgets import Exercises
+
+    exercises = mo.ui.anywidget(Exercises(topic=9))
+    mo.vstack([mo.md("## Check yourself"), exercises])
     return
 
 

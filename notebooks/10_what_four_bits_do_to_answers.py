@@ -90,7 +90,6 @@ def _(COMPARED_FORMATS, FIRST_FORMAT, mo, study):
     compared = {title_of[name]: name for name in COMPARED_FORMATS}  # menu option -> format name
     chosen = FIRST_FORMAT  # what the page shows first
     format_menu = mo.ui.anywidget(format_choice)
-    format_menu
     return chosen, compared, format_menu
 
 
@@ -122,7 +121,7 @@ def _(behaviour, charts, chosen, compared, format_menu, mo):
         )
 
 
-    mo.Html(format_menu.outcomes(["format"], _similarity))
+    mo.vstack([format_menu, mo.Html(format_menu.outcomes(["format"], _similarity))])
     return
 
 
@@ -345,6 +344,15 @@ def _(chosen, compared, format_menu, mo, run_model):
     with mo.status.spinner(title="Running the model's Linears on MLX", remove_on_exit=True):
         device = run_model(chosen, cache=True)  # the one shown first
     mo.Html(format_menu.outcomes(["format"], lambda title: mo.md(run_model(compared[title], cache=True).to_markdown())))
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    from widgets import Exercises
+
+    exercises = mo.ui.anywidget(Exercises(topic=10))
+    mo.vstack([mo.md("## Check yourself"), exercises])
     return
 
 

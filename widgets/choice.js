@@ -61,7 +61,7 @@ function control(spec, current, choose) {
     };
     show(current);
     return {
-      node: h("label", { class: "lab-choice-control", for: id, "data-lab-control": spec.name }, h("span", {}, spec.label), h("span", { class: "lab-row" }, input, readout)),
+      node: h("div", { class: "lab-choice-control", "data-lab-control": spec.name }, h("label", { for: id }, spec.label), h("span", { class: "lab-row" }, input, readout)),
       show,
     };
   }
@@ -74,7 +74,7 @@ function control(spec, current, choose) {
     if (select.value !== option) select.value = option;
   };
   show(current);
-  return { node: h("label", { class: "lab-choice-control", for: id, "data-lab-control": spec.name }, h("span", {}, spec.label), select), show };
+  return { node: h("div", { class: "lab-choice-control", "data-lab-control": spec.name }, h("label", { for: id }, spec.label), select), show };
 }
 
 function render({ model, el }) {
