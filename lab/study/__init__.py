@@ -1,8 +1,9 @@
 """What a format does to a real model: all-MiniLM-L6-v2 as numpy (model), its safetensors weights
 through every format (real_weights), the retrieval task (retrieval_data) and what quantizing does
-to its answers (behaviour), the error measures (metrics), the side-by-side table (compare), the
-checked on-disk result cache (cache), learned quantization of one Linear, GPTQ and AWQ (learned),
-and llama.cpp's and mlx-lm's recipes tensor by tensor (recipes).
+to its answers (behaviour), the error measures (metrics), the one accounting of bits per weight
+under a named scale dtype (accounting), the side-by-side table (compare), the checked on-disk
+result cache (cache), learned quantization of one Linear, GPTQ and AWQ (learned), and llama.cpp's
+and mlx-lm's recipes tensor by tensor (recipes).
 
 May import: lab.codes, lab.formats, lab.interop and lab's root modules.
 """
