@@ -17,6 +17,7 @@ def _():
     from lab.teach import course
     from lab.teach.charts import difference_chart, q4k_lane_chart
     from widgets import Q4KExplorer
+    from widgets.choice import outcome_panels
 
     return (
         Q4KExplorer,
@@ -25,6 +26,7 @@ def _():
         difference_chart,
         mo,
         np,
+        outcome_panels,
         q4k,
         q4k_lane_chart,
     )
@@ -57,7 +59,9 @@ def _(mo):
 
 @app.cell(hide_code=True)
 def _(Q4KExplorer, mo):
-    explorer = mo.ui.anywidget(Q4KExplorer())
+    # outcomes: the MLX run below follows the explorer, and is kept, dimmed, while one of its
+    # fields holds an entry it refuses (a typo keeps the output: widgets/ui.js)
+    explorer = mo.ui.anywidget(Q4KExplorer(outcomes="q4k-on-device"))
     explorer
     return (explorer,)
 
@@ -125,11 +129,13 @@ def _(course, fixture, mo, q4k):
 
 
 @app.cell(hide_code=True)
-def _(course, device, difference_chart, explorer, mo, np):
+def _(course, device, difference_chart, explorer, mo, np, outcome_panels):
     _block = np.array(explorer.widget.block, dtype=np.uint8)
     _x = np.random.default_rng(5).normal(0, 1, 256).astype(np.float32)
     _device_report = device.run_q4k(_block, x=_x)
     _chart = difference_chart(_device_report)
+    # one panel for every value of the explorer: it always shows, and the explorer keeps it
+    _run = mo.vstack([mo.md(device.report_markdown(_device_report)), *([] if _chart is None else [mo.as_html(_chart)])])
     _report = mo.vstack(
         [
             mo.md(
@@ -137,8 +143,7 @@ def _(course, device, difference_chart, explorer, mo, np):
                 "(group 32, scale d·sⱼ, bias −dmin·mⱼ) through `mx.quantized_matmul`, and a real GGUF "
                 "file written with gguf-py and opened with `mx.load`. The reference is gguf-py's decoder."
             ),
-            mo.md(device.report_markdown(_device_report)),
-            *([] if _chart is None else [mo.as_html(_chart)]),
+            mo.Html(outcome_panels("q4k-on-device", {}, {}, {(): _run})),
         ]
     )
     mo.Html(course.readout(_report))

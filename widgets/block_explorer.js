@@ -89,6 +89,7 @@ function weightField(model, ui) {
         const { codec } = codecOf(model.get("type_name"));
         return codec ? `weight (0..${codec.block.weights - 1}); ↑ ↓ step it` : "weight";
       },
+      name: "weight",
       value: () => String(model.get("weight")),
       commit: (text) => commitWeight(model, text),
       onkeydown: (event) => {

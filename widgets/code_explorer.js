@@ -183,6 +183,7 @@ function controls(model, ui, box) {
       ui.field({
         key: "code",
         label: "code (decimal, 0x… or 0b…)",
+        name: "code",
         value: () => String(model.get("code")),
         commit,
         recheck,
@@ -195,6 +196,7 @@ function controls(model, ui, box) {
       ui.field({
         key: "value",
         label: "a real number to encode",
+        name: "number to encode",
         value: () => String(model.get("value_text")),
         commit: commitValue,
         refusing: (refused) => box.refusing(refused),

@@ -44,6 +44,7 @@ function codeField(model, ui) {
   return ui.field({
     key: "code",
     label: "code (0..15, 0x… or 0b…); ↑ ↓ step it",
+    name: "code",
     value: () => String(model.get("code")),
     commit: commitCode,
     onkeydown: (event) => {

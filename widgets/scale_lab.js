@@ -55,7 +55,7 @@ function controls(model, ui) {
     ui.field({ key: "w", label: "weights w", value: () => String(model.get("w_text")), commit: commitRow("w_text", "weights") }),
     ui.field({ key: "x", label: "inputs x", value: () => String(model.get("x_text")), commit: commitRow("x_text", "inputs") }),
     h("div", { class: "lab-row", role: "group", "aria-label": "power-of-two scales" }, h("span", {}, "scale"), powerButtons),
-    ui.field({ key: "scale-entry", label: "scale, any positive number", value: () => String(model.get("scale")), commit: commitScale }),
+    ui.field({ key: "scale-entry", label: "scale, any positive number", name: "scale", value: () => String(model.get("scale")), commit: commitScale }),
   );
   return {
     node,

@@ -224,8 +224,12 @@ let mounted = 0;
  * stay as they were. The refusal stays there, whatever else changes, until the learner commits
  * that field or the field comes to show something else: its kept value, its label (which names
  * what it edits) or `about(view)` changes. A problem with the traits themselves is shown beside
- * the field last committed (or below the controls) while the figure is taken away. Nothing is
- * rebuilt:
+ * the field last committed (or just below the controls). A typo keeps the output: while a field
+ * holds a refused entry, or the traits have a problem, the figure last drawn from valid traits
+ * stays where it is, dimmed, under a note (role=status) naming the last valid input of each field
+ * that no longer holds it (keptNote), so the page never shrinks on a typo; the figure follows
+ * again once the fields are valid. A field that marks what it drives itself (`refusing`) leaves its
+ * own refusals to that. Nothing is rebuilt:
  *
  * - `controls(ui)` (optional) is called once and returns `{node, update(view)}`; `update`
  *   (optional) runs on every change, view being {problem} while the traits have one, so the
@@ -235,8 +239,8 @@ let mounted = 0;
  *   `nodes` (read whenever the figure is put in or taken out, so it may be a getter) are the
  *   figure's top-level nodes in order; `update` gets the names of the traits whose values differ
  *   from the ones the figure shows (Object.is), and should patch only what depends on them. The
- *   figure may make fields too (the exercises' answers): they leave with it while the traits have
- *   a problem, which is then shown below the controls.
+ *   figure may make fields too (the exercises' answers): they keep what they show while the
+ *   traits have a problem, which is then shown below the controls.
  *
  * Nodes stay where they are, so focus, caret, scroll and pointer capture stay with them.
  * Returns the cleanup anywidget expects.
@@ -267,18 +271,84 @@ export function groupPanels(root, group) {
   return panels;
 }
 
+// A typo keeps the output: while a control holds an entry it refuses, what it drove stays on
+// screen, dimmed (greyed, a little faded: text keeps its contrast) and headed by a note naming
+// the last valid input, until the control is valid again. A widget's figure (mountInPlace) and
+// the outcome panels on the page (showOutcomes) are kept the same way.
+const KEPT_STYLE = { filter: "grayscale(1)", opacity: "0.85" };
+
+/** What a kept output's note says. `inputs` are [name, text] pairs: the last valid input of each
+ * control that no longer holds it (none: the input came from elsewhere, a link or the kernel). */
+export function keptNote(inputs) {
+  const listed = inputs.map(([name, text]) => `${name} = ${shorten(String(text))}`).join("; ");
+  const fields = inputs.length > 1 ? "the fields are" : "the field is";
+  return listed
+    ? `Showing the last valid input: ${listed}. What is shown here follows again once ${fields} valid.`
+    : "Showing the last valid input. What is shown here follows again once the input is valid.";
+}
+
+/** Dim `node` as a kept output, or undo it; writes only what differs. */
+export function dimKept(node, kept) {
+  setAttr(node, "data-lab-kept", kept ? "stale" : null);
+  for (const [name, value] of Object.entries(KEPT_STYLE)) {
+    const want = kept ? value : "";
+    if (node.style.getPropertyValue(name) !== want) {
+      if (want) node.style.setProperty(name, want);
+      else node.style.removeProperty(name);
+    }
+  }
+}
+
+/**
+ * Which values a group's panels follow: `values` itself, or, where it has a refused member (null)
+ * or is null (the widget's input has a problem), the last values that had none, kept. Returns
+ * {following, kept, refused}: `following` null when nothing valid was ever shown (then no panel
+ * shows: there is nothing to keep), `refused` the names of the refused members.
+ */
+export function outcomesFollowing(values, lastValid) {
+  const refused = values === null ? [] : Object.keys(values).filter((name) => values[name] === null);
+  if (values !== null && refused.length === 0) return { following: values, kept: false, refused };
+  return { following: lastValid ?? null, kept: true, refused };
+}
+
+// The last values each group's panels followed with no refused member.
+const lastFollowed = new Map();
+
+// A kept panel's note: the panel's first child, styled inline (the page's own styles do not know
+// it), with a dashed edge so it is told apart without colour.
+const PAGE_NOTE_STYLE = "border-left: 6px dashed currentColor; padding: 8px 12px; margin: 0 0 8px 0;";
+
+function markPanel(node, kept, text) {
+  let note = node.firstElementChild?.hasAttribute("data-lab-kept-note") ? node.firstElementChild : null;
+  if (kept) {
+    if (note === null) {
+      note = h("p", { "data-lab-kept-note": "", role: "note", style: PAGE_NOTE_STYLE });
+      node.prepend(note);
+    }
+    setText(note, text);
+  } else note?.remove();
+  // The note itself is not dimmed: it is what the reader should read first.
+  for (const child of node.children) if (child !== note) dimKept(child, kept);
+}
+
 /** Show the panels of `group` that hold for `values` and hide the rest; returns how many show and
- * how many there are. Charts drawn while hidden measured no width, so a change sends a resize. */
-export function showOutcomes(group, values) {
+ * how many there are. Values with a refused member (null), or null for all, keep the panels of the
+ * last valid values on screen, dimmed under `note` (by default it names each refused member and
+ * its last valid option). Charts drawn while hidden measured no width, so a change sends a resize. */
+export function showOutcomes(group, values, note = null) {
+  const plan = outcomesFollowing(values, lastFollowed.get(group));
+  if (!plan.kept) lastFollowed.set(group, { ...values });
+  const text = plan.kept ? (note ?? keptNote(plan.refused.map((name) => [name, plan.following?.[name] ?? ""]))) : "";
   const panels = groupPanels(document, group);
   let shown = 0;
   let changed = false;
   for (const { node, when } of panels) {
-    const on = panelShown(when, values);
+    const on = plan.following !== null && panelShown(when, plan.following);
     if (node.hidden === on) {
       node.hidden = !on;
       changed = true;
     }
+    markPanel(node, on && plan.kept, text);
     shown += on ? 1 : 0;
   }
   // Only on a change: the charts' redraw is itself a change to the page, which calls this again.
@@ -287,19 +357,20 @@ export function showOutcomes(group, values) {
 }
 
 /** Keep `group`'s panels following `values()` while marimo draws or redraws them (a cell that
- * re-runs live); returns the function that stops. */
-export function followOutcomes(group, values) {
+ * re-runs live); `note()` is the kept panels' note (null: showOutcomes's own). Returns the
+ * function that stops. */
+export function followOutcomes(group, values, note = () => null) {
   let due = false;
   const pageWatch = new MutationObserver(() => {
     if (due) return;
     due = true;
     requestAnimationFrame(() => {
       due = false;
-      showOutcomes(group, values());
+      showOutcomes(group, values(), note());
     });
   });
   pageWatch.observe(document.body, { childList: true, subtree: true });
-  showOutcomes(group, values());
+  showOutcomes(group, values(), note());
   return () => pageWatch.disconnect();
 }
 
@@ -341,8 +412,11 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
      * `recheck(text)` (optional) reads a refused entry again on every draw while the field keeps
      * it, and returns what its refusal says now: for a field whose rule depends on other traits
      * (a code's width on the format picked since), so the refusal never speaks of an old rule.
+     * `name` (optional, the label by default) is what a kept figure's note calls the field;
+     * `drives: false` marks a field the figure is not drawn from (a name sent to the teacher), whose
+     * refusal leaves the figure as it is.
      */
-    field({ key, label, value, commit, about = null, refusing = null, recheck = null, onkeydown = null }) {
+    field({ key, label, value, commit, about = null, refusing = null, recheck = null, onkeydown = null, name = null, drives = true }) {
       const inputId = `${prefix}-${key}`;
       const messageId = `${inputId}-message`;
       const field = {
@@ -352,7 +426,12 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
         about,
         refusing,
         recheck,
+        name,
+        drives,
         shown: null, // what the field last showed for the traits: its label, kept value and about
+        drawnLabel: null, // its label and kept value when the figure was last drawn from valid traits
+        drawnText: null,
+        text: null, // what it holds now: a refused entry or its kept value
         inFigure: buildingFigure,
         labelNode: h("label", { for: inputId }),
         input: h("input", {
@@ -373,11 +452,11 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
   };
 
   // Each shown field's label, text and message for this view; true if the traits' problem went
-  // beside one (never a figure's field: the figure is away while there is a problem).
+  // beside one (never a figure's field: the figure is kept as it was while there is a problem).
   function syncFields(view, problem) {
     let placed = false;
     for (const field of fields) {
-      if (field.inFigure && !attached) continue;
+      if (field.inFigure && (!attached || problem)) continue;
       const label = typeof field.label === "function" ? field.label(view) : field.label;
       const kept = typeof field.value === "function" ? field.value(view) : field.value;
       field.shown = JSON.stringify([label, kept, field.about?.(view) ?? null]);
@@ -394,6 +473,11 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
       setText(field.labelNode, label);
       setAttr(field.input, "aria-label", label);
       const text = refusal ? refusal.text : kept;
+      field.text = text;
+      if (!problem && attached) {
+        field.drawnLabel = label;
+        field.drawnText = kept;
+      }
       // Only a changed text is written: writing moves the caret to the end.
       if (field.input.value !== text) field.input.value = text;
       setAttr(field.input, "aria-invalid", message ? "true" : null);
@@ -497,9 +581,9 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
       view = { problem: error.message };
     }
     const problem = view.problem ? shorten(view.problem) : null;
-    // The figure first, so that the fields it made are there to be filled in.
-    if (problem) detachFigure();
-    else showFigure(view, values);
+    // The figure first, so that the fields it made are there to be filled in; with a problem it
+    // stays as it was drawn last, kept.
+    if (!problem) showFigure(view, values);
     let placed = false;
     try {
       updateControls?.(view);
@@ -513,12 +597,14 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
       if (placed) problemNode.remove();
       else {
         setText(problemNode, problem);
-        if (problemNode.parentNode !== el) el.append(problemNode);
+        // Just below the controls, above a kept figure, where the learner fixes it.
+        if (problemNode.previousSibling !== (controlsNode ?? toolbar)) (controlsNode ?? toolbar).after(problemNode);
       }
     } else problemNode.remove();
-    // Prose the notebook computed for each value of this widget follows it (a refused value
-    // shows none: nothing stale stays).
-    if (outcomes) showOutcomes(outcomes, problem ? {} : outcomeValues());
+    keep(problem);
+    // Prose the notebook computed for each value of this widget follows it, and is kept with
+    // the figure while a field or the traits have a problem.
+    if (outcomes) showOutcomes(outcomes, keptNoteText === null ? outcomeValues() : null, keptNoteText);
     // Nothing focusable is rebuilt, but a figure taken away takes its focus with it; a control
     // with the same data-focus key gets it back if there is one. A control that a change can take
     // away on its own (a bit the new format lacks) names the one that takes its place in
@@ -529,11 +615,31 @@ export function mountInPlace({ model, el, className, traits, validate, controls 
       (el.querySelector(`[data-focus="${key}"]`) ?? (fallback && el.querySelector(`[data-focus="${fallback}"]`)))?.focus();
     }
   }
-  // The group of outcome panels this widget drives, keyed by its traits' values as text.
+  // Whether what was drawn last no longer follows the fields (a refused entry in a field the
+  // figure is drawn from, or a problem with the traits), and if so the kept figure's note.
+  const keptNoteNode = h("p", { class: "lab-message lab-note lab-value-stale", role: "status", "data-lab-kept-note": "" });
+  let keptNoteText = null;
+  function keep(problem) {
+    const refusing = fields.some((field) => !field.inFigure && field.drives && !field.refusing && refused.has(field.key));
+    // Each field the figure was drawn from that holds something else now, with what it held.
+    const inputs = fields
+      .filter((field) => !field.inFigure && field.drives && field.drawnText !== null && field.text !== field.drawnText)
+      .map((field) => [field.name ?? field.drawnLabel, field.drawnText]);
+    keptNoteText = problem !== null || refusing ? keptNote(inputs) : null;
+    const kept = keptNoteText !== null && drawn !== null && attached;
+    if (kept) {
+      setText(keptNoteNode, keptNoteText);
+      const first = drawn.nodes[0];
+      if (keptNoteNode.nextSibling !== first) first.before(keptNoteNode);
+    } else keptNoteNode.remove();
+    if (drawn !== null && attached) for (const node of drawn.nodes) dimKept(node, kept);
+  }
+  // The group of outcome panels this widget drives, keyed by its traits' values as text (null
+  // while they are kept).
   const outcomes = model.get("outcomes") || null;
   const outcomeValues = () => Object.fromEntries(traits.map((name) => [name, String(model.get(name))]));
   draw();
-  const stopFollowing = outcomes ? followOutcomes(outcomes, outcomeValues) : () => {};
+  const stopFollowing = outcomes ? followOutcomes(outcomes, () => (keptNoteText === null ? outcomeValues() : null), () => keptNoteText) : () => {};
   // While setTraits is setting several traits, the draw waits for the last of them.
   const handler = () => (drawsDue ? drawsDue.add(draw) : draw());
   const watched = [...traits, "presenter"];
