@@ -44,7 +44,16 @@ def study_table(study: chat_study.ChatStudy) -> Safe:
         for row in study.rows()
     ]
     return course.table(
-        ["format", "bits/weight (bfloat16 scales)", "KL divergence", "same top token", "Δ NLL", "perplexity", "Linears refitted"], rows
+        [
+            "format",
+            "bits/weight (bfloat16 scales)",
+            "KL divergence",
+            "same top token",
+            "Δ NLL",
+            "perplexity",
+            "Linears refitted",
+        ],
+        rows,
     )
 
 
