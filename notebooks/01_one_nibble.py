@@ -39,8 +39,8 @@ def _(mo):
     stands for: that is the decoder's job. Hand the bits `0101` to six decoders and you get
     six answers, and the ones that agree do so only by luck.
 
-    Click the bits below (or focus them and use the arrow keys). Watch the same pattern read
-    as an **E2M1** float (the element of MXFP4 and NVFP4), as an unsigned **UINT4** (the code
+    Click the bits of the figure that follows (or focus them and use the arrow keys). Watch
+    the same pattern read as an **E2M1** float (the element of MXFP4 and NVFP4), as an unsigned **UINT4** (the code
     Q4_K and Q4_1 store before their gain and offset) and as a two's-complement **INT4**, and
     then by three more 4-bit decoders met in the wild: GGUF's **Q4_0** (the code minus 8),
     QLoRA's **NF4** (sixteen quantiles of the normal distribution) and GGUF's **IQ4_NL** (a

@@ -27,7 +27,7 @@ def _(mo):
     the largest one. At s = 0.5 the positive marks are 0, 0.25, 0.5, 0.75, 1, 1.5, 2 and 3; at
     s = 0.125 the same eight codes stop at 0.75.
 
-    The lab below uses one simple rule, stated so you can check it by hand: each weight goes to
+    The lab that follows uses one simple rule, stated so you can check it by hand: each weight goes to
     the nearest scaled E2M1 value, an exact tie goes to the lower code, and anything past
     ±6·s is clipped. It is a teaching convention, not a vendor's calibration recipe.
     """)
@@ -64,7 +64,7 @@ def _(format_number, mo, scale):
 
         The smaller scale clips three of the four weights and still gives the smaller output error,
         because the errors Δy = Σ(ŵᵢ − wᵢ)xᵢ partly cancel for **this** input. That is luck, not a
-        rule: the chart below uses the same weights with other inputs.
+        rule: the chart that follows uses the same weights with other inputs.
         """
     )
     return

@@ -49,25 +49,33 @@ def _(format_number, mo):
     weights_in_billions = PrecomputedChoice(
         "capacity", [Control("billions", "weights (billions)", list(billions_by_step), "7", kind="slider")]
     )
-    mo.ui.anywidget(weights_in_billions)
-    return billions_by_step, weights_in_billions
+    capacity_menu = mo.ui.anywidget(weights_in_billions)
+    return billions_by_step, capacity_menu, weights_in_billions
 
 
 @app.cell(hide_code=True)
-def _(billions_by_step, format_number, mo, sizes, weights_in_billions):
+def _(
+    billions_by_step,
+    capacity_menu,
+    format_number,
+    mo,
+    sizes,
+    weights_in_billions,
+):
     def _view(billions):
         _n = int(billions_by_step[billions] * 1e9)
         _rows = "\n".join(
             f"| {name} | {format_number(bpw)} | {format_number(round(sizes.payload_gigabytes(_n, bpw), 6))} GB |"
             for name, bpw in sizes.FORMAT_BITS_PER_WEIGHT.items()
         )
-        return mo.md(f"**{billions} B weights:**\n\n| format | bits/weight | payload |\n|---|---|---|\n{_rows}")
+        return mo.md(f"**{billions} B weights:**\n\n| format | bits/weight (bfloat16 scales) | payload |\n|---|---|---|\n{_rows}")
 
 
-    mo.Html(
-        weights_in_billions.outcomes(
-            ["billions"], {(_step,): _view(_step) for _step in billions_by_step}
-        )
+    mo.vstack(
+        [
+            capacity_menu,
+            mo.Html(weights_in_billions.outcomes(["billions"], {(_step,): _view(_step) for _step in billions_by_step})),
+        ]
     )
     return
 

@@ -24,7 +24,7 @@ def _(mo):
     A decoder that looks right can still put a value in the wrong lane, read the wrong
     metadata field, or round a tie the other way. The article ends with a short list of
     checks; here they run live, first against the correct decoders, then against a **zoo of
-    deliberately broken ones**: each bug below is one a plausible implementation could make,
+    deliberately broken ones**: each bug in the zoo is one a plausible implementation could make,
     and each is paired with the check that catches it.
 
     Two rules make the checks worth running. The data must be **asymmetric**: different values

@@ -11,15 +11,15 @@ def _():
     from lab.device import mlx_support
     from lab.numbers import format_number
     from lab.study import compare
-    from lab.teach.charts import block_outlier_chart, pareto_chart
+    from lab.teach.charts import block_outlier_chart, front_chart
 
     return (
         block_outlier_chart,
         compare,
         format_number,
+        front_chart,
         mlx_support,
         mo,
-        pareto_chart,
     )
 
 
@@ -54,13 +54,13 @@ def _(weights):
 
 
 @app.cell(hide_code=True)
-def _(error_rows, mo, pareto_chart, source_pick, weights):
+def _(error_rows, front_chart, mo, source_pick, weights):
     def _view(source):
         _front = [row["title"] for row in error_rows if row["source"] == source and row["on_front"]]
         _skipped = sorted({row["title"] for row in error_rows if row["source"] == source and row["skipped"]})
         return mo.vstack(
             [
-                pareto_chart(error_rows, source),
+                front_chart(error_rows, source, error="relative_error", error_words="relative error", note=""),
                 mo.md(
                     f"On the front here: {', '.join(_front)}."
                     + (f" Rows too short for the blocks of: {', '.join(_skipped)}." if _skipped else "")
@@ -76,7 +76,9 @@ def _(error_rows, mo, pareto_chart, source_pick, weights):
                 "stores per weight. A format is on the **Pareto front** (its points joined by a line) when no other "
                 "format is both as cheap and as accurate. The real tensors are the first 64 rows of "
                 "three all-MiniLM-L6-v2 weights; the synthetic ones are N(0, 1) and a heavy-tailed "
-                "Student t with 3 degrees of freedom."
+                "Student t with 3 degrees of freedom. Bits per weight count MLX affine's scale and bias as "
+                "bfloat16, as a bfloat16 checkpoint stores them; notebooks 9 and 10 count this float32 "
+                "model's as float32 (lab.study.accounting)."
             ),
             mo.ui.anywidget(source_pick),
             mo.Html(source_pick.outcomes(["source"], {(_source,): _view(_source) for _source in weights})),
@@ -172,6 +174,15 @@ def _(mlx_support, mo):
         "GGUF block's scale, which is where the small differences come from. Notebook 5's "
         "on-device pane explains the Q4_K difference."
     )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    from widgets import Exercises
+
+    exercises = mo.ui.anywidget(Exercises(topic=11))
+    mo.vstack([mo.md("## Check yourself"), exercises])
     return
 
 

@@ -8,7 +8,7 @@
 // The panels are ordinary notebook output in the page (not in this widget's shadow root), so the
 // page's own styles draw their tables and charts; the widget finds them through the document.
 import { visibleText } from "./codec/text.js";
-import { followOutcomes, h, setAttr, setText, showOutcomes, watchTheme } from "./ui.js";
+import { followOutcomes, h, keptNote, setAttr, setText, showOutcomes, watchTheme } from "./ui.js";
 
 /** A number field's typed text as one of its options, or null with the refusal to show, worded as
  * the lab's Python words a number field's (lab.teach.course.whole_number). */
@@ -22,7 +22,8 @@ export function typedOption(spec, typed) {
 function control(spec, current, choose) {
   const id = `lab-choice-${spec.name}-${Math.random().toString(36).slice(2, 8)}`;
   if (spec.kind === "number") {
-    // Refused beside the field, and every outcome of this control hides: nothing stale stays.
+    // Refused beside the field; the outcomes of the last valid entry stay, dimmed under a note,
+    // until the field holds one of its options (a typo keeps the output: ui.js showOutcomes).
     const note = h("p", { class: "lab-message lab-error lab-field-message", id: `${id}-refusal`, role: "alert", hidden: true });
     const input = h("input", {
       id,
@@ -93,8 +94,17 @@ function render({ model, el }) {
     }),
   );
 
+  // What the controls last held with none refused, and the note over the outcomes kept from it,
+  // naming each refused control by its label (null while none is refused).
+  let valid = { ...values };
+  const keptNoteText = () => {
+    const refused = specs.filter((spec) => values[spec.name] === null);
+    return refused.length ? keptNote(refused.map((spec) => [spec.label, valid[spec.name]])) : null;
+  };
+
   function apply() {
-    const { shown, panels } = showOutcomes(group, values);
+    if (!Object.values(values).includes(null)) valid = { ...values };
+    const { shown, panels } = showOutcomes(group, values, keptNoteText());
     const refused = Object.values(values).includes(null); // a field says why, beside itself
     setText(status, panels === 0 || shown > 0 || refused ? "" : "This choice has no outcome on this page.");
   }
@@ -110,7 +120,7 @@ function render({ model, el }) {
   });
   el.replaceChildren(h("div", { class: "lab-row lab-choice-row" }, controls.map((part) => part.node)), status);
   // marimo may draw the panels after this widget (or redraw them when their cell re-runs live).
-  const stopFollowing = followOutcomes(group, () => values);
+  const stopFollowing = followOutcomes(group, () => values, keptNoteText);
   apply();
   const stopTheme = watchTheme(el, () => {});
   return () => {

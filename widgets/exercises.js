@@ -597,6 +597,7 @@ function seedControls(model, ui, store, reporter, classNote) {
   const nickname = ui.field({
     key: "nickname",
     label: "your name on the teacher's screen",
+    drives: false, // a refused name leaves the exercises as they are
     value: () => reporter.nickname(),
     commit: (text) => {
       const taken = reporter.setNickname(text);

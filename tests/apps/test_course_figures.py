@@ -171,9 +171,9 @@ def test_index_links_every_notebook_live_and_on_the_site():
 def test_the_two_scale_rules_disagree_on_the_preset_block():
     defs = run_notebook("03_mxfp4.py")
     mxfp4 = defs["mxfp4"]
-    # the blocks the page computes for seed 7 and spread 0, keyed as its controls name them
-    agree = defs["blocks"][("7", "0", "5 (both rules agree)")]
-    disagree = defs["blocks"][("7", "0", "7 (the rules disagree)")]
+    # the blocks the page draws for seed 7 and spread 0, as its controls name them
+    agree = defs["drawn_block"]("7", "0", "5 (both rules agree)")
+    disagree = defs["drawn_block"]("7", "0", "7 (the rules disagree)")
     assert int(mxfp4.quantize(agree, rule="ocp").scale_bytes[0]) == int(
         mxfp4.quantize(agree, rule="mlx").scale_bytes[0]
     )

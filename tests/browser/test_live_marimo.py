@@ -40,8 +40,8 @@ def test_a_click_in_the_widget_reaches_the_kernel(live_notebook):
 
 def test_a_seed_that_is_not_a_whole_number_is_refused_beside_it():
     """Notebook 3's seed field, live: 3.7 or an empty field is refused in the lab's words beside it
-    (it used to raise inside the cell, and the block's whole section vanished), and no outcome of
-    another seed stays in view; a seed it offers brings the block back."""
+    (it used to raise inside the cell, and the block's whole section vanished), and the last valid
+    seed's block stays, dimmed under a note; a seed it offers brings the block back."""
     notebook = NOTEBOOKS / "03_mxfp4.py"
     with (
         marimo_server(Path(sys.executable), "run", notebook, quiet=True, start_s=60) as server,
@@ -56,10 +56,13 @@ def test_a_seed_that_is_not_a_whole_number_is_refused_beside_it():
             field.fill(entry)
             field.press("Enter")
             page.get_by_text(refusal).wait_for(timeout=30000)
-            expect(amax).to_have_count(0, timeout=30000)
+            expect(amax).to_have_count(1, timeout=30000)
+            kept = page.locator("[data-lab-kept-note]").locator("visible=true").first
+            expect(kept).to_contain_text("Showing the last valid input")
         field.fill("4")
         field.press("Enter")
         amax.first.wait_for(timeout=30000)
+        expect(page.locator("[data-lab-kept-note]")).to_have_count(0)
         expect(page.get_by_text("type a whole number").locator("visible=true")).to_have_count(0, timeout=30000)
         # the spread's slider shows keyboard focus with a ring (lab.css), not only a paler thumb; the
         # key also moves its value, and the block shown with it

@@ -265,7 +265,7 @@ CHECKS = {
 }
 
 
-def test_a_seed_outside_the_list_is_refused_beside_its_field_and_nothing_stale_shows(server):
+def test_a_seed_outside_the_list_is_refused_beside_its_field_and_the_last_seeds_outcomes_stay_marked(server):
     with browser_page() as (page, log):
         _open(page, server, "03_mxfp4.html")
         widget = page.locator('.lab-choice[data-lab-group="mxfp4-block"]')
@@ -278,9 +278,13 @@ def test_a_seed_outside_the_list_is_refused_beside_its_field_and_nothing_stale_s
             refusal = f"{wanted}; the field is empty." if typed == "" else f"{wanted}, not {typed}."
             expect(widget.get_by_role("alert")).to_have_text(refusal)
             expect(field).to_have_attribute("aria-invalid", "true")
-            assert [p for p in page.evaluate(PANELS, "mxfp4-block") if p["shown"]] == [], typed
+            kept = [p for p in page.evaluate(PANELS, "mxfp4-block") if p["shown"]]
+            assert kept and all(
+                p["when"]["seed"] == "7" and "Showing the last valid input: random seed = 7." in p["text"] for p in kept
+            ), typed
         field.fill(" 4 ")
         field.press("Enter")
+        expect(page.locator("[data-lab-kept-note]")).to_have_count(0)
         expect(widget.get_by_role("alert")).to_be_hidden()
         shown = [p["when"] for p in page.evaluate(PANELS, "mxfp4-block") if p["shown"]]
         assert shown and all(when["seed"] == "4" for when in shown)

@@ -154,7 +154,7 @@ def test_notebook_three_keeps_its_table_grids_and_mlx_report_through_seed_99(not
         shown = page.locator('.lab-outcome[data-lab-choice="mxfp4-block"]:not([hidden])')
         expect(shown).to_have_count(3)
         for index in range(3):
-            expect(shown.nth(index).locator("[data-lab-kept-note]")).to_have_text(_note("seed = 7"))
+            expect(shown.nth(index).locator("[data-lab-kept-note]")).to_have_text(_note("random seed = 7"))
         expect(amax).to_have_count(1)
         assert page.evaluate(PAGE_HEIGHT) >= before
         field.fill("4")
