@@ -17,7 +17,7 @@ def _():
     from lab.numbers import format_number
     from lab.study import shipped_gguf
     from lab.study.metrics import error_metrics
-    from lab.teach import charts, course, gguf_browser, zoo
+    from lab.teach import charts, course, gguf_browser, kept, zoo
     from lab.text import code_name, shown, visible
     from widgets import OwnershipView, Q4KExplorer
 
@@ -33,6 +33,7 @@ def _():
         format_number,
         gguf_browser,
         gguf_tools,
+        kept,
         mo,
         np,
         q4k,
@@ -394,8 +395,11 @@ def _(browsing, course, mo, own_tensors, traced_tensor, visible):
 
 
 @app.cell(hide_code=True)
-def _(code_name, course, mo, own_tensors, tensor_choice):
+def _(code_name, course, kept, mo, own_tensors, tensor_choice):
     block_count = next((row.blocks for row in own_tensors if row.name == tensor_choice.value), 1)
+    # what the block's cell drew last: a typo in the block field keeps it, dimmed (a new tensor,
+    # which runs this cell again, starts afresh)
+    block_kept = kept.KeptOutput()
     _first_block = 0
     block_choice = mo.ui.number(
         start=0, stop=max(block_count - 1, 0), step=1, value=_first_block, label=f"block (0 to {block_count - 1})"
@@ -413,7 +417,7 @@ def _(code_name, course, mo, own_tensors, tensor_choice):
             ),
         )
     )
-    return block_choice, block_count
+    return block_choice, block_count, block_kept
 
 
 @app.cell(hide_code=True)
@@ -432,7 +436,7 @@ def _(
         _block = course.whole_number(block_choice.value, label="block", low=0, high=max(block_count - 1, 0))
         pick = gguf_browser.pick_block(browsed.file, tensor_choice.value, _block)
     except LabError as _error:
-        pick_error = f"{type(_error).__name__}: {_error}"
+        pick_error = _error
     return pick, pick_error
 
 
@@ -452,36 +456,52 @@ def _(OwnershipView, Q4KExplorer, mo):
 
 
 @app.cell(hide_code=True)
-def _(code_name, course, explorers, gguf_browser, mo, pick, pick_error, shown):
-    mo.stop(
-        pick_error is not None,
-        mo.callout(mo.md(f"**The lab cannot show this block.** {shown(pick_error)}"), kind="warn"),
-    )
-    _summary = mo.md(
-        f"**{code_name(pick.tensor)}, {pick.type_name} block {pick.block} of {pick.blocks}** "
-        f"({pick.raw.size} bytes, weights {pick.first_weight} to {pick.first_weight + pick.weights.size - 1}): "
-        f"the lab's decode {pick.check.text}."
-    )
-    if pick.explorer in explorers:
-        _view = explorers[pick.explorer]
-        _view.widget.show_block(pick.type_name, pick.raw)
-    if pick.explorer == "q4k":
-        _note = "The block's 144 bytes in the Q4_K explorer of notebook 5."
-    elif pick.explorer == "ownership":
-        _note = (
-            "The block's codes and scale bytes in the ownership view of notebooks 3 and 4 "
-            "(an NVFP4 block of 64 shows its first 32 weights; the other row keeps its default scales)."
+def _(
+    block_kept,
+    code_name,
+    course,
+    explorers,
+    gguf_browser,
+    kept,
+    mo,
+    pick,
+    pick_error,
+):
+
+    def _draw():
+        if pick_error is not None:
+            raise pick_error
+        _summary = mo.md(
+            f"**{code_name(pick.tensor)}, {pick.type_name} block {pick.block} of {pick.blocks}** "
+            f"({pick.raw.size} bytes, weights {pick.first_weight} to {pick.first_weight + pick.weights.size - 1}): "
+            f"the lab's decode {pick.check.text}."
         )
-    elif pick.explorer == "block":
-        _note = (
-            f"The block's {pick.raw.size} bytes in the block explorer: pick a weight, and it shows "
-            "every bit the weight is read from and the arithmetic that makes it."
+        if pick.explorer in explorers:
+            _view = explorers[pick.explorer]
+            _view.widget.show_block(pick.type_name, pick.raw)
+        if pick.explorer == "q4k":
+            _note = "The block's 144 bytes in the Q4_K explorer of notebook 5."
+        elif pick.explorer == "ownership":
+            _note = (
+                "The block's codes and scale bytes in the ownership view of notebooks 3 and 4 "
+                "(an NVFP4 block of 64 shows its first 32 weights; the other row keeps its default scales)."
+            )
+        elif pick.explorer == "block":
+            _note = (
+                f"The block's {pick.raw.size} bytes in the block explorer: pick a weight, and it shows "
+                "every bit the weight is read from and the arithmetic that makes it."
+            )
+        else:
+            _header, _rows = gguf_browser.block_table(pick)
+            _view = mo.md(course.table(_header, _rows))
+            _note = "A float tensor has no block to explore: here are its weights as numbers."
+        return kept.Drawn(
+            mo.vstack([mo.Html(course.readout(_summary)), mo.md(_note), _view]),
+            f"block {pick.block} of {pick.tensor}",
         )
-    else:
-        _header, _rows = gguf_browser.block_table(pick)
-        _view = mo.md(course.table(_header, _rows))
-        _note = "A float tensor has no block to explore: here are its weights as numbers."
-    mo.vstack([mo.Html(course.readout(_summary)), mo.md(_note), _view])
+
+
+    mo.Html(block_kept.show(_draw))
     return
 
 
