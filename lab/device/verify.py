@@ -245,6 +245,38 @@ def greedy_run(model, ids: list[int], tokens: int) -> list[int]:
     return [int(token) for token, _logprobs in steps]
 
 
+def kv_quantized_greedy_ids(fmt: str, prompt_ids: Sequence[int], tokens: int, kv_bits: int, kv_group_size: int = 64):
+    """The guide's §11: greedy ids with mlx-lm's quantized KV cache (generate_step's kv_bits, from the
+    first position). On Gemma 3 mlx-lm 0.32.2 cannot: five of every six layers keep a sliding window
+    in a RotatingKVCache, whose to_quantized raises NotImplementedError ("RotatingKVCache Quantization
+    NYI"), and that is said here in the lab's words rather than as mlx-lm's traceback."""
+    import mlx.core as mx
+    from mlx_lm.generate import generate_step
+
+    if kv_bits not in (2, 3, 4, 5, 6, 8):
+        raise InputError(f"kv_bits must be one of MLX affine's widths 2, 3, 4, 5, 6 or 8, got {kv_bits!r}")
+    config = _float_model(shipped_gguf.model_file().resolve())[0]
+    ids = _checked_ids(prompt_ids, config["vocab_size"])
+    model = mlx_lm_model(fmt)[0]
+    steps = generate_step(
+        mx.array(ids),
+        model,
+        max_tokens=int(tokens),
+        sampler=lambda logits: mx.argmax(logits, axis=-1),
+        kv_bits=kv_bits,
+        kv_group_size=kv_group_size,
+        quantized_kv_start=0,
+    )
+    try:
+        return [int(token) for token, _logprobs in steps]
+    except NotImplementedError as error:
+        raise VerifyError(
+            f"mlx-lm cannot quantize this model's KV cache to {kv_bits} bits: its sliding-window layers "
+            f"(every one but each {config['sliding_window_pattern']}th) keep a RotatingKVCache, which mlx-lm "
+            f"does not quantize ({error})"
+        ) from None
+
+
 # --- the guide's checks 1 to 4 (§10), each on the bridge's models -----------------------------------
 
 #: check 1: "divergence at token 0 through 5 is a red flag"; later, a flipped near-tie

@@ -170,3 +170,11 @@ def test_the_embedding_quantized_a_slice_at_a_time_is_mlxs_own_layer_byte_for_by
         if expected is not None:
             assert mx.array_equal(expected, got).item(), part
     assert (sliced.group_size, sliced.bits, sliced.mode) == (mode.group_size, mode.bits, mode.mode)
+
+
+@pytest.mark.parametrize("kv_bits", [8, 4])
+def test_mlx_lms_quantized_kv_cache_is_refused_on_gemma_3_in_the_labs_words(shipped, kv_bits):
+    """mlx-lm 0.32.2's kv_bits on Gemma 3: its RotatingKVCache (the sliding-window layers) has no
+    quantized form, so generate_step raises NotImplementedError; the lab says why."""
+    with pytest.raises(verify.VerifyError, match=f"cannot quantize this model's KV cache to {kv_bits} bits"):
+        verify.kv_quantized_greedy_ids("reference", DATA["prompts"][0]["ids"], 2, kv_bits)
