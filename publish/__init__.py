@@ -7,7 +7,7 @@
   own (`labctl.py export`).
 - standalone.py: each widget as one self-contained explainer page that opens from disk
   (`labctl.py explainer`).
-- handouts.py: notebooks 1..8's exercises as A4 worksheets and answer keys, printed to PDF by
+- handouts.py: notebooks 1..12's exercises, as a workshop booklet or per-notebook sheets, printed to PDF by
   headless Chromium (`labctl.py handouts`).
 
 May import: lab, widgets (the figures and their JS, bundled by widgets._bundle), classroom (the

@@ -166,6 +166,13 @@ def export(notebook: Path, folder: Path, course_chrome: bool = False) -> Path:
     return page
 
 
+def written_bytes(folder: Path, page: Path) -> int:
+    """The bytes of `page` and of the front-end and widgets' modules beside it in `folder`: what the
+    export writes, which a page exported there before shares."""
+    beside = [path for inside in (site.ASSET_DIR, site.WIDGET_DIR) for path in (folder / inside).rglob("*")]
+    return page.stat().st_size + sum(path.stat().st_size for path in beside if path.is_file() and not path.is_symlink())
+
+
 def main(argv: list[str]) -> int:
     words = list(argv)
     flags = {flag for flag in ("--course", "--single-file") if flag in words}
@@ -199,7 +206,10 @@ def main(argv: list[str]) -> int:
     except OSError as error:
         print(f"export: cannot write into {visible(str(folder), 200)} ({error.strerror})", file=sys.stderr)
         return 1
-    print(f"wrote {visible(str(page), 200)}, with marimo's front-end in {visible(str(folder / site.ASSET_DIR), 200)}.")
+    print(
+        f"wrote {visible(str(page), 200)}, with marimo's front-end in {visible(str(folder / site.ASSET_DIR), 200)}: "
+        f"{written_bytes(folder, page) / 1e6:.1f} MB in all."
+    )
     print(
         "Browsers do not run its scripts from disk: serve the folder, for example with\n"
         f"    python3 -m http.server --bind 127.0.0.1 --directory {shown}\n"

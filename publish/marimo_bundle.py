@@ -48,6 +48,8 @@ BUNDLE_SECONDS = 300
 # are named by: the stylesheets of that import are ones every exported page needs at once.
 RUN_PAGE_IMPORT = re.compile(r"import\(`\./run-page-[\w-]{8}\.js`\),__vite__mapDeps\(\[([\d,]+)\]\)")
 DEPENDENCY_NAMES = re.compile(r"m\.f=\[([^\]]*)\]")
+# How marimo's bundled modules import other files of the bundle statically (vite output: "./name-HASH.js").
+STATIC_IMPORT = re.compile(r"""\b(?:import|export)\s*(?:[\w$*{}\s,]*?\bfrom\s*)?["'`]\./([^"'`/]+)["'`]""")
 
 
 class BundleUnavailable(RuntimeError):
@@ -85,11 +87,26 @@ def run_deno(arguments: list[str], cwd: Path) -> None:
         )
 
 
-def bundles(static: Path, entry: str, external: set[str], slides_chunk: str, hashed) -> dict[str, tuple[str, bytes]]:
-    """The page and slides bundles of marimo's front-end in `static` from its `entry` module
-    ("assets/index-HASH.js"), as {layout: (file name, bytes)}. `external` are the stems (names
-    without vite's hash, which `hashed` takes off) of the chunks left out of both; `slides_chunk`
-    is left out of the page's. Raises BundleUnavailable."""
+def left_out_chunks(sources: dict[str, str], stems: set[str], hashed) -> set[str]:
+    """The chunks (file names, of `sources` by name) a bundle leaves out for `stems`: those of
+    those stems, and every chunk that imports one of them statically, since esbuild would hoist that
+    import to the top of the bundle, where it stops every page. A dynamic import leaves the chunk
+    that makes it in the bundle: it asks for the left-out chunk only when its feature starts."""
+    out = {name for name in sources if hashed.sub("", name) in stems}
+    importers = {name: set(STATIC_IMPORT.findall(text)) for name, text in sources.items()}
+    while more := {name for name, imported in importers.items() if name not in out and imported & out}:
+        out |= more
+    return out
+
+
+def bundles(
+    static: Path, entry: str, external: set[str], slides_chunk: str, hashed, layouts: tuple[str, ...] = LAYOUTS
+) -> dict[str, tuple[str, bytes]]:
+    """The bundles of marimo's front-end in `static` from its `entry` module ("assets/index-HASH.js")
+    for `layouts` (a page, and a page as slides), as {layout: (file name, bytes)}. `external` are the
+    stems (names without vite's hash, which `hashed` takes off) of the chunks left out of both, with
+    the chunks that import them statically (left_out_chunks); `slides_chunk` is left out of the
+    page's. Raises BundleUnavailable, also where `entry` itself would be left out."""
     source = static / entry
     with tempfile.TemporaryDirectory(prefix="four-bit-lab-bundle-") as scratch:
         work = Path(scratch) / "assets"
@@ -102,11 +119,13 @@ def bundles(static: Path, entry: str, external: set[str], slides_chunk: str, has
                 "update PRELOAD_PATCH for this marimo"
             )
         helpers[0].write_text(helpers[0].read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
-        chunks = {path.name: hashed.sub("", path.name) for path in work.glob("*.js")}
+        sources = {path.name: path.read_text(encoding="utf-8", errors="replace") for path in work.glob("*.js")}
         made = {}
-        for layout in LAYOUTS:
-            left_out = external | ({slides_chunk} if layout == "page" else set())
-            externals = [f"--external=./{name}" for name, stem in sorted(chunks.items()) if stem in left_out]
+        for layout in layouts:
+            left_out = left_out_chunks(sources, external | ({slides_chunk} if layout == "page" else set()), hashed)
+            if source.name in left_out:
+                raise BundleUnavailable(f"{source.name} imports a chunk the bundle leaves out: {sorted(external)}")
+            externals = [f"--external=./{name}" for name in sorted(left_out)]
             output = Path(scratch) / f"{layout}.js"
             run_deno(["--minify", "-o", str(output), *externals, str(work / source.name)], cwd=Path(scratch))
             body = output.read_bytes()

@@ -35,6 +35,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -66,7 +67,7 @@ VEGA_SCHEMA = re.compile(r"https://vega\.github\.io/schema/")
 NAMESPACES = ("http://www.w3.org/2000/svg", "http://www.w3.org/1999/xhtml", "http://www.w3.org/1999/xlink")
 EXTERNAL = re.compile(r"(?:https?:)?//[A-Za-z0-9.-]+\.[A-Za-z]{2,}[^\s\"'<>)]*")
 # How marimo's bundled modules name other files of the bundle (vite output: "./name-HASH.js").
-MODULE_IMPORT = re.compile(r"""\b(?:import|export)\s*(?:[\w$*{}\s,]*?\bfrom\s*)?["'`]\./([^"'`/]+)["'`]""")
+MODULE_IMPORT = marimo_bundle.STATIC_IMPORT
 DYNAMIC_IMPORT = re.compile(r"""\bimport\(\s*["'`]\./([^"'`/]+)["'`]\s*\)""")
 WORKER_URL = re.compile(r"""\bnew URL\(\s*["'`](?:\./)?([^"'`/]+)["'`]\s*,\s*import\.meta\.url""")
 CSS_URL = re.compile(r"""url\(\s*["']?(?:\./)?([^"')/]+?)["']?\s*\)""")
@@ -98,6 +99,22 @@ UNUSED_FEATURES = {
     "swiper-component": "mo.carousel",
     "ImageComparisonComponent": "mo.image_compare",
 }
+# Features of marimo's front-end that an author's page (publish/export.py) leaves out unless it
+# shows them: what in an exported page says it does (an element or a mimetype), the chunks (named without vite's hash) that
+# start the feature, and how the names of the files only it fetches begin (KaTeX's 60 fonts, 1 MB).
+# Left out, the feature's code and files are in neither the page's bundle nor its folder.
+PAGE_FEATURES = {
+    "charts": (
+        re.compile(r"marimo-vega(?![\w-])|application/vnd\.vega"),
+        {"vega-component", "vega-embed-container"},
+        (),
+    ),
+    "math": (re.compile(r"marimo-tex(?![\w-])"), {"katex", "mhchem"}, ("KaTeX_",)),
+}
+# Files that an author's page never fetches though a stylesheet or its bundle names them, by how
+# their names begin: the background images of marimo's screen for a lost kernel, which a page with
+# no kernel never shows (some 420 KB), and the slides' stylesheet (an author's page has no slides).
+UNFETCHED_BY_AN_AUTHORS_PAGE = ("gradient-", "noise-", f"{SLIDES_CHUNK}-")
 # The test, in a page's own script, of whether its address asks for slides (?slides).
 SLIDES_ASKED = 'new URLSearchParams(location.search).has("slides")'
 # the content hash Vite puts in a front-end file's name; the server caches such names for a year
@@ -110,6 +127,24 @@ RANDOM_ID = re.compile(r"random-id=\\?'([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
 # core's work, so two cores build the course in about half the time. Four bound the memory of a
 # machine with many cores (notebook 12 holds a 270 M-parameter model while it runs).
 EXPORTS_AT_ONCE = max(1, min(4, os.cpu_count() or 1))
+# The notebooks whose exports take longest, longest first: each runs a real model in every format
+# (12: Gemma 3 270M, 10: all-MiniLM-L6-v2, 9: its weights), and together they are most of a build's
+# time (`labctl.py site` prints each export's time). They start first, and the short ones fill the
+# other cores: in the course's order notebook 12 started only once the eleven before it had, and
+# the build ended that much later.
+LONGEST_EXPORTS = ("12_a_chat_models_answers", "10_what_four_bits_do_to_answers", "09_real_weights")
+
+
+def export_order(notebooks: list[Path]) -> list[Path]:
+    """`notebooks` in the order their exports start: LONGEST_EXPORTS first, the rest as given."""
+    rank = {stem: place for place, stem in enumerate(LONGEST_EXPORTS)}
+    return sorted(notebooks, key=lambda notebook: rank.get(notebook.stem, len(rank)))
+
+
+def minutes(seconds: float) -> str:
+    """A duration as a reader says it: "48 s", "11 min 20 s"."""
+    whole = round(seconds)
+    return f"{whole // 60} min {whole % 60} s" if whole >= 60 else f"{whole} s"
 
 
 class SiteBuildError(RuntimeError):
@@ -168,8 +203,8 @@ def page_assets(page: str) -> set[str]:
 
 def asset_closure(roots: set[str], static: Path = MARIMO_STATIC, leave_out: frozenset[str] = frozenset()) -> set[str]:
     """Every file of marimo's front-end that a page naming `roots` can load, to a fixed point; the
-    dynamic imports of UNUSED_FEATURES, and of the chunks named in `leave_out` (without their
-    hash), are not followed."""
+    dynamic imports of UNUSED_FEATURES, and of the chunks named in `leave_out` (with or without
+    their hash), are not followed."""
     files = [path for path in static.rglob("*") if path.is_file()]
     by_name = {path.name: path.relative_to(static).as_posix() for path in files}
     # vite gives every file a content-hashed name, so a bare name identifies one file.
@@ -197,7 +232,7 @@ def asset_closure(roots: set[str], static: Path = MARIMO_STATIC, leave_out: froz
 
 def named_files(text: str, leave_out: frozenset[str] = frozenset()) -> set[str]:
     """The file names a module or stylesheet of the front-end can load, the dynamic imports of
-    UNUSED_FEATURES and of the chunks in `leave_out` aside."""
+    UNUSED_FEATURES and of the chunks in `leave_out` (named with or without their hash) aside."""
     return {
         *MODULE_IMPORT.findall(text),
         *WORKER_URL.findall(text),
@@ -206,7 +241,9 @@ def named_files(text: str, leave_out: frozenset[str] = frozenset()) -> set[str]:
         *(
             name
             for name in DYNAMIC_IMPORT.findall(text)
-            if VITE_HASH.sub("", name) not in UNUSED_FEATURES and VITE_HASH.sub("", name) not in leave_out
+            if VITE_HASH.sub("", name) not in UNUSED_FEATURES
+            and VITE_HASH.sub("", name) not in leave_out
+            and name not in leave_out
         ),
     }
 
@@ -220,10 +257,11 @@ MODULE_PRELOAD = re.compile(rf'<link rel="modulepreload" crossorigin href="{ASSE
 
 def bundle_loader(names: dict[str, str]) -> str:
     """The scripts that start a page's front-end from its bundle (publish/marimo_bundle.py): the
-    slides' bundle when the address asks for slides. The first asks for the bundle while the page
-    is still arriving; the second, a module script, runs it once the page is parsed, as marimo's
-    own entry ran."""
-    chosen = f'({SLIDES_ASKED} ? "./{ASSET_DIR}/assets/{names["slides"]}" : "./{ASSET_DIR}/assets/{names["page"]}")'
+    slides' bundle, where there is one, when the address asks for slides. The first asks for the
+    bundle while the page is still arriving; the second, a module script, runs it once the page is
+    parsed, as marimo's own entry ran."""
+    page = f'"./{ASSET_DIR}/assets/{names["page"]}"'
+    chosen = f'({SLIDES_ASKED} ? "./{ASSET_DIR}/assets/{names["slides"]}" : {page})' if "slides" in names else page
     return (
         "<script>/* marimo's front-end, bundled by the site's build */ document.head.append("
         f'Object.assign(document.createElement("link"), {{ rel: "modulepreload", href: {chosen} }}));</script>\n'
@@ -231,10 +269,35 @@ def bundle_loader(names: dict[str, str]) -> str:
     )
 
 
-def bundle_frontend(pages: dict[Path, str]) -> tuple[dict[Path, str], dict[str, bytes]]:
-    """The pages with marimo's front-end started from its two bundles, and the bundles by file name.
-    Where it cannot be bundled here (marimo_bundle.BundleUnavailable, said on stderr), the pages as they
-    were, loading marimo's modules one by one, and no bundles."""
+def unshown_features(pages: dict[Path, str]) -> tuple[set[str], tuple[str, ...]]:
+    """The chunks (stems) of the PAGE_FEATURES that none of `pages` shows, and how the names of the
+    files only those features fetch begin."""
+    unshown = [
+        (stems, files)
+        for shows, stems, files in PAGE_FEATURES.values()
+        if not any(shows.search(page) for page in pages.values())
+    ]
+    return {stem for stems, _ in unshown for stem in stems}, tuple(start for _, files in unshown for start in files)
+
+
+def left_out_chunks(stems: set[str]) -> frozenset[str]:
+    """The chunks of marimo's front-end (file names) that leaving out `stems` leaves out of a bundle
+    (marimo_bundle.left_out_chunks): those, and the chunks that import them statically."""
+    sources = {
+        path.name: path.read_text(encoding="utf-8", errors="replace")
+        for path in (MARIMO_STATIC / "assets").glob("*.js")
+    }
+    return frozenset(marimo_bundle.left_out_chunks(sources, stems, VITE_HASH))
+
+
+def bundle_frontend(
+    pages: dict[Path, str], *, slides: bool = True, leave_out: set[str] = frozenset()
+) -> tuple[dict[Path, str], dict[str, bytes]]:
+    """The pages with marimo's front-end started from its bundles, one for a page and, with
+    `slides`, one for a page as slides, and the bundles by file name. The chunks of `leave_out`
+    (stems) are left out of both, as UNUSED_FEATURES are. Where it cannot be bundled here
+    (marimo_bundle.BundleUnavailable, said on stderr), the pages as they were, loading marimo's
+    modules one by one, and no bundles."""
     entries = set()
     for path, page in pages.items():
         found = ENTRY_SCRIPT.findall(page)
@@ -248,7 +311,14 @@ def bundle_frontend(pages: dict[Path, str]) -> tuple[dict[Path, str], dict[str, 
         raise SiteBuildError(f"the pages start different front-ends: {sorted(entries)}")
     entry = entries.pop()
     try:
-        made = marimo_bundle.bundles(MARIMO_STATIC, entry, set(UNUSED_FEATURES), SLIDES_CHUNK, VITE_HASH)
+        made = marimo_bundle.bundles(
+            MARIMO_STATIC,
+            entry,
+            set(UNUSED_FEATURES) | set(leave_out),
+            SLIDES_CHUNK,
+            VITE_HASH,
+            marimo_bundle.LAYOUTS if slides else ("page",),
+        )
     except marimo_bundle.BundleUnavailable as error:
         print(
             f"note: the site's pages load marimo's front-end module by module, some 300 requests a page, "
@@ -277,21 +347,25 @@ def bundle_frontend(pages: dict[Path, str]) -> tuple[dict[Path, str], dict[str, 
     return bundled, dict(made.values())
 
 
-def bundle_assets(bundles: dict[str, bytes]) -> set[str]:
+def bundle_assets(bundles: dict[str, bytes], leave_out: frozenset[str] = frozenset()) -> set[str]:
     """The files of marimo's front-end the bundles name (stylesheets, fonts, images, wasm, web
-    workers), as paths inside its static folder. The page's bundle leaves the slides' chunk out:
-    a page as slides loads the slides' bundle instead."""
+    workers), as paths inside its static folder, but for the chunks the bundles left out
+    (`leave_out`, file names). The page's bundle leaves the slides' chunk out: a page as slides
+    loads the slides' bundle instead."""
     names = set()
     for name, body in bundles.items():
-        leave_out = frozenset({SLIDES_CHUNK}) if name.startswith("lab-page-") else frozenset()
-        names |= named_files(body.decode("utf-8"), leave_out)
+        slides = frozenset({SLIDES_CHUNK}) if name.startswith("lab-page-") else frozenset()
+        names |= named_files(body.decode("utf-8"), slides | leave_out)
     return {f"assets/{name}" for name in names if (MARIMO_STATIC / "assets" / name).is_file()}
 
 
-def asset_copies(roots: set[str]) -> dict[str, Path]:
-    """The front-end files a site needs (asset_closure of `roots`): where each goes in the site, and
-    the installed file it is copied from."""
-    return {f"{ASSET_DIR}/{relative}": MARIMO_STATIC / relative for relative in sorted(asset_closure(roots))}
+def asset_copies(roots: set[str], leave_out: frozenset[str] = frozenset()) -> dict[str, Path]:
+    """The front-end files a site needs (asset_closure of `roots`, without the chunks of `leave_out`):
+    where each goes in the site, and the installed file it is copied from."""
+    return {
+        f"{ASSET_DIR}/{relative}": MARIMO_STATIC / relative
+        for relative in sorted(asset_closure(roots, leave_out=leave_out))
+    }
 
 
 # marimo's export writes each widget's ES module into the page as a base64 data: URL, a copy on
@@ -345,6 +419,14 @@ def link_notebooks(page: str) -> str:
     return re.sub(r"\?file=(\d\d_[a-z0-9_]+)\.py", r"\1.html", page)
 
 
+# How a reader with only the built folder (a copy of site/, with no lab beside it) serves it:
+# Python's own static server, or any other. labctl.py is not in that folder.
+SERVE_THIS_FOLDER = "<code>python3 -m http.server --bind 127.0.0.1</code>"
+# The class the banner's script gives <html> on a page opened from disk (file://), where the browser
+# refuses marimo's module scripts and the page cannot run.
+FROM_DISK_CLASS = "lab-from-disk"
+
+
 # marimo's UI elements, all of which need a kernel to act on. A course page shows none: its menus and
 # sliders are the lab's precomputed choices (widgets/choice.py), and what only a kernel can do
 # (open a file of your own, answer a typed prompt) the notebooks wrap in course.live_only, which
@@ -366,7 +448,9 @@ body {{ display: flex; flex-direction: column; height: 100vh; margin: 0; }}
 .lab-static-banner a {{ color: #0072b2; }}
 /* the system's monospace: marimo's Fira Mono would be fetched before the page's code, for one line */
 .lab-static-banner code, .lab-fallback code {{ font-family: ui-monospace, Menlo, Consolas, "DejaVu Sans Mono", monospace; }}
-.lab-banner-short {{ display: none; }}
+.lab-banner-short, .lab-banner-disk {{ display: none; }}
+.{FROM_DISK_CLASS} .lab-banner-served {{ display: none !important; }}
+.{FROM_DISK_CLASS} .lab-banner-disk {{ display: inline; }}
 @media (max-width: 700px) {{
   .lab-static-banner {{ white-space: nowrap; overflow: hidden; text-overflow: ellipsis; padding: 0.3rem 1rem; }}
   .lab-banner-short {{ display: inline; }}
@@ -427,24 +511,42 @@ if ({SLIDES_ASKED} && "BroadcastChannel" in window) {{
 }}
 </script>
 """
-# Kept short: it holds its own row above the page, and on a phone every line of it is a line less
-# of the course. A phone gets one line for the reader in front of it, who has no terminal to run the
-# live lab in; a wider screen also says how to get the live lab.
-STATIC_BANNER = (
-    '<div class="lab-static-banner" role="note">'
-    '<span class="lab-banner-short">Static page: all controls work</span>'
-    '<span class="lab-banner-long"><strong>Static page:</strong> every control works in your browser. '
-    "Opening a file of your own or typing a prompt needs the live lab: on a computer with it, "
-    "<code>python3 labctl.py open</code></span>"
-    ' \u00b7 <a href="index.html">Contents</a></div>'
-)
+
+
+def static_banner(live_only: bool) -> str:
+    """The banner of a course page, saying what is true of that page: every control works, or, on a
+    page with parts that need a running kernel (`live_only`), those are hidden with a note; and,
+    opened from disk, that the page cannot run there at all (its script swaps the text before the
+    first paint). Kept short: it holds its own row above the page, and on a phone every line of it is
+    a line less of the course, so a phone gets one line. It names no labctl.py: a reader of a copy
+    of the site has only the folder."""
+    short, long = (
+        (
+            "Static page: some parts hidden",
+            "every control shown works in your browser. What needs a running Python kernel (the live lab, "
+            "not this folder) is hidden, with a note in its place",
+        )
+        if live_only
+        else ("Static page: all controls work", "every control works in your browser, with nothing to install")
+    )
+    return (
+        '<div class="lab-static-banner" role="note">'
+        f'<span class="lab-banner-served"><span class="lab-banner-short">{short}</span>'
+        f'<span class="lab-banner-long"><strong>Static page:</strong> {long}.</span></span>'
+        '<span class="lab-banner-disk">Cannot run from disk: see below</span>'
+        ' \u00b7 <a href="index.html">Contents</a></div>'
+        f'<script>if (location.protocol === "file:") document.documentElement.classList.add("{FROM_DISK_CLASS}");</script>'
+    )
+
+
+STATIC_BANNER = static_banner(live_only=False)
 # Shown until marimo's app mounts: React replaces everything inside #root when it renders. Opened
 # from disk (file://) the browser refuses marimo's module scripts, so this is what stays.
 FALLBACK = (
     '<div class="lab-fallback"><h1>This course page needs a local web server</h1><p>Browsers do not run '
-    "this page's scripts when it is opened straight from disk. From the lab's folder run "
-    "<code>python3 labctl.py serve</code> and open the address it prints, or run "
-    "<code>python3 labctl.py open</code> for the live lab. The single-page explainers "
+    "this page's scripts when it is opened straight from disk. In the folder that holds this page run "
+    f"{SERVE_THIS_FOLDER} (or serve the folder with any static web server) and open this page's name "
+    "under the address it prints. The single-page explainers "
     '(<a href="index.html">listed on the index</a>) do open from disk.</p></div>'
 )
 ROOT_DIV = '<div id="root"></div>'
@@ -459,7 +561,7 @@ SLIDES_LAYOUT = f'"layout": ({SLIDES_ASKED} ? {{"type": "slides", "data": {{}}}}
 AUTHOR_FALLBACK = (
     '<div class="lab-fallback"><h1>This page needs a local web server</h1><p>Browsers do not run '
     "this page's scripts when it is opened straight from disk. In the folder that holds it run "
-    "<code>python3 -m http.server --bind 127.0.0.1</code> and open this page's name under the "
+    f"{SERVE_THIS_FOLDER} and open this page's name under the "
     "address it prints.</p></div>"
 )
 # Written into every page the export command writes, so that exporting again may replace that
@@ -472,9 +574,11 @@ def written_by_export(head: bytes) -> bool:
     return EXPORT_MARK.encode("utf-8") in head
 
 
-def mark_static(page: str, name: str, banner: str = STATIC_BANNER, fallback: str = FALLBACK) -> str:
+def mark_static(
+    page: str, name: str, banner: str = STATIC_BANNER, fallback: str = FALLBACK, slides: bool = True
+) -> str:
     """Add the static-page banner (none when empty), the disabled-control rules, the from-disk
-    fallback, and marimo's slides layout when the page's address asks for it (?slides)."""
+    fallback, and with `slides` marimo's slides layout when the page's address asks for it (?slides)."""
     if page.count(ROOT_DIV) != 1 or page.count("</head>") != 1:
         raise SiteBuildError(
             f"{name}: the export has no single empty #root in its body; marimo's export format has changed"
@@ -484,7 +588,8 @@ def mark_static(page: str, name: str, banner: str = STATIC_BANNER, fallback: str
         raise SiteBuildError(
             f"{name}: the export's mount config has no single layout; marimo's export format has changed"
         )
-    page = page[:config] + page[config:].replace(NO_LAYOUT, SLIDES_LAYOUT, 1)
+    if slides:
+        page = page[:config] + page[config:].replace(NO_LAYOUT, SLIDES_LAYOUT, 1)
     page = page.replace("</head>", STATIC_STYLE + "</head>", 1)
     return page.replace(ROOT_DIV, banner + f'<div id="root">{fallback}</div>', 1)
 
@@ -545,11 +650,12 @@ li {{ margin: 0.4rem 0; }}
 <body>
 <h1>The four-bit lab</h1>
 <p>What a 4-bit weight really is: open one byte, do the arithmetic by hand, and see the lab agree.
-Nothing here reaches the network. The course pages are marimo apps: serve this folder with
-<code>python3 labctl.py serve</code> and open the address it prints, because browsers do not run
-their scripts from disk. The single-page explainers open straight from disk. In these static
-pages every control works in your browser; opening a file of your own or typing a prompt needs the
-live lab (<code>python3 labctl.py open</code>).</p>
+Nothing here reaches the network. The course pages are marimo apps, and browsers do not run
+their scripts from disk: in this folder run {SERVE_THIS_FOLDER} (or serve it with any static web
+server) and open the address it prints. The single-page explainers open straight from disk. In
+these static pages every control works in your browser; opening a file of your own (notebook 6)
+or typing a prompt of your own (notebook 12) needs the live lab, a running Python kernel from the
+lab's own source rather than this folder, and is hidden here with a note in its place.</p>
 <h2>The course</h2>
 <ol>
 {notebooks}
@@ -571,6 +677,7 @@ def build(
     course_chrome: bool = True,
     pages_only: bool = False,
     cwd: Path | None = ROOT,
+    seconds: dict[str, float] | None = None,
 ) -> list[Path]:
     """Build the site into `site` and return the pages written. Raises SiteBuildError.
 
@@ -580,7 +687,7 @@ def build(
     `pages_only` (an author's export into a folder of their own) writes the notebooks' pages,
     marked with EXPORT_MARK, marimo's front-end under assets/marimo and a favicon.ico where there
     is none (nor a link of that name), and deletes nothing. `cwd` is where marimo runs the notebooks
-    (the caller's folder when None).
+    (the caller's folder when None). `seconds`, where given, gets each notebook's export time.
 
     Every file is written by lab.files.write_inside: whole or not at all, and never through a link
     inside `site` (UnsafeWriteError, a LabError). With `pages_only` every refusal is found before
@@ -597,8 +704,11 @@ def build(
         for name in names_inside(site):
             if name in ("assets", "explainers", WIDGET_DIR) or name.endswith(".html"):
                 remove_inside(site, name)
-    pages = notebook_pages(site, notebooks, course_chrome=course_chrome, pages_only=pages_only, cwd=cwd)
-    write_outputs(site, site_outputs(site, pages, pages_only=pages_only), pages, pages_only=pages_only)
+    pages = notebook_pages(
+        site, notebooks, course_chrome=course_chrome, pages_only=pages_only, cwd=cwd, seconds=seconds
+    )
+    outputs = site_outputs(site, pages, pages_only=pages_only, course_chrome=course_chrome)
+    write_outputs(site, outputs, pages, pages_only=pages_only)
     written = list(pages)
     if pages_only:
         return written
@@ -609,21 +719,39 @@ def build(
 
 
 def notebook_pages(
-    site: Path, notebooks: list[Path], *, course_chrome: bool, pages_only: bool, cwd: Path | None
+    site: Path,
+    notebooks: list[Path],
+    *,
+    course_chrome: bool,
+    pages_only: bool,
+    cwd: Path | None,
+    seconds: dict[str, float] | None = None,
 ) -> dict[Path, str]:
     """Each notebook's page, by the path it is written to in `site`, in the notebooks' order: exported
-    by marimo (several at once), its front-end made local, marked static, and with stable ids."""
+    by marimo (several at once, the longest first), its front-end made local, marked static, and with
+    stable ids. `seconds`, where given, gets each export's time by the notebook's name."""
+
+    def timed_export(notebook: Path) -> str:
+        started = time.monotonic()
+        page = export_notebook(notebook, cwd)
+        if seconds is not None:
+            seconds[notebook.stem] = time.monotonic() - started
+        return page
+
     with ThreadPoolExecutor(max_workers=EXPORTS_AT_ONCE) as pool:
-        # each page in the notebooks' order, whichever export ends first
-        exports = list(pool.map(lambda notebook: export_notebook(notebook, cwd), notebooks))
+        exported = dict(zip(export_order(notebooks), pool.map(timed_export, export_order(notebooks)), strict=True))
+    # each page in the notebooks' order, whichever export ends first
+    exports = [exported[notebook] for notebook in notebooks]
     pages = {}
     for notebook, exported in zip(notebooks, exports, strict=True):
         name = notebook.stem
         page = localise_frontend(exported, name)
         if course_chrome:
-            page = link_notebooks(mark_static(page, name))
+            # the banner says what is true of this page: whether it hides parts that need a kernel
+            page = link_notebooks(mark_static(page, name, banner=static_banner(course.LIVE_ONLY_CLASS in page)))
         else:
-            page = mark_static(page, name, banner="", fallback=AUTHOR_FALLBACK)
+            # an author's page has no slides layout, and so no slides' bundle (8 MB) in its folder
+            page = mark_static(page, name, banner="", fallback=AUTHOR_FALLBACK, slides=False)
         if pages_only:
             page = mark_export(page, name)
         pages[site / f"{name}.html"] = stable_ids(page, name)
@@ -643,11 +771,20 @@ def mark_export(page: str, name: str) -> str:
     return page
 
 
-def site_outputs(site: Path, pages: dict[Path, str], *, pages_only: bool) -> dict[str, bytes | Path]:
+def site_outputs(
+    site: Path, pages: dict[Path, str], *, pages_only: bool, course_chrome: bool = True
+) -> dict[str, bytes | Path]:
     """Everything the build writes besides the explainers and the index, by its place in the site:
     bytes, or the installed file it copies: the pages, rewritten to load marimo's front-end from its
-    bundles and their widgets from files of their own, and the assets those need."""
-    pages, bundles = bundle_frontend(pages)
+    bundles and their widgets from files of their own, and the assets those need. Without
+    `course_chrome` (an author's page) there is no slides' bundle, and the PAGE_FEATURES the pages
+    do not show are left out."""
+    unshown, unfetched = (set(), ()) if course_chrome else unshown_features(pages)
+    if not course_chrome:
+        unfetched += UNFETCHED_BY_AN_AUTHORS_PAGE
+    pages, bundles = bundle_frontend(pages, slides=course_chrome, leave_out=unshown)
+    # the chunks the bundles left out, which the copies leave out too
+    left_out = left_out_chunks(unshown) if bundles else frozenset()
     outputs: dict[str, bytes | Path] = {}
     assets: set[str] = set()
     for path, page in pages.items():
@@ -656,7 +793,12 @@ def site_outputs(site: Path, pages: dict[Path, str], *, pages_only: bool) -> dic
         outputs[path.name] = page.encode("utf-8")
         outputs |= {f"{WIDGET_DIR}/{name}": body for name, body in modules.items()}
     outputs |= {f"{ASSET_DIR}/assets/{name}": body for name, body in bundles.items()}
-    outputs |= asset_copies({asset for asset in assets if Path(asset).name not in bundles} | bundle_assets(bundles))
+    roots = {asset for asset in assets if Path(asset).name not in bundles} | bundle_assets(bundles, left_out)
+    outputs |= {
+        relative: copied
+        for relative, copied in asset_copies(roots, left_out).items()
+        if not copied.name.startswith(unfetched)
+    }
     # Browsers ask every served page's origin for /favicon.ico; without one the pages log a 404.
     # marimo's own icon, which the course pages already name; an author's own icon, or a link of
     # that name, stays.
@@ -686,15 +828,22 @@ def main(argv: list[str]) -> int:
     # `labctl.py serve` runs the server itself (`python -m classroom.serve`); `site serve` hands it its words
     if argv and argv[0] == "serve":
         return serve.main(argv[1:], ROOT / "site")
+    started = time.monotonic()
+    seconds: dict[str, float] = {}
     try:
-        pages = build()
+        pages = build(seconds=seconds)
     except SiteBuildError as error:
         print(f"site build failed: {error}", file=sys.stderr)
         return 1
     except UnsafeWriteError as error:
         print(f"site build refused: {error}", file=sys.stderr)
         return 2
-    print(f"built {len(pages)} pages into {ROOT / 'site'}")
+    # where the time went: the notebooks run their cells, the longest a model in every format
+    longest = sorted(seconds.items(), key=lambda item: -item[1])[:3]
+    print(
+        f"built {len(pages)} pages into {ROOT / 'site'} in {minutes(time.monotonic() - started)}; "
+        f"the longest exports: {', '.join(f'{name} {minutes(taken)}' for name, taken in longest)}"
+    )
     return 0
 
 

@@ -107,7 +107,7 @@ def page(slug: str, given: dict | None = None) -> str:
             "}",
             "const start = fromLink();",
             "showNote(start.note);",
-            "const model = createModel(start.state, inputNames);",
+            "const model = createModel(start.state, inputNames, defaults);",
             'widgetModule.render({ model, el: document.getElementById("widget") });',
             f'shareBar(document.querySelector("main"), {json.dumps(slug + ".html")}, {json.dumps(title)});',
             "reportHeight();",

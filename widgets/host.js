@@ -1,18 +1,22 @@
 // A stand-in for the anywidget model, for pages with no kernel: the widget reads and writes its
-// traits here exactly as it would through anywidget. Input traits are mirrored into the URL
-// fragment, so a link reproduces what its author saw.
+// traits here exactly as it would through anywidget. Input traits that differ from the widget's
+// defaults are mirrored into the URL fragment, so a link reproduces what its author saw and stays
+// short: a Q4_K explorer on its own block with another payload byte carries that byte, not the
+// block's 144 bytes. A link that names every input, as links once did, still opens.
 
 import { visibleText } from "./codec/text.js";
 
-export function createModel(defaults, inputNames) {
-  const state = { ...defaults };
+/** The model of a page that opens with `initial`; its link carries the inputs (`inputNames`) that
+ * differ from `defaults`, what the page shows with no link. */
+export function createModel(initial, inputNames, defaults = initial) {
+  const state = { ...initial };
   const listeners = new Map();
   // The link is written once for all the saves one task makes, in a microtask: still before
   // anything else (a reload, a copied address, a test reading location.hash) can read it.
   let linkDue = false;
   const writeLink = () => {
     linkDue = false;
-    writeFragment(state, inputNames);
+    writeFragment(state, inputNames, defaults);
   };
   const fire = (event) => {
     for (const callback of listeners.get(event) ?? []) callback();
@@ -41,10 +45,25 @@ export function createModel(defaults, inputNames) {
   };
 }
 
+// Equal as JSON values, whatever the order of an object's keys (an exercise's answers by kind).
+function sameValue(value, reference) {
+  if (typeof value !== "object" || value === null || typeof reference !== "object" || reference === null) return value === reference;
+  if (Array.isArray(value) !== Array.isArray(reference)) return false;
+  const keys = Object.keys(value);
+  return keys.length === Object.keys(reference).length && keys.every((key) => Object.hasOwn(reference, key) && sameValue(value[key], reference[key]));
+}
+
+/** The link fragment ("#…") of `state`: its inputs that differ from `defaults`, as JSON. With none
+ * it is "#{}" (encoded), not "": a page written with a state of its own (labctl.py explainer
+ * --state) opens that state when its link is empty, and the defaults when the link says so. */
+export function linkFragment(state, inputNames, defaults) {
+  const changed = inputNames.filter((name) => !sameValue(state[name], defaults[name]));
+  return "#" + encodeURIComponent(JSON.stringify(Object.fromEntries(changed.map((name) => [name, state[name]]))));
+}
+
 // replaceState costs a few tenths of a millisecond, so a link that would not change is left alone.
-function writeFragment(state, inputNames) {
-  const shared = Object.fromEntries(inputNames.map((name) => [name, state[name]]));
-  const fragment = "#" + encodeURIComponent(JSON.stringify(shared));
+function writeFragment(state, inputNames, defaults) {
+  const fragment = linkFragment(state, inputNames, defaults);
   if (location.hash !== fragment) history.replaceState(null, "", fragment);
 }
 
@@ -119,6 +138,19 @@ export function reportHeight() {
   send();
 }
 
+// What the status adds when the page was opened from disk, where its address names a folder of
+// this computer that nobody else can open.
+const fromDisk = (file) =>
+  ` Opened from disk, this page has no address anyone else can open, so the link is relative to its file, ${file}: it opens this view from a page or folder beside that file.`;
+
+/** The link to share for the page at `address` (a Location or URL), whose file is named `file`:
+ * its whole address when served, for anyone who can reach it; from disk (file://), its file name
+ * and fragment, a link relative to the explainer's own file, since a file:///home/… address opens
+ * nothing on anyone else's computer. */
+export function shareableLink(address, file) {
+  return address.protocol === "file:" ? file + address.hash : address.href;
+}
+
 /** The "Copy link" and "Copy embed code" bar at the end of `parent`: each puts its text in the
  * clipboard where the browser allows (it may not from file://) and always shows it, selected, in
  * a read-only box to copy by hand. */
@@ -138,7 +170,7 @@ export function shareBar(parent, file, title) {
   const box = make("textarea", { readOnly: true, rows: 3, hidden: true, className: "lab-share-text" });
   box.dataset.testid = "share-text";
   box.setAttribute("aria-label", "the text to copy");
-  const offer = async (what, text) => {
+  const offer = async (what, text, note = "") => {
     box.value = text;
     box.rows = Math.min(text.split("\n").length, 12);
     box.hidden = false;
@@ -146,15 +178,18 @@ export function shareBar(parent, file, title) {
     box.select();
     try {
       await navigator.clipboard.writeText(text);
-      status.textContent = `The ${what} is copied, and shown below.`;
+      status.textContent = `The ${what} is copied, and shown below.${note}`;
     } catch {
-      status.textContent = `This browser did not let the page copy the ${what}: it is selected below, so press Ctrl+C (⌘C on a Mac).`;
+      status.textContent = `This browser did not let the page copy the ${what}: it is selected below, so press Ctrl+C (⌘C on a Mac).${note}`;
     }
   };
+  // This page's own file name, which `labctl.py explainer -o` may have chosen; `file` where the
+  // address names none.
+  const own = () => location.pathname.split("/").pop() || file;
   const link = make("button", { type: "button", className: "lab-chip" }, "Copy link");
-  link.addEventListener("click", () => offer("link", location.href));
+  link.addEventListener("click", () => offer("link", shareableLink(location, own()), location.protocol === "file:" ? fromDisk(own()) : ""));
   const embed = make("button", { type: "button", className: "lab-chip" }, "Copy embed code");
-  embed.addEventListener("click", () => offer("embed code", embedCode(file, location.hash, title)));
+  embed.addEventListener("click", () => offer("embed code", embedCode(own(), location.hash, title)));
   buttons.append(link, embed);
   bar.append(make("h2", {}, "Share what you see"), make("p", {}, "The link and the embed code carry this page's settings as they are now."), buttons, status, box);
   parent.append(bar);

@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
         ("nibble-decoder", '{"code": 8}', {"code": 8}),
         ("scale-lab", '#{"scale": 0.125, "fine": true}', {"scale": 0.125, "fine": True}),
         ("exercises", '{"seed": 7}', {"seed": 7}),
+        # as a page's Copy link now spells it: only the inputs that differ from the defaults
+        ("q4k-explorer", "#%7B%22payload_index%22%3A17%7D", {"payload_index": 17}),
     ],
 )
 def test_a_link_state_in_any_spelling_is_read(slug, text, expected):

@@ -101,6 +101,31 @@ def test_an_authors_notebook_exports_into_an_offline_page_without_the_course(exp
     assert (out / "favicon.ico").read_bytes() == (site.MARIMO_STATIC / "favicon.ico").read_bytes()
 
 
+# What exporting one widget may write: the page, its widget's module and the part of marimo's
+# front-end it runs. It was 21 MB with the slides' bundle (8 MB), the editor's collaboration wasm
+# (3 MB), KaTeX's fonts (1 MB) and the code of charts and math the page never shows; now some 7.2 MB,
+# of which 5.8 MB is the code marimo's read-only app runs whatever the page shows (docs/authors.md).
+ONE_WIDGET_BUDGET = 7_500_000
+
+
+@pytest.mark.slow
+def test_one_widget_exports_only_the_front_end_its_page_runs(exported):
+    _, out, status = exported
+    assert status == 0
+    theirs = {out / "notes.txt", out / "index.html", out / "assets" / "mine.css"}
+    written = [path for path in out.rglob("*") if path.is_file() and path not in theirs]
+    assert sum(path.stat().st_size for path in written) <= ONE_WIDGET_BUDGET
+    names = [path.name for path in written]
+    # one bundle, for the page: an author's page has no slides layout
+    assert len([name for name in names if name.startswith("lab-page-")]) == 1
+    assert not [name for name in names if name.startswith(("lab-slides-", "reveal-component-"))]
+    page = (out / "own.html").read_text(encoding="utf-8")
+    assert site.SLIDES_ASKED not in page.split("</head>", 1)[1]
+    # nor the features this page does not show: charts, math and their fonts, the editor's wasm
+    assert not [name for name in names if name.startswith(("react-vega-", "katex-", "KaTeX_", "loro_wasm"))]
+    assert not [name for name in names if name.endswith(".wasm")]
+
+
 @pytest.mark.slow
 def test_the_authors_own_files_in_the_folder_are_left_as_they_were(exported):
     _, out, status = exported
@@ -118,6 +143,9 @@ def test_exporting_again_replaces_the_page_it_wrote_with_the_same_bytes(exported
     assert (out / "own.html").read_bytes() == first
     said = capsys.readouterr().out
     assert f"python3 -m http.server --bind 127.0.0.1 --directory {out}" in said
+    # it says how much it wrote
+    megabytes = float(re.search(r": (\d+\.\d) MB in all\.", said).group(1))
+    assert 1 < megabytes <= ONE_WIDGET_BUDGET / 1e6
 
 
 def test_a_page_of_the_same_name_that_the_export_did_not_write_is_refused(tmp_path, capsys):

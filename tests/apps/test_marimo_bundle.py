@@ -112,6 +112,54 @@ console.log(JSON.stringify({{
     assert b'import("./edit-page-Ab3_x9Zq.js")' in page and b'import("./edit-page-Ab3_x9Zq.js")' in slides
 
 
+def test_a_chunk_left_out_takes_the_chunks_that_import_it_statically_with_it():
+    """esbuild would hoist a left-out chunk's static import to the top of the bundle, where it stops
+    every page; a dynamic import of it waits until its feature starts."""
+    sources = {
+        "katex-KKKKKKKK.js": "export const k=1;",
+        "dist-DDDDDDDD.js": 'import{k}from"./katex-KKKKKKKK.js";export const d=k;',
+        "markdown-MMMMMMMM.js": 'export const m=()=>import("./dist-DDDDDDDD.js");',
+        "uses-dist-UUUUUUUU.js": 'export{d}from"./dist-DDDDDDDD.js";',
+    }
+    left = bundle.left_out_chunks(sources, {"katex"}, sitebuild.VITE_HASH)
+    assert left == {"katex-KKKKKKKK.js", "dist-DDDDDDDD.js", "uses-dist-UUUUUUUU.js"}
+
+
+def test_a_page_without_slides_gets_one_bundle_and_leaves_out_what_it_is_told(static):
+    """An author's page (publish/export.py) has no slides layout, and leaves out the features it
+    does not show: here the run page's cells, and with them the run page, which imports them."""
+    require_bundler()
+    made = bundle.bundles(
+        static,
+        "assets/index-AAAAAAAA.js",
+        set(sitebuild.UNUSED_FEATURES) | {"cells"},
+        sitebuild.SLIDES_CHUNK,
+        sitebuild.VITE_HASH,
+        ("page",),
+    )
+    assert set(made) == {"page"}
+    _, page = made["page"]
+    assert b'import("./run-page-DDDDDDDD.js")' in page and b"run page: " not in page
+    assert b"shared code" in page
+    # a chunk the entry imports statically cannot be left out: every page would stop
+    with pytest.raises(bundle.BundleUnavailable, match="leaves out"):
+        bundle.bundles(static, "assets/index-AAAAAAAA.js", {"shared"}, "reveal-component", sitebuild.VITE_HASH)
+
+
+def test_a_page_without_slides_starts_its_one_bundle(monkeypatch, tmp_path):
+    monkeypatch.setattr(bundle, "bundles", lambda *_: {"page": ("lab-page-0123abcd.js", b"")})
+    (entry,) = (sitebuild.MARIMO_STATIC / "assets").glob("index-*.js")
+    page = (
+        '<head><link rel="modulepreload" crossorigin href="assets/marimo/assets/cells-GGGGGGGG.js">\n    '
+        f'<script type="module" crossorigin src="assets/marimo/assets/{entry.name}"></script></head>'
+    )
+    pages, made = sitebuild.bundle_frontend({tmp_path / "own.html": page}, slides=False)
+    rewritten = pages[tmp_path / "own.html"]
+    assert 'import("./assets/marimo/assets/lab-page-0123abcd.js")' in rewritten
+    assert sitebuild.SLIDES_ASKED not in rewritten and "lab-slides-" not in rewritten
+    assert made == {"lab-page-0123abcd.js": b""}
+
+
 def test_a_changed_preload_helper_stops_the_bundle_with_what_to_update(static):
     (static / "assets" / "preload-helper-PPPPPPPP.js").write_text("export const t=(n)=>n();")
     with pytest.raises(bundle.BundleUnavailable, match="PRELOAD_PATCH"):

@@ -100,3 +100,27 @@ def test_the_readmes_precomputed_choice_works_on_an_exported_page(tmp_path):
         expect(page.get_by_text("8 bits: 256 levels")).to_be_visible()
         expect(page.get_by_text("4 bits: 16 levels")).to_be_hidden()
         assert log.blocked == [] and log.console_errors == []
+
+
+MATH_NOTEBOOK = (
+    "import marimo\n\napp = marimo.App()\n\n\n@app.cell\ndef _():\n    import marimo as mo\n\n    return (mo,)\n\n\n"
+    '@app.cell\ndef _(mo):\n    mo.md(r"A half is $\\frac{1}{2}$.")\n    return\n\n\nif __name__ == "__main__":\n    app.run()\n'
+)
+
+
+def test_a_page_that_shows_math_exports_with_katex_and_renders_it_offline(tmp_path):
+    """The export leaves out what a page does not show (tests/apps/test_export_cli.py); a page that
+    shows math keeps KaTeX's code and fonts, and draws the formula with nothing missing."""
+    notebook = tmp_path / "half.py"
+    notebook.write_text(MATH_NOTEBOOK, encoding="utf-8")
+    out = tmp_path / "public"
+    assert export.main([str(notebook), "-o", str(out)]) == 0
+    assert list((out / "assets" / "marimo" / "assets").glob("KaTeX_Main-Regular-*.woff2"))
+    with static_server(out) as url, browser_page() as (page, log):
+        failed = []
+        page.on("response", lambda response: response.status >= 400 and failed.append(response.url))
+        page.goto(f"{url}/half.html")
+        page.locator(".katex").first.wait_for(timeout=30000)
+        expect(page.locator(".katex-html").first).to_contain_text("1")
+        page.wait_for_load_state("networkidle")
+        assert failed == [] and log.blocked == [] and log.console_errors == []

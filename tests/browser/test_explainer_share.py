@@ -4,13 +4,17 @@ carries what the page shows, Copy embed code gives an iframe that takes its cont
 
 from __future__ import annotations
 
+import json
 import shutil
+from urllib.parse import quote
 
 import pytest
 from chromium import browser_page, open_standalone
 from playwright.sync_api import expect
 
+from bench.harness.static_server import static_server
 from publish import standalone
+from widgets import Q4KExplorer
 
 pytestmark = pytest.mark.browser
 
@@ -24,17 +28,66 @@ def _shared_text(page, button: str) -> str:
     return box.input_value()
 
 
-def test_copy_link_opens_what_the_page_showed(pages):
+def test_copy_link_from_disk_is_relative_to_the_explainers_own_file(pages, tmp_path):
+    """Opened from disk, the page's address names a folder of this computer (file:///tmp/…) that no
+    one else can open: the link names the explainer's file and the state, and opens that state from
+    a copy of the file anywhere."""
     with browser_page() as (page, log):
         open_standalone(page, pages, "nibble-decoder")
         page.get_by_role("button", name="pick code 0111").click()
         assert page.get_by_test_id("e2m1-value").inner_text() == "6"
         link = _shared_text(page, "Copy link")
-        assert link.startswith((pages / "nibble-decoder.html").as_uri() + "#")
+        assert link == "nibble-decoder.html#" + quote(json.dumps({"code": 7}, separators=(",", ":")), safe="")
+        expect(page.get_by_test_id("share-status")).to_contain_text("relative to its file, nibble-decoder.html")
+        # the reader's copy of the file, in a folder of their own
+        elsewhere = tmp_path / "reader"
+        elsewhere.mkdir()
+        shutil.copy(pages / "nibble-decoder.html", elsewhere / "nibble-decoder.html")
         fresh = page.context.new_page()
-        fresh.goto(link)
+        fresh.goto(elsewhere.as_uri() + "/" + link)
         fresh.wait_for_selector("body[data-ready='true']")
         assert fresh.get_by_test_id("e2m1-value").inner_text() == "6"
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_copy_link_over_http_is_the_pages_whole_address(pages):
+    """Served, the page's address is one others can reach, and the link is all of it."""
+    with static_server(pages) as url, browser_page() as (page, log):
+        page.goto(f"{url}/nibble-decoder.html")
+        page.wait_for_selector("body[data-ready='true']")
+        page.get_by_role("button", name="pick code 0111").click()
+        link = _shared_text(page, "Copy link")
+        assert link == f"{url}/nibble-decoder.html#%7B%22code%22%3A7%7D"
+        assert "opened from disk" not in page.get_by_test_id("share-status").inner_text().lower()
+        assert log.blocked == [] and log.console_errors == []
+
+
+def test_a_link_carries_only_the_inputs_that_differ_from_the_defaults(pages):
+    """The default Q4_K explorer with another payload byte: the link carries that byte, not the
+    block's 144 bytes (some 1.6 KB), and opens the same view; a link that names every input, as
+    links did before, still opens; back at the defaults the link says so in four characters."""
+    with browser_page() as (page, log):
+        open_standalone(page, pages, "q4k-explorer")
+        page.get_by_role("button", name="payload byte 17 =", exact=False).first.click()
+        expect(page.get_by_role("textbox", name="payload byte 17", exact=True)).to_have_count(1)
+        link = _shared_text(page, "Copy link")
+        assert link == "q4k-explorer.html#%7B%22payload_index%22%3A17%7D"
+        fresh = page.context.new_page()
+        fresh.goto(pages.as_uri() + "/" + link)
+        fresh.wait_for_selector("body[data-ready='true']")
+        expect(fresh.get_by_role("textbox", name="payload byte 17", exact=True)).to_have_count(1)
+        assert fresh.locator("#link-note").is_hidden()
+        # back to byte 0, the default: nothing differs
+        page.get_by_role("button", name="payload byte 0 =", exact=False).first.click()
+        assert _shared_text(page, "Copy link") == "q4k-explorer.html#%7B%7D"
+        # a link from before, carrying every input
+        everything = {"block": Q4KExplorer().block, "payload_index": 17}
+        older = page.context.new_page()
+        open_standalone(older, pages, "q4k-explorer", everything)
+        expect(older.get_by_role("textbox", name="payload byte 17", exact=True)).to_have_count(1)
+        assert older.locator("#link-note").is_hidden()
+        # and the state the page opens with is the one `labctl.py explainer --state` takes
+        assert standalone.read_state("q4k-explorer", link.partition("#")[2]) == {"payload_index": 17}
         assert log.blocked == [] and log.console_errors == []
 
 
