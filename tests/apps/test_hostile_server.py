@@ -37,6 +37,9 @@ ANSWER = json.dumps(
         "seed": 7,
         "round": 0,
         "answer": "1",
+        "first": "1",
+        "tries": 1,
+        "shown": False,
     }
 ).encode()
 # A file bigger than what the kernel buffers for a client that reads nothing.
