@@ -28,9 +28,14 @@ TESTS = Path(__file__).resolve().parent
 # The full run keeps them all; --quick leaves them out.
 SLOW = {
     "apps/test_notebooks.py",
+    # every page's bits-per-weight figures, read from the notebooks' headless runs (test_notebooks')
+    "apps/test_pages_bits_per_weight.py",
     "apps/test_behaviour.py",
     "oracles/test_chat_requant_oracle.py",
     "apps/test_device_chat.py",
+    # mlx-lm on the chat model: four formats built, and a model folder written and loaded in a fresh process
+    "oracles/test_mlx_lm_oracle.py",
+    "apps/test_mlx_folder.py",
     # the GGUF mutation fuzzer runs for its time budget, about a minute
     "apps/test_gguf_fuzz.py",
     # the server's floods run for their length: a minute of idle connections, 20 s of trickling

@@ -29,3 +29,15 @@ def require_shipped_gguf():
         return shipped_gguf.model_file()
     except shipped_gguf.RealFileUnavailableError as error:
         _missing(str(error))
+
+
+#: what each notebook run headless with its own cells (no stand-ins) showed: every cell output's
+#: HTML, by file name. tests/apps/test_notebooks.py fills it as it runs them, and the bits-per-weight
+#: reading of every page (test_pages_bits_per_weight.py, collected after it) reads it back rather
+#: than running every notebook a second time.
+RENDERED: dict[str, list[str]] = {}
+
+
+def rendered_texts(outputs) -> list[str]:
+    """The HTML of each cell output that has some."""
+    return [output.text for output in outputs if isinstance(getattr(output, "text", None), str)]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from lab.device import mlx_folder, verify
 from lab.errors import LabError
@@ -38,10 +39,15 @@ def _ids(tokenizer, prompt: str) -> list[int]:
     return list(tokenizer.encode(prompt))
 
 
-def run(candidate: str, reference: str, prompts: list[str], tokens: int, chunk: int, out=sys.stdout) -> int:
+def run(
+    candidate: str, reference: str, prompts: list[str], tokens: int, chunk: int, prefill_tokens: int, out=sys.stdout
+) -> int:
     """Print the three checks' report; return the exit status."""
     reference_model, reference_tokenizer = mlx_folder.load_folder(reference)
-    candidate_model, candidate_tokenizer = mlx_folder.load_folder(candidate)
+    same = Path(candidate).resolve() == Path(reference).resolve()  # a folder against itself loads once
+    candidate_model, candidate_tokenizer = (
+        (reference_model, reference_tokenizer) if same else mlx_folder.load_folder(candidate)
+    )
     if reference_tokenizer.vocab_size != candidate_tokenizer.vocab_size:
         raise verify.VerifyError("the two folders' tokenizers differ in size, so their token ids cannot be compared")
     alarms = 0
@@ -61,7 +67,7 @@ def run(candidate: str, reference: str, prompts: list[str], tokens: int, chunk: 
         f"{logits.band}",
         file=out,
     )
-    long_ids = list(candidate_tokenizer.encode(PREFILL_TEXT * 40))
+    long_ids = list(candidate_tokenizer.encode(PREFILL_TEXT * (prefill_tokens // 8 + 1)))[:prefill_tokens]
     prefill = verify.compare_prefill(candidate_model, long_ids, chunk)
     alarms += prefill.argmax_one_shot != prefill.argmax_chunked
     print(
@@ -84,9 +90,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompt", action="append", help="a prompt for check 1 (repeatable; default the guide's four)")
     parser.add_argument("--tokens", type=int, default=32, help="greedy tokens per prompt (default 32)")
     parser.add_argument("--chunk", type=int, default=128, help="check 3's chunk, in tokens (default 128)")
+    parser.add_argument("--prefill-tokens", type=int, default=512, help="check 3's prompt, in tokens (default 512)")
     arguments = parser.parse_args(argv)
-    if not 1 <= arguments.tokens <= 4096 or not 1 <= arguments.chunk <= 65536:
-        parser.exit(2, "labctl.py verify: --tokens must be 1 to 4096 and --chunk 1 to 65536\n")
+    if (
+        not 1 <= arguments.tokens <= 4096
+        or not 1 <= arguments.chunk <= 65536
+        or not 2 <= arguments.prefill_tokens <= 65536
+    ):
+        parser.exit(
+            2, "labctl.py verify: --tokens must be 1 to 4096, --chunk 1 to 65536 and --prefill-tokens 2 to 65536\n"
+        )
     try:
         return run(
             arguments.candidate,
@@ -94,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             arguments.prompt or list(GUIDE_PROMPTS),
             arguments.tokens,
             arguments.chunk,
+            arguments.prefill_tokens,
         )
     except LabError as error:
         print(f"labctl.py verify: {error}", file=sys.stderr)

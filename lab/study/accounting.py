@@ -7,7 +7,7 @@ dtype, 16 bits each for a bfloat16 (or float16) checkpoint and 32 for a float32 
 "MLX affine 4-bit g128" is 4 + 32/128 = 4.25 bits per weight in a bfloat16 model and
 4 + 64/128 = 4.5 in a float32 one. Every page that states a bits-per-weight figure takes it from
 `bits_per_weight` and, where the scale dtype matters, names it with `scales_named`, so two pages
-never give two numbers for one format under one accounting (tests/apps/test_bits_per_weight_agree.py
+never give two numbers for one format under one accounting (tests/apps/test_pages_bits_per_weight.py
 reads every page and holds them to it).
 
 Nothing here adds NVFP4's optional FP32 tensor scale (32/N for N weights: lab.teach.sizes) or NF4's

@@ -125,7 +125,7 @@ def test_labctl_verify_runs_the_guides_checks_on_two_folders(mxfp4_folder):
     """A folder against itself: every check reads as healthy, with exact numbers."""
     run = subprocess.run(
         [sys.executable, str(ROOT / "labctl.py"), "verify", str(mxfp4_folder), "--reference", str(mxfp4_folder)]
-        + ["--prompt", "Name three colours.", "--tokens", "4", "--chunk", "16"],
+        + ["--prompt", "Name three colours.", "--tokens", "4", "--chunk", "16", "--prefill-tokens", "48"],
         capture_output=True,
         text=True,
         timeout=600,
@@ -133,7 +133,7 @@ def test_labctl_verify_runs_the_guides_checks_on_two_folders(mxfp4_folder):
     assert run.returncode == 0, run.stdout + run.stderr[-2000:]
     assert "exact match on all 4 tokens" in run.stdout
     assert "max |difference| 0.0000, mean 0.00000" in run.stdout and "noise band" in run.stdout
-    assert "check 3:" in run.stdout and "disagree" not in run.stdout
+    assert "check 3: 48 tokens, one pass against chunks of 16" in run.stdout and "disagree" not in run.stdout
 
 
 @pytest.mark.parametrize(

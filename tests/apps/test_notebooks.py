@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support import require_real_model, require_shipped_gguf
+from support import RENDERED, rendered_texts, require_real_model, require_shipped_gguf
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
@@ -25,6 +25,8 @@ def run_notebook_with_outputs(name: str, defs: dict | None = None) -> tuple[list
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     outputs, defined = module.app.run(defs=defs)
+    if defs is None:
+        RENDERED[name] = rendered_texts(outputs)
     return list(outputs), defined
 
 

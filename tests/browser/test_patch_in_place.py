@@ -75,6 +75,10 @@ FIRST = {
         ("commit", "answer-nibble-decode", "2", None),
         ("commit", "answer-e2m1-code", "0", None),
         ("commit", "answer-zoo-check", "2", None),
+        # a first miss shows a hint only: the working is asked for, so its lines are drawn here
+        ("reveal", "nibble-decode", None, None),
+        ("reveal", "e2m1-code", None, None),
+        ("reveal", "zoo-check", None, None),
     ],
     # E8M0 has three rounding rules, E4M3 one: the two extra cards are drawn with the first E8M0
     "code-explorer": [
@@ -91,6 +95,10 @@ def _make(page, how, target, value):
         field.press("Enter")
     elif how == "click":
         page.locator(f"#widget {target}").click()
+    elif how == "reveal":  # Show the working, where the answer has not shown it already
+        button = page.locator(f"#widget button[data-focus='working-{target}']")
+        if button.is_visible() and button.is_enabled():
+            button.click()
     else:
         page.locator(f"#widget {target}").focus()
         page.keyboard.press(value)

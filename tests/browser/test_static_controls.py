@@ -42,13 +42,14 @@ MARIMO_CONTROLS = f"""() => [...document.querySelectorAll({json.dumps(sitebuild.
     && getComputedStyle(control.closest(".{course.LIVE_ONLY_CLASS}")).display === "none" }}))"""
 LIVE_ONLY_NOTES = f"""() => [...document.querySelectorAll(".{course.LIVE_ONLY_NOTE_CLASS}")]
   .map((note) => ({{ shown: note.checkVisibility(), text: note.innerText }}))"""
-# A group's panels: what each was computed for, whether it shows, and its text.
+# A group's panels: what each was computed for, whether it shows, and its text, its no-break spaces
+# (widgets/page_fit.js keeps "= 5" and "2 GB" on one line with them) read as the spaces they show.
 PANELS = """(group) => [...document.querySelectorAll("[data-lab-choice]")]
   .filter((panel) => panel.getAttribute("data-lab-choice") === group)
   .map((panel) => {
     const shown = !panel.hidden && panel.checkVisibility();
     return { when: JSON.parse(panel.getAttribute("data-lab-when")), shown,
-      text: shown ? panel.innerText : "", markup: shown ? panel.innerHTML : "" };
+      text: shown ? panel.innerText.replace(/\\u00a0/g, " ") : "", markup: shown ? panel.innerHTML : "" };
   })"""
 
 

@@ -53,23 +53,6 @@ def shipped():
     return require_shipped_gguf()
 
 
-@pytest.mark.parametrize("fmt", CHECKED)
-def test_the_bridge_gives_mlx_lm_the_model_it_ran_on_independently_converted_weights(shipped, fmt):
-    """greedy_ids as pinned (the suite's first tokens of the first prompt), and the last position's
-    top 20 and a spread of 100 ids across the vocabulary on every prompt, to float32 noise."""
-    import mlx.core as mx
-
-    prompt = DATA["prompts"][0]
-    pinned = DATA["formats"][fmt][0]["greedy"]
-    assert verify.greedy_ids(fmt, prompt["ids"], SUITE_TOKENS) == pinned[:SUITE_TOKENS]
-    model, _config = verify.mlx_lm_model(fmt)
-    for prompt, pinned in zip(DATA["prompts"], DATA["formats"][fmt], strict=True):
-        logits = np.array(model(mx.array(prompt["ids"])[None])[0, -1].astype(mx.float32))
-        assert int(np.argmax(logits)) == pinned["top_ids"][0]
-        np.testing.assert_allclose(logits[pinned["top_ids"]], pinned["top_logits"], atol=2e-3, rtol=0)
-        np.testing.assert_allclose(logits[DATA["spread_ids"]], pinned["spread_logits"], atol=2e-3, rtol=0)
-
-
 def test_check_2_measures_at_least_the_difference_the_pins_show(shipped):
     """The logit check over every position of a prompt, mxfp4 against the reference: its max
     |difference| is at least the largest the pins show at the last position, and its argmax agreement
@@ -94,6 +77,31 @@ def test_check_3_one_shot_and_chunked_prefill_agree_on_a_correct_kernel(shipped)
     assert check.tokens == len(ids) and check.argmax_one_shot == check.argmax_chunked
     assert check.argmax_one_shot == DATA["formats"]["mxfp4"][2]["top_ids"][0]
     assert check.max_difference < 0.05
+
+
+@pytest.mark.parametrize("kv_bits", [8, 4])
+def test_mlx_lms_quantized_kv_cache_is_refused_on_gemma_3_in_the_labs_words(shipped, kv_bits):
+    """mlx-lm 0.32.2's kv_bits on Gemma 3: its RotatingKVCache (the sliding-window layers) has no
+    quantized form, so generate_step raises NotImplementedError; the lab says why."""
+    with pytest.raises(verify.VerifyError, match=f"cannot quantize this model's KV cache to {kv_bits} bits"):
+        verify.kv_quantized_greedy_ids("reference", DATA["prompts"][0]["ids"], 2, kv_bits)
+
+
+@pytest.mark.parametrize("fmt", CHECKED)
+def test_the_bridge_gives_mlx_lm_the_model_it_ran_on_independently_converted_weights(shipped, fmt):
+    """greedy_ids as pinned (the suite's first tokens of the first prompt), and the last position's
+    top 20 and a spread of 100 ids across the vocabulary on every prompt, to float32 noise."""
+    import mlx.core as mx
+
+    prompt = DATA["prompts"][0]
+    pinned = DATA["formats"][fmt][0]["greedy"]
+    assert verify.greedy_ids(fmt, prompt["ids"], SUITE_TOKENS) == pinned[:SUITE_TOKENS]
+    model, _config = verify.mlx_lm_model(fmt)
+    for prompt, pinned in zip(DATA["prompts"], DATA["formats"][fmt], strict=True):
+        logits = np.array(model(mx.array(prompt["ids"])[None])[0, -1].astype(mx.float32))
+        assert int(np.argmax(logits)) == pinned["top_ids"][0]
+        np.testing.assert_allclose(logits[pinned["top_ids"]], pinned["top_logits"], atol=2e-3, rtol=0)
+        np.testing.assert_allclose(logits[DATA["spread_ids"]], pinned["spread_logits"], atol=2e-3, rtol=0)
 
 
 @pytest.mark.parametrize(
@@ -170,11 +178,3 @@ def test_the_embedding_quantized_a_slice_at_a_time_is_mlxs_own_layer_byte_for_by
         if expected is not None:
             assert mx.array_equal(expected, got).item(), part
     assert (sliced.group_size, sliced.bits, sliced.mode) == (mode.group_size, mode.bits, mode.mode)
-
-
-@pytest.mark.parametrize("kv_bits", [8, 4])
-def test_mlx_lms_quantized_kv_cache_is_refused_on_gemma_3_in_the_labs_words(shipped, kv_bits):
-    """mlx-lm 0.32.2's kv_bits on Gemma 3: its RotatingKVCache (the sliding-window layers) has no
-    quantized form, so generate_step raises NotImplementedError; the lab says why."""
-    with pytest.raises(verify.VerifyError, match=f"cannot quantize this model's KV cache to {kv_bits} bits"):
-        verify.kv_quantized_greedy_ids("reference", DATA["prompts"][0]["ids"], 2, kv_bits)

@@ -23,7 +23,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from support import require_real_model, require_shipped_gguf
+from support import RENDERED, rendered_texts, require_real_model, require_shipped_gguf
 
 from lab.formats import FORMATS
 from lab.study import accounting
@@ -143,12 +143,15 @@ def figures_in(page: str, html: str) -> list[Figure]:
 
 
 def rendered_outputs(notebook: Path) -> list[str]:
-    """The HTML of every cell's output, the notebook run headless as the site's build runs it."""
-    spec = importlib.util.spec_from_file_location(f"bits_{notebook.stem}", notebook)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    outputs, _ = module.app.run()
-    return [output.text for output in outputs if isinstance(getattr(output, "text", None), str)]
+    """The HTML of every cell's output, the notebook run headless as the site's build runs it: as
+    test_notebooks.py's run of it rendered it (support.RENDERED), or run here where that one was not."""
+    if notebook.name not in RENDERED:
+        spec = importlib.util.spec_from_file_location(f"bits_{notebook.stem}", notebook)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        outputs, _ = module.app.run()
+        RENDERED[notebook.name] = rendered_texts(outputs)
+    return RENDERED[notebook.name]
 
 
 def disagreements(figures: list[Figure]) -> list[str]:
