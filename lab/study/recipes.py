@@ -49,7 +49,7 @@ import numpy as np
 
 from lab.errors import LabError
 from lab.formats import FORMATS, MLXMode, affine
-from lab.interop.gguf import TENSOR_TYPES, GGUFFile, TensorInfo, open_gguf
+from lab.interop.gguf import LLAMA_CPP_FALLBACK, TENSOR_TYPES, GGUFFile, TensorInfo, open_gguf
 from lab.study import shipped_gguf
 from lab.text import quoted
 
@@ -90,18 +90,11 @@ LLAMA_CPP_DEFAULT_TYPE = {
 }
 LLAMA_CPP_RECIPES = tuple(LLAMA_CPP_DEFAULT_TYPE)
 
-#: the type a row that holds no whole block of the wanted type falls back to: tensor_type_fallback,
-#: llama-quant.cpp:401-418 (only the types these recipes can want). A 32-weight type has no smaller
-#: block to fall to and keeps itself (419-425); if the fallback's block does not fit either, the
-#: tensor is stored as F16 (429-439).
-LLAMA_CPP_FALLBACK = {
-    "IQ4_XS": "IQ4_NL",
-    "Q2_K": "Q4_0",
-    "Q3_K": "Q4_0",
-    "Q4_K": "Q5_0",
-    "Q5_K": "Q5_1",
-    "Q6_K": "Q8_0",
-}
+# The type a row that holds no whole block of the wanted type falls back to is lab.interop.gguf's
+# LLAMA_CPP_FALLBACK (tensor_type_fallback, llama-quant.cpp:401-418). A 32-weight type has no smaller
+# block to fall to and keeps itself (419-425); if the fallback's block does not fit either, the
+# tensor is stored as F16 (429-439).
+
 #: weights per block of each GGUF type (ggml_blck_size), from the lab's GGUF type table
 BLOCK_WEIGHTS = {name: weights for name, weights, _ in TENSOR_TYPES.values()}
 
