@@ -47,5 +47,14 @@ def _(mo):
     return
 
 
+@app.cell(hide_code=True)
+def _():
+    from lab.teach import warm
+
+    # Once the index is drawn: what the next page needs is imported and checked meanwhile.
+    _started = warm.start()
+    return
+
+
 if __name__ == "__main__":
     app.run()

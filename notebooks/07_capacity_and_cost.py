@@ -74,7 +74,7 @@ def _(
     mo.vstack(
         [
             capacity_menu,
-            mo.Html(weights_in_billions.outcomes(["billions"], {(_step,): _view(_step) for _step in billions_by_step})),
+            mo.Html(weights_in_billions.outcomes(["billions"], _view)),
         ]
     )
     return

@@ -48,13 +48,14 @@ def _(compare):
 def _(weights):
     from widgets.choice import Control, PrecomputedChoice
 
-    # Every source's chart is computed below, so the menu works on the static page too.
+    # Every source's chart is computed for the static page, so the menu works there too; a live page
+    # computes the one shown and each other when it is picked.
     source_pick = PrecomputedChoice("pareto", [Control("source", "weights", list(weights), list(weights)[0])])
     return Control, PrecomputedChoice, source_pick
 
 
 @app.cell(hide_code=True)
-def _(error_rows, front_chart, mo, source_pick, weights):
+def _(error_rows, front_chart, mo, source_pick):
     def _view(source):
         _front = [row["title"] for row in error_rows if row["source"] == source and row["on_front"]]
         _skipped = sorted({row["title"] for row in error_rows if row["source"] == source and row["skipped"]})
@@ -81,7 +82,7 @@ def _(error_rows, front_chart, mo, source_pick, weights):
                 "model's as float32 (lab.study.accounting)."
             ),
             mo.ui.anywidget(source_pick),
-            mo.Html(source_pick.outcomes(["source"], {(_source,): _view(_source) for _source in weights})),
+            mo.Html(source_pick.outcomes(["source"], _view)),
         ]
     )
     return
@@ -108,7 +109,8 @@ def _(block_outlier_chart, compare, mo):
 
 @app.cell(hide_code=True)
 def _(Control, PrecomputedChoice):
-    # All 16 positions are traced below, so the slider works on the static page too.
+    # All 16 positions are traced for the static page, so the slider works there too; a live page
+    # traces the one shown and each other when it is picked.
     payload_pick = PrecomputedChoice(
         "byte-trace",
         [Control("position", "position in the payload (byte index)", [str(n) for n in range(16)], "0", kind="slider")],
@@ -149,7 +151,7 @@ def _(compare, format_number, mo, payload_pick):
                 "each, not two nibbles (notebook 6's block explorer shows them)."
             ),
             mo.ui.anywidget(payload_pick),
-            mo.Html(payload_pick.outcomes(["position"], {(str(_n),): _table(_n) for _n in range(16)})),
+            mo.Html(payload_pick.outcomes(["position"], lambda _position: _table(int(_position)))),
         ]
     )
     return

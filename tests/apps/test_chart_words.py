@@ -5,6 +5,8 @@ the narrowest plot. tests/browser/test_chart_layout.py checks the same in the dr
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -211,3 +213,11 @@ def test_points_that_matter_differ_in_shape_as_well_as_colour():
     for name in ("layer_errors_chart", "channel_outliers_chart", "retrieval_margins_chart"):
         shapes = [encoding for view, _ in _views(_spec(name)) if (encoding := view.get("encoding", {}).get("shape"))]
         assert shapes and all(len(set(shape["scale"]["range"])) == len(shape["scale"]["domain"]) for shape in shapes)
+
+
+@pytest.mark.parametrize("name", sorted(CHARTS))
+def test_what_a_page_is_sent_is_the_spec_the_schema_accepted(name):
+    chart = CHARTS[name]()
+    mime, text = chart._mime_()  # what marimo sends the page, written without validating again
+    assert mime.startswith("application/vnd.vegalite.v") and mime.endswith("+json")
+    assert json.loads(text) == chart.to_dict()  # to_dict validates against Vega-Lite's schema

@@ -409,3 +409,32 @@ def test_decode_refuses_an_unknown_decoder_name_for_a_float_tensor(tmp_path):
     path = gguf_tools.write_gguf(tmp_path / "f.gguf", {"w": np.ones((2, 32), np.float32)}, {"w": "F32"})
     with gguf_tools.open_gguf(path) as gf, pytest.raises(RuleError, match="unknown decoder 'fast' for F32"):
         gf.decode("w", "fast")
+
+
+# --------------------------------------------------------------------------------------------
+# A file opened again
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_file_opened_again_is_walked_once_and_again_whenever_its_bytes_change(tmp_path, monkeypatch):
+    from lab.interop.gguf import read
+
+    walks = []
+    walk = read.validate
+    monkeypatch.setattr(read, "validate", lambda mapped: walks.append(1) or walk(mapped))
+    path = tmp_path / "again.gguf"
+    names = {"general.name": "aaaa"}
+    tensors = [("w", np.arange(64, dtype=np.float32).reshape(2, 32).view(np.uint8), gguf.GGMLQuantizationType.F32)]
+    write_with_gguf_py(path, [(k, v, VT.STRING, None) for k, v in names.items()], tensors)
+    for _ in range(3):
+        with gguf_tools.open_gguf(path) as gf:
+            assert gf.metadata("general.name") == "aaaa"
+    assert len(walks) == 1
+    # Rewritten in place, at once: the same inode and size, and often the same timestamps.
+    first = path.stat()
+    write_with_gguf_py(path, [("general.name", "bbbb", VT.STRING, None)], tensors)
+    assert path.stat().st_size == first.st_size and path.stat().st_ino == first.st_ino
+    with gguf_tools.open_gguf(path) as gf:
+        assert gf.metadata("general.name") == "bbbb"
+        assert gf.metadata("general.name") == gguf.GGUFReader(path).get_field("general.name").contents()
+    assert len(walks) == 2

@@ -1,8 +1,9 @@
 """The static site's banner tells the truth for each page, and the site tells a reader who has only
 its folder what they can do: a page whose parts all work says so, a page that hides what needs a
 kernel says that, a page opened from disk says it cannot run there, and no page or index sends a
-reader of a copy of the site to labctl.py, which is not in that folder. Built from two notebooks:
-one whose every control works, and notebook 6, which hides the opening of a file of your own."""
+reader of a copy of the site to labctl.py, which is not in that folder. Read from the session's
+full build (tests/conftest.py): notebook 1, whose every control works, and notebook 6, which hides
+the opening of a file of your own."""
 
 from __future__ import annotations
 
@@ -19,13 +20,6 @@ ALL_WORK = "01_one_nibble"
 SOME_HIDDEN = "06_files_and_recipes"
 
 
-@pytest.fixture(scope="module")
-def small_site(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("small-site")
-    sitebuild.build(folder, [sitebuild.NOTEBOOKS / f"{name}.py" for name in (ALL_WORK, SOME_HIDDEN)])
-    return folder
-
-
 def _banner(page) -> str:
     banner = page.locator(".lab-static-banner")
     banner.wait_for(timeout=20000)
@@ -33,8 +27,8 @@ def _banner(page) -> str:
 
 
 @pytest.mark.parametrize("width", [390, 1440])
-def test_served_the_banner_says_what_works_on_each_page(small_site, width):
-    with static_server(small_site) as url, browser_page() as (page, log):
+def test_served_the_banner_says_what_works_on_each_page(site, width):
+    with static_server(site) as url, browser_page() as (page, log):
         page.set_viewport_size({"width": width, "height": 844})
         page.goto(f"{url}/{ALL_WORK}.html")
         page.get_by_role("button", name="pick code 0000").wait_for(timeout=30000)
@@ -54,12 +48,12 @@ def test_served_the_banner_says_what_works_on_each_page(small_site, width):
 
 
 @pytest.mark.parametrize("name", [ALL_WORK, SOME_HIDDEN])
-def test_opened_from_disk_the_banner_says_the_page_cannot_run(small_site, name):
+def test_opened_from_disk_the_banner_says_the_page_cannot_run(site, name):
     """From disk the browser refuses marimo's scripts, and the page says it cannot run: the banner
     above the note claims no working control, and the note says how to serve the folder without
     the lab's labctl.py."""
     with browser_page() as (page, log):
-        page.goto((small_site / f"{name}.html").as_uri())
+        page.goto((site / f"{name}.html").as_uri())
         page.wait_for_load_state("load")
         page.wait_for_timeout(1500)
         expect(page.get_by_role("heading", name="This course page needs a local web server")).to_be_visible()
@@ -72,7 +66,7 @@ def test_opened_from_disk_the_banner_says_the_page_cannot_run(small_site, name):
         assert log.blocked == []
 
 
-def test_the_index_of_a_copy_of_the_site_names_no_labctl(small_site):
-    index = (small_site / "index.html").read_text(encoding="utf-8")
+def test_the_index_of_a_copy_of_the_site_names_no_labctl(site):
+    index = (site / "index.html").read_text(encoding="utf-8")
     assert "labctl" not in index
     assert "python3 -m http.server --bind 127.0.0.1" in index

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -209,12 +211,55 @@ def open_gguf(path, *, decode_budget: int | None = None) -> GGUFFile:
         _checked_budget(decode_budget)  # before the file is mapped, so a refused call leaves nothing open
     mapped = map_file(path)
     try:
-        layout = validate(mapped)
+        layout = _validated(path, mapped)
     except BaseException:
         if isinstance(mapped, mmap.mmap):
             mapped.close()
         raise
     return GGUFFile(path, layout, mapped, decode_budget)
+
+
+# The layouts of the files opened last: the walk over a tokenizer's 262k strings takes a tenth of
+# a second, and one page opens the same model file several times. A layout depends only on the
+# file's size and the bytes before its tensor data, so a kept one is used again only for a map of
+# that size whose bytes there have the same digest, whatever the file's name or times say.
+_LAYOUTS_KEPT = 8
+_layouts: dict[tuple[int, int, int], tuple[bytes, Layout]] = {}
+_layouts_lock = threading.Lock()
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return (status.st_dev, status.st_ino, status.st_size)
+
+
+def _digest(mapped, end: int) -> bytes:
+    with memoryview(mapped) as view:
+        return hashlib.blake2b(view[:end], digest_size=32).digest()
+
+
+def _validated(path: Path, mapped) -> Layout:
+    """validate(mapped), or the layout walked before for the same file when the bytes it depends
+    on are unchanged."""
+    identity = _identity(path)
+    with _layouts_lock:
+        kept = _layouts.get(identity) if identity is not None else None
+    if kept is not None:
+        digest, layout = kept
+        if len(mapped) == layout.file_size and _digest(mapped, layout.data_offset) == digest:
+            return layout
+    layout = validate(mapped)
+    if identity is not None and len(mapped) == layout.file_size == identity[2]:
+        digest = _digest(mapped, layout.data_offset)
+        with _layouts_lock:
+            _layouts.pop(identity, None)
+            _layouts[identity] = (digest, layout)
+            while len(_layouts) > _LAYOUTS_KEPT:
+                del _layouts[next(iter(_layouts))]
+    return layout
 
 
 def decode_raw(raw: np.ndarray, type_name: str, decoder: str = "ocp") -> np.ndarray:

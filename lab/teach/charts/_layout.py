@@ -57,11 +57,23 @@ FOREGROUND = {"expr": "luminance(background) < 0.5 ? '#ffffff' : '#000000'"}
 EMBED_OPTIONS = {"renderer": "svg", "actions": {"export": True, "source": False, "compiled": False, "editor": False}}
 
 
+class _InlineData(alt.Data):
+    # Altair validates a Data against the schema as it is made, row by row: 0.1 s for a few
+    # thousand rows, on every page that draws them. The rows are plain numbers and strings made
+    # here; the tests validate every chart whole (Figure.to_dict).
+    _class_is_valid_at_instantiation = False
+
+
 def inline_data(columns: dict) -> alt.Data:
     """Columns of equal length as inline Vega data (plain Python values, so it serialises)."""
     names = list(columns)
     rows = zip(*(np.asarray(columns[name]).tolist() for name in names), strict=True)
-    return alt.Data(values=[dict(zip(names, row, strict=True)) for row in rows])
+    return row_data([dict(zip(names, row, strict=True)) for row in rows])
+
+
+def row_data(rows: list[dict]) -> alt.Data:
+    """Rows of plain Python values as inline Vega data."""
+    return _InlineData(values=rows)
 
 
 def wrap(text: str, chars: int = LINE_CHARS) -> list[str]:
@@ -88,11 +100,11 @@ def chart_title(text: str, *notes: str) -> alt.Title:
     return alt.Title(text, subtitle=lines or alt.Undefined, anchor="start", frame="group", limit=alt.ExprRef("width"))
 
 
-def styled(chart: alt.Chart, description: str) -> alt.Chart:
+def styled(chart: alt.TopLevelMixin, description: str) -> Figure:
     """The chart spanning its output, in the course's type sizes, with `description` as its text
     alternative: what it shows in words, which Vega gives the SVG as its aria-label for a screen
     reader, and for anyone who cannot hover over a point to have it named."""
-    return (
+    return Figure(
         chart.properties(
             description=description,
             width="container",
@@ -107,6 +119,31 @@ def styled(chart: alt.Chart, description: str) -> alt.Chart:
         )
         .configure_title(fontSize=18, subtitleFontSize=TEXT_PX, subtitlePadding=6, offset=14)
     )
+
+
+class Figure:
+    """A finished chart as a page shows it.
+
+    marimo shows an Altair chart by validating its whole Vega-Lite spec against the JSON schema,
+    which took more time than anything else on a live page (0.1 to 0.3 s a chart), and then
+    writing it out again unvalidated. A Figure is written out once, unvalidated; the tests
+    validate every chart the course draws through `to_dict()`, which validates as Altair does.
+    """
+
+    __slots__ = ("chart",)
+
+    def __init__(self, chart: alt.TopLevelMixin) -> None:
+        self.chart = chart
+
+    def to_dict(self, **options) -> dict:
+        """The Vega-Lite spec, validated (Altair's own to_dict)."""
+        return self.chart.to_dict(**options)
+
+    def _mime_(self) -> tuple[str, str]:
+        # marimo's own writer: it replaces NaN and infinities, which JSON cannot hold.
+        from marimo._plugins.ui._impl.altair_chart import chart_to_json, get_chart_mimetype
+
+        return get_chart_mimetype("vega-lite"), chart_to_json(self.chart, validate=False)
 
 
 # A symbol legend's entry is its symbol, a gap and its label; columns of entries are this far apart.

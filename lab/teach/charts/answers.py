@@ -13,6 +13,7 @@ from lab.numbers import format_number
 from lab.teach.charts._layout import (
     NARROWEST_PLOT,
     PALETTE,
+    Figure,
     axis_title,
     chart_title,
     domain_around,
@@ -21,6 +22,7 @@ from lab.teach.charts._layout import (
     label_sides,
     pixel_position,
     point_labels,
+    row_data,
     row_names,
     row_scale,
     styled,
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     import marimo
 
 
-def _heatmap(matrix, labels: list[str], title: str, legend: bool) -> alt.Chart:
+def _heatmap(matrix, labels: list[str], title: str, legend: bool) -> Figure:
     """One cosine matrix; rows and columns are numbered, and a cell's tooltip names its sentences."""
     rows, cols = np.indices(np.shape(matrix))
     numbers = [str(i + 1) for i in range(len(labels))]
@@ -87,7 +89,7 @@ def similarity_heatmaps_chart(fp32, quantized, labels: list[str], format_title: 
     return mo.Html(f'<div style="{grid}">{"".join(mo.as_html(chart).text for chart in charts)}</div>')
 
 
-def per_sentence_cosine_chart(cosines, labels: list[str], format_title: str) -> alt.Chart:
+def per_sentence_cosine_chart(cosines, labels: list[str], format_title: str) -> Figure:
     """How far each sentence's quantized embedding turned from its float32 one: 1 − cosine, per
     sentence, numbered as in the heatmaps."""
     names = [wrap(f"{i + 1} · {label}") for i, label in enumerate(labels)]
@@ -122,7 +124,7 @@ def per_sentence_cosine_chart(cosines, labels: list[str], format_title: str) -> 
     )
 
 
-def retrieval_quality_chart(rows: list[dict]) -> alt.Chart:
+def retrieval_quality_chart(rows: list[dict]) -> Figure:
     """Top-1 accuracy and MRR of every format against its bits per weight (log axis); formats are
     named beside their top-1 points where a name fits."""
     height = 340
@@ -203,14 +205,14 @@ _OUTCOME_MARKS = {
 }
 
 
-def retrieval_margins_chart(records: list[dict], format_title: str) -> alt.Chart:
+def retrieval_margins_chart(records: list[dict], format_title: str) -> Figure:
     """Each question's margin (right passage's cosine minus the best distractor's) with the format
     against float32's. On the diagonal nothing moved; below it the question came closer to a wrong
     answer; below the zero line the format answers it wrong."""
     height = 340
     margins = [record[key] for record in records for key in ("fp32_margin", "margin")]
     domain = domain_around([*margins, 0.0])
-    frame = alt.Data(values=[dict(record) for record in records])
+    frame = row_data([dict(record) for record in records])
     base = alt.Chart(frame).encode(
         x=alt.X("fp32_margin:Q", scale=alt.Scale(domain=domain, nice=False), title="margin in float32"),
         y=alt.Y("margin:Q", scale=alt.Scale(domain=domain, nice=False), title=axis_title("margin in", format_title)),
@@ -237,7 +239,7 @@ def retrieval_margins_chart(records: list[dict], format_title: str) -> alt.Chart
             alt.Tooltip("picked:N", title="answered with"),
         ],
     )
-    guides = alt.Data(values=[{"from": domain[0], "to": domain[1], "zero": 0.0}])
+    guides = row_data([{"from": domain[0], "to": domain[1], "zero": 0.0}])
     diagonal = (
         alt.Chart(guides)
         .mark_rule(strokeDash=[6, 4], color=GUIDE_GREY)

@@ -15,6 +15,7 @@ from lab.teach.charts._layout import (
     PALETTE,
     SUBBLOCK_COLOURS,
     TEXT_PX,
+    Figure,
     chart_title,
     inline_data,
     styled,
@@ -74,7 +75,7 @@ def traced_label_layout(lanes, labels, lane_count: int = 256) -> list[dict]:
     return places
 
 
-def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> alt.Chart:
+def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> Figure:
     """All 256 weights of a Q4_K block by output lane, coloured by subblock; the traced lanes are
     marked by a dashed black line up the chart, a wider black bar, a point and a "lane n: weight"
     label at the top, so they stand out among 256 bars. The dashed lines never run through another
@@ -150,7 +151,7 @@ def q4k_lane_chart(weights, highlight: tuple[int, ...] = ()) -> alt.Chart:
     )
 
 
-def block_grid_chart(weights: ArrayLike, levels: ArrayLike, title: str = "A block on its grid") -> alt.LayerChart:
+def block_grid_chart(weights: ArrayLike, levels: ArrayLike, title: str = "A block on its grid") -> Figure:
     """A histogram of a block's weights with the values its codes decode to at this block's scale
     drawn as vertical rules, and the range beyond the outermost level shaded: weights there clip."""
     weights = np.asarray(weights, dtype=np.float64).ravel()

@@ -15,11 +15,13 @@ from lab.teach.charts._layout import (
     NARROWEST_PLOT,
     PALETTE,
     TEXT_PX,
+    Figure,
     chart_title,
     decade_axis,
     domain_around,
     fitted_legend,
     pixel_position,
+    row_data,
     row_names,
     row_scale,
     styled,
@@ -27,7 +29,7 @@ from lab.teach.charts._layout import (
 )
 
 
-def divergence_chart(rows: list[dict], tokens: int, prompts: list[str]) -> alt.Chart:
+def divergence_chart(rows: list[dict], tokens: int, prompts: list[str]) -> Figure:
     """One row per format, one mark per prompt at the token where its greedy answer first leaves the
     reference's; an answer that never leaves it sits past the last token, at `tokens`."""
     labels = [f"prompt {i + 1}" for i in range(len(prompts))]
@@ -42,7 +44,7 @@ def divergence_chart(rows: list[dict], tokens: int, prompts: list[str]) -> alt.C
         }
         for row in rows
     ]
-    frame = alt.Data(values=values)
+    frame = row_data(values)
     formats = list(dict.fromkeys(row["title"] for row in rows))
     # each prompt has its own lane within a format's row, so two answers that depart at the same
     # token stay two marks
@@ -163,7 +165,7 @@ def front_numbers(rows: list[dict], error: str, height: float) -> list[dict]:
     return [dict(row, number=numbers.get(i), **{"number side": sides.get(i)}) for i, row in enumerate(rows)]
 
 
-def front_chart(rows: list[dict], source: str, *, error: str, error_words: str, note: str) -> alt.Chart:
+def front_chart(rows: list[dict], source: str, *, error: str, error_words: str, note: str) -> Figure:
     """An error measure against bits per weight for every format on `source` (notebook 12: KL
     divergence), the Pareto front joined and every format on it numbered, the numbers' key under
     the title. A number fits beside a point where a name does not: a dozen formats crowd between 4

@@ -9,7 +9,7 @@ import numpy as np
 from lab.codes import e2m1
 from lab.numbers import format_number
 from lab.teach import scale
-from lab.teach.charts._layout import FOREGROUND, PALETTE, TEXT_PX, chart_title, inline_data, styled
+from lab.teach.charts._layout import FOREGROUND, PALETTE, TEXT_PX, Figure, chart_title, inline_data, row_data, styled
 
 RULER_DOMAIN = (-6.5, 6.5)
 # Label rows, in px from the ticks: below and above, near and far. Neighbouring marks near zero
@@ -18,7 +18,7 @@ RULER_DOMAIN = (-6.5, 6.5)
 RULER_LABEL_OFFSETS = (34, -34, 54, -54)
 
 
-def e2m1_ruler_chart() -> alt.Chart:
+def e2m1_ruler_chart() -> Figure:
     """The fifteen distinct E2M1 values on a line, with the gap to the next mark; labels take
     turns between four rows so that no two in a row overlap."""
     values = np.unique(e2m1.VALUES.astype(np.float64) + 0.0)
@@ -52,14 +52,14 @@ def e2m1_ruler_chart() -> alt.Chart:
     )
 
 
-def error_vs_scale_chart(w, inputs: dict[str, list[float]], scales) -> alt.Chart:
+def error_vs_scale_chart(w, inputs: dict[str, list[float]], scales) -> Figure:
     """Signed output error Δy against the scale, one line per input vector."""
     rows = [
         {"scale": float(s), "Δy": scale.output_error(w, x, s), "input": name}
         for name, x in inputs.items()
         for s in scales
     ]
-    frame = alt.Data(values=rows)
+    frame = row_data(rows)
     lines = (
         alt.Chart(frame)
         .mark_line(point=True, strokeWidth=3)
@@ -80,7 +80,7 @@ def error_vs_scale_chart(w, inputs: dict[str, list[float]], scales) -> alt.Chart
             tooltip=["input:N", "scale:Q", "Δy:Q"],
         )
     )
-    zero = alt.Chart(alt.Data(values=[{"y": 0}])).mark_rule(color="#555").encode(y="y:Q")
+    zero = alt.Chart(row_data([{"y": 0}])).mark_rule(color="#555").encode(y="y:Q")
     # Per input, the scale where the error is smallest: the lines' story, that it is not the same scale.
     best = [min((row for row in rows if row["input"] == name), key=lambda row: abs(row["Δy"])) for name in inputs]
     description = (

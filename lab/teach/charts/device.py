@@ -13,7 +13,9 @@ from lab.teach.charts._layout import (
     FOREGROUND,
     SUBBLOCK_COLOURS,
     TEXT_PX,
+    Figure,
     chart_title,
+    row_data,
     row_names,
     row_scale,
     styled,
@@ -46,7 +48,7 @@ def difference_rows(report: DeviceReport) -> list[dict]:
     return rows
 
 
-def difference_chart(report: DeviceReport) -> alt.LayerChart | None:
+def difference_chart(report: DeviceReport) -> Figure | None:
     """The on-device pane's weight comparisons as bars: per group, the largest |MLX − lab|; None
     where there is nothing to draw: no weight comparison (MLX absent or refused), or every one
     bit-identical in every group (bars of no length; the report says so in words)."""
@@ -57,7 +59,7 @@ def difference_chart(report: DeviceReport) -> alt.LayerChart | None:
     groups = list(dict.fromkeys(row["group"] for row in rows))
     names = [wrap(name) for name in compared]
     y_scale, height = row_scale(len(compared), max(map(len, names)), 10 * len(groups))
-    frame = alt.Data(values=rows)
+    frame = row_data(rows)
     bars = (
         alt.Chart(frame)
         .mark_bar()
@@ -77,7 +79,7 @@ def difference_chart(report: DeviceReport) -> alt.LayerChart | None:
         )
     )
     # The names come from a lookup, so the chart's own data stays the report's rows.
-    lines = alt.Data(values=[{"compared": name, "name": lines} for name, lines in zip(compared, names, strict=True)])
+    lines = row_data([{"compared": name, "name": lines} for name, lines in zip(compared, names, strict=True)])
     names_above_bars = row_names(
         alt.Chart(frame)
         .transform_filter(alt.datum.group == groups[0])

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import altair as alt
 
-from lab.teach.charts._layout import PALETTE, chart_title, row_names, row_scale, styled
+from lab.teach.charts._layout import PALETTE, Figure, chart_title, row_data, row_names, row_scale, styled
 
 
-def type_bytes_chart(rows: list[dict], label: str | None) -> alt.Chart:
+def type_bytes_chart(rows: list[dict], label: str | None) -> Figure:
     """One bar per tensor type, most bytes first: its share of the file's tensor bytes, named with
     its bits per weight; `rows` are lab.interop.gguf.type_summary's (or type_reasons') rows."""
     values = [
@@ -20,7 +20,7 @@ def type_bytes_chart(rows: list[dict], label: str | None) -> alt.Chart:
         }
         for row in rows
     ]
-    frame = alt.Data(values=values)
+    frame = row_data(values)
     scale, height = row_scale(len(values), 1, 14)
     order = alt.EncodingSortField("share", order="descending")
     bars = (

@@ -12,6 +12,7 @@ from lab.teach import sizes
 from lab.teach.charts._layout import (
     NARROWEST_PLOT,
     PALETTE,
+    Figure,
     chart_title,
     decade_axis,
     domain_around,
@@ -25,7 +26,7 @@ from lab.teach.charts._layout import (
 )
 
 
-def bits_per_weight_chart(extra: dict[str, float] | None = None) -> alt.Chart:
+def bits_per_weight_chart(extra: dict[str, float] | None = None) -> Figure:
     """Bits per weight of each format, plus the MLX affine grid at 16-bit scale and bias."""
     entries = dict(sizes.FORMAT_BITS_PER_WEIGHT)
     for (bits, group), bpw in sizes.affine_grid().items():
@@ -67,7 +68,7 @@ def pareto_chart(
     error: str = "relative_error",
     error_words: str = "relative error",
     note: str = "Relative error ‖ŵ − w‖ / ‖w‖.",
-) -> alt.Chart:
+) -> Figure:
     """An error measure (`error`, relative error by default) against bits per weight for every
     format on one source; the Pareto front joined, and formats named where a name fits (the
     front's first). `rows` carry `on_front` (lab.study.compare.pareto_front)."""
@@ -130,7 +131,7 @@ def pareto_chart(
     )
 
 
-def block_outlier_chart(rows: list[dict]) -> alt.Chart:
+def block_outlier_chart(rows: list[dict]) -> Figure:
     """RMS error of the other weights in the block holding one outlier, per format, with and without it."""
     cases = ["with the outlier", "without"]
     formats = [row["title"] for row in rows]

@@ -12,6 +12,7 @@ from lab.numbers import format_number
 from lab.teach.charts._layout import (
     NARROWEST_PLOT,
     PALETTE,
+    Figure,
     chart_title,
     domain_around,
     fitted_legend,
@@ -24,7 +25,7 @@ from lab.teach.charts._layout import (
 )
 
 
-def layer_errors_chart(records: list[dict], format_title: str) -> alt.Chart:
+def layer_errors_chart(records: list[dict], format_title: str) -> Figure:
     """Each Linear's weight error against its output error on real inputs; disagreeing layers
     named where a name fits."""
     height = 360
@@ -106,7 +107,7 @@ def layer_errors_chart(records: list[dict], format_title: str) -> alt.Chart:
     )
 
 
-def channel_outliers_chart(rms, top_channels, layer: str) -> alt.Chart:
+def channel_outliers_chart(rms, top_channels, layer: str) -> Figure:
     """One Linear's per-input-channel activation RMS, the top outlier channels coloured and marked
     by a triangle over their bars: a shape as well as a colour, so no one needs the hue."""
     rms = np.asarray(rms, dtype=np.float64)

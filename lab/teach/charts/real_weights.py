@@ -8,7 +8,7 @@ import re
 import altair as alt
 
 from lab.numbers import format_number
-from lab.teach.charts._layout import PALETTE, chart_title, inline_data, row_names, row_scale, styled, wrap
+from lab.teach.charts._layout import PALETTE, Figure, chart_title, inline_data, row_names, row_scale, styled, wrap
 
 # Okabe–Ito, then a grey and two of Paul Tol's: a real model has nine or ten layer types
 LAYER_COLOURS = [*PALETTE, "#8C8C8C", "#882255", "#44AA99"]
@@ -30,7 +30,7 @@ def _short_tensor(tensor: str) -> str:
     return tensor.removeprefix("encoder.").removesuffix(".weight")
 
 
-def tensor_error_chart(records: list[dict], format_name: str) -> alt.Chart:
+def tensor_error_chart(records: list[dict], format_name: str) -> Figure:
     """Relative RMSE of every tensor the format took (worst first), coloured by layer type;
     `records` are a real-weights report's records()."""
     rows = _measured(records, format_name)
@@ -71,7 +71,7 @@ def tensor_error_chart(records: list[dict], format_name: str) -> alt.Chart:
     )
 
 
-def outlier_chart(records: list[dict], format_name: str) -> alt.Chart:
+def outlier_chart(records: list[dict], format_name: str) -> Figure:
     """Outlier share (weights beyond 6 × the tensor's RMS) against relative RMSE, one point per tensor."""
     rows = _measured(records, format_name)
     frame = inline_data(
