@@ -54,6 +54,11 @@ NOTEBOOKS: tuple[tuple[str, str, str], ...] = (
         "What four bits do to a chat model's answers",
         "Gemma 3 270M under every format: KL divergence, same top token, perplexity, greedy answers.",
     ),
+    (
+        "13_the_guides_checks.py",
+        "The guide's checks, with mlx-lm itself",
+        "The MLX guide's verification recipe run by mlx-lm on the same model, and a predicate of your own.",
+    ),
 )
 
 

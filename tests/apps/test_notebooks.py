@@ -7,7 +7,10 @@ written out here (from the article), not read from the lab.
 
 from __future__ import annotations
 
+import html
 import importlib.util
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -267,3 +270,28 @@ def test_12_a_chat_models_answers():
     assert list(water.ids) == pinned["Q4_0"]["answers"][1]["greedy"] and "(140 degrees F)" in water.text
     theirs = zip(pinned["f32"]["answers"][1]["greedy"], pinned["Q4_0"]["answers"][1]["greedy"], strict=True)
     assert water.first_divergence == next(i for i, (a, b) in enumerate(theirs) if a != b) == 6
+
+
+def test_13_the_guides_checks():
+    require_shipped_gguf()
+    from conftest import require_mlx_lm
+
+    require_mlx_lm()
+    # one mode stands in for the page's three ($LAB_GUIDE_MODES, tests/conftest.py); its checks are
+    # shared with tests/oracles/test_guide_checks.py through the session's result cache
+    outputs, defs = run_notebook_with_outputs("13_the_guides_checks.py")
+    page = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", " ".join(rendered_texts(outputs)))))
+    pinned = json.loads((Path(__file__).resolve().parents[1] / "data" / "mlx_lm_reference.json").read_text())
+    reference = [answer["greedy"] for answer in pinned["formats"]["reference"]]
+    mode = [answer["greedy"] for answer in pinned["formats"]["affine4_g64"]]
+    departures = [
+        next((i for i, (a, b) in enumerate(zip(r, m, strict=True)) if a != b), None)
+        for r, m in zip(reference, mode, strict=True)
+    ]
+    assert [run.first_divergence for run in defs["checks"][0].prompts] == departures
+    # what mlx-lm stores, read off its arrays: 4 bits and a float32 scale and bias per 64 weights
+    assert "MLX affine 4-bit g64 5 5 268.0 M 100.3 M 167.8 M" in page
+    assert page.count("0 of 4130") == 2  # check 4: no unwritten row in either product
+    assert "Unquantized, the lab's answers are mlx-lm's, token for token, and so are llama.cpp's." in page
+    # the builder's starting rows: read, planned and counted before any weight is touched
+    assert "7.6357 bits per weight" in page and "def class_predicate ( path , module ):" in page
