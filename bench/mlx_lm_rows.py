@@ -5,14 +5,17 @@ own numpy forward pass, and the guide's four checks for one mode, cold.
 
 Tokens a second are measured in one run, the lab's numpy generation (lab.study.chat) as the peer of
 mlx-lm's (lab.device.verify.greedy_ids), 20 greedy tokens after notebook 12's first prompt, so the
-ratio says how mlx-lm's CPU decode compares with the lab's. The checks' row holds them to the issue's
-budget: every check for one mode, its model built cold, in at most 60 s. `mlx_lm_rows()` is for
+ratio says how mlx-lm's CPU decode compares with the lab's. The checks' row holds notebook 13's
+(lab.device.guide_checks) to the issue's budget: every check for one mode, its model built cold,
+in at most 60 s. `mlx_lm_rows()` is for
 bench.run's table.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 import time
 
 from bench.run import Row, table
@@ -30,8 +33,9 @@ def _timed(function) -> tuple[float, object]:
 
 
 def mlx_lm_rows() -> tuple[list[Row], str]:
-    from lab.device import verify
+    from lab.device import guide_checks, verify
     from lab.formats import FORMATS
+    from lab.study import cache as result_cache
     from lab.study import chat, chat_study, shipped_gguf
 
     if not shipped_gguf.available():
@@ -46,16 +50,19 @@ def mlx_lm_rows() -> tuple[list[Row], str]:
     ids = model.tokenize(chat_study.PROMPTS[0])
     lab_seconds, _ = _timed(lambda: model.generate(chat_study.PROMPTS[0], TOKENS))
     mlx_seconds, _ = _timed(lambda: verify.greedy_ids(verify.REFERENCE, ids, TOKENS))
-    mode = FORMATS[MODE].mlx
-
-    def every_check():
-        verify.greedy_ids(MODE, ids, TOKENS)
-        verify.logit_check(MODE, ids)
-        verify.prefill_check(MODE, ids, 2)
-        for operation in ("quantized_matmul", "gather_qmm"):
-            verify.sentinel_check(operation, mode, verify.CPU_SHAPE)
-
-    checks_seconds, _ = _timed(every_check)
+    # notebook 13's checks for one mode as its page runs them (three prompts, twenty tokens), in a
+    # result cache of their own so nothing is read back: the unquantized answers first, then the
+    # mode's model quantized and checked
+    with tempfile.TemporaryDirectory(prefix="four-bit-lab-bench-cache-") as folder:
+        os.environ[result_cache.CACHE_ENV], before = folder, os.environ.get(result_cache.CACHE_ENV)
+        try:
+            reference_seconds, _ = _timed(guide_checks.reference_run)
+            checks_seconds, checked = _timed(lambda: guide_checks.mode_checks(MODE))
+        finally:
+            if before is None:
+                del os.environ[result_cache.CACHE_ENV]
+            else:
+                os.environ[result_cache.CACHE_ENV] = before
     rows = [
         Row("mlx-lm: the bridge's load (GGUF -> gemma3_text, float32)", load_seconds, "-", None, None),
         Row(
@@ -65,13 +72,15 @@ def mlx_lm_rows() -> tuple[list[Row], str]:
             lab_seconds,
             None,
         ),
+        Row("mlx-lm: notebook 13's unquantized answers, cold", reference_seconds, "-", None, None),
         Row(
-            f"mlx-lm: the four checks for {MODE}, cold",
+            f"mlx-lm: notebook 13's four checks for {FORMATS[MODE].title}, cold",
             checks_seconds,
             f"budget {CHECKS_BUDGET_S:g} s",
             CHECKS_BUDGET_S,
             1.0,
-            note="check 4 at the CPU's shape (lab.device.verify.CPU_SHAPE)",
+            note=f"its model quantized as mlx-lm does, three prompts of {TOKENS} tokens; check 4 at "
+            f"lab.device.verify.CPU_SHAPE; {checked.seconds:.1f} s by its own clock",
         ),
     ]
     return rows, "mlx-lm: lab.device.verify on the shipped Gemma 3 270M, MLX's CPU"

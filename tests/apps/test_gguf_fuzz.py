@@ -28,7 +28,7 @@ from lab.interop.gguf import DECODABLE_TYPES, FLOAT_TYPES, WRITABLE_TYPES, q4_k_
 from lab.teach import gguf_browser
 
 SEED = 35
-BUDGET_S = 55
+BUDGET_S = 40
 FILE_S = 2.0
 GROWTH_MB = 256
 #: what one decode may produce: a tiny file must not talk the reader into a large allocation
