@@ -35,6 +35,8 @@ SLOW = {
     "apps/test_device_chat.py",
     # mlx-lm on the chat model: four formats built, and a model folder written and loaded in a fresh process
     "oracles/test_mlx_lm_oracle.py",
+    # mlx-lm's quantized KV cache beside the lab's numpy one: both models built, a few tokens each
+    "oracles/test_kv_cache.py",
     "apps/test_mlx_folder.py",
     # the GGUF mutation fuzzer runs for its time budget, about a minute
     "apps/test_gguf_fuzz.py",

@@ -22,14 +22,17 @@ own prompt cache, `tokens` steps, with no stop at an end-of-turn token (ids are 
 Nothing from a model folder runs: the weights come from a GGUF file the lab reads itself, and mlx-lm
 is never asked to trust remote code.
 
-May import: lab.formats, lab.study.chat and lab's root modules; mlx and mlx_lm inside functions only, so
-that the lab imports where they are not installed.
+The guide's §11, a quantized KV cache, runs on plain caches standing in for Gemma's rotating ones
+(kv_quantized_greedy_ids, kv_decode), and kv_study gives lab.study.kv_study's table from mlx-lm.
+
+May import: lab.formats, lab.study.chat, lab.study.kv_study and lab's root modules; mlx and mlx_lm
+inside functions only, so that the lab imports where they are not installed.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -37,8 +40,10 @@ from pathlib import Path
 import numpy as np
 
 from lab.errors import InputError, LabError
+from lab.formats import affine
 from lab.formats.registry import FORMATS, MLXMode
 from lab.study import chat, shipped_gguf
+from lab.study import kv_study as kv_study_module
 from lab.study.chat.gguf_model import Architecture, Weights
 
 #: the unquantized model's name in greedy_ids and mlx_lm_model
@@ -217,9 +222,14 @@ def _checked_ids(prompt_ids: Sequence[int], vocabulary: int) -> list[int]:
 def greedy_ids(fmt: str, prompt_ids: Sequence[int], tokens: int) -> list[int]:
     """The guide's check 1: `tokens` greedy token ids after `prompt_ids`, from mlx-lm's own model code
     and prompt cache, on the shipped Gemma unquantized (`"reference"`) or quantized to `fmt`."""
+    path, ids, tokens = _checked_run(fmt, prompt_ids, tokens)
+    return greedy_run(mlx_lm_model(fmt, path=path)[0], ids, tokens)
+
+
+def _checked_run(fmt: str, prompt_ids: Sequence[int], tokens) -> tuple[Path, list[int], int]:
+    """(the shipped file, the prompt's ids, the count of new tokens) of a run the model can take."""
     _format_name(fmt)
-    if isinstance(tokens, bool) or not isinstance(tokens, int | np.integer) or tokens < 0:
-        raise InputError(f"tokens must be a count of tokens to generate, got {tokens!r}")
+    tokens = _checked_tokens(tokens)
     # the guide's first line: TF32 off before the first matmul (it matters on CUDA, not on the CPU)
     os.environ.setdefault("MLX_ENABLE_TF32", "0")
     path = shipped_gguf.model_file()
@@ -230,7 +240,7 @@ def greedy_ids(fmt: str, prompt_ids: Sequence[int], tokens: int) -> list[int]:
             f"{len(ids)} prompt ids and {tokens} new tokens pass the model's context of "
             f"{config['max_position_embeddings']} positions"
         )
-    return greedy_run(mlx_lm_model(fmt, path=path)[0], ids, int(tokens))
+    return path, ids, tokens
 
 
 def greedy_run(model, ids: list[int], tokens: int) -> list[int]:
@@ -245,36 +255,161 @@ def greedy_run(model, ids: list[int], tokens: int) -> list[int]:
     return [int(token) for token, _logprobs in steps]
 
 
-def kv_quantized_greedy_ids(fmt: str, prompt_ids: Sequence[int], tokens: int, kv_bits: int, kv_group_size: int = 64):
-    """The guide's §11: greedy ids with mlx-lm's quantized KV cache (generate_step's kv_bits, from the
-    first position). On Gemma 3 mlx-lm 0.32.2 cannot: five of every six layers keep a sliding window
-    in a RotatingKVCache, whose to_quantized raises NotImplementedError ("RotatingKVCache Quantization
-    NYI"), and that is said here in the lab's words rather than as mlx-lm's traceback."""
+def _checked_tokens(tokens) -> int:
+    if isinstance(tokens, bool) or not isinstance(tokens, int | np.integer) or tokens < 0:
+        raise InputError(f"tokens must be a count of tokens to generate, got {tokens!r}")
+    return int(tokens)
+
+
+def _check_window(positions: int, window: int) -> None:
+    if positions > window:
+        raise VerifyError(
+            f"{positions} positions (the prompt's and the new tokens') pass the model's sliding window of "
+            f"{window}: the quantized KV cache runs on plain caches standing in for mlx-lm's rotating ones, "
+            "which hold the same keys only while every position fits the window"
+        )
+
+
+def plain_prompt_cache(model, positions: int) -> list:
+    """One plain `mlx_lm.models.cache.KVCache` per layer, standing in for mlx-lm's own prompt cache
+    (make_prompt_cache: a RotatingKVCache of `sliding_window` keys in each sliding-window layer) for
+    a run of `positions` positions, the prompt's and every generated token's.
+
+    While every position fits the window the two hold the same keys and values: a RotatingKVCache
+    drops nothing before it is full. The window itself is the masks' work, and mlx-lm asks the plain
+    cache for the same sliding-window mask (KVCache.make_mask passes the window to create_causal_mask).
+    Past the window the rotating cache drops its oldest keys and the plain one keeps them, leaving the
+    window to the mask alone: a different computation, not proven equal here, so it is refused.
+    """
+    from mlx_lm.models.cache import KVCache
+
+    _check_window(positions, model.args.sliding_window)
+    return [KVCache() for _ in model.layers]
+
+
+def decode_steps(
+    model,
+    ids: list[int],
+    tokens: int,
+    *,
+    prompt_cache: list | None = None,
+    kv_bits: int | None = None,
+    kv_group_size: int = 64,
+    forced: Sequence[int] | None = None,
+) -> tuple[list[int], np.ndarray]:
+    """(ids, float32 log-probabilities [tokens, vocab]): `tokens` steps of mlx-lm's own generate_step on
+    any mlx-lm model, no stop at an end-of-turn token, and the distribution each step sampled from.
+
+    Each step takes its argmax, or with `forced` the forced token: the sampler hands generate_step the
+    given id, so the log-probabilities are this model's along another run's path (teacher forcing, one
+    token a step exactly as greedy decoding feeds them). `prompt_cache` is mlx-lm's own when None.
+    With `kv_bits`, generate_step quantizes the cache itself (quantized_kv_start=0, its
+    maybe_quantize_kv_cache and KVCache.to_quantized) after its first model call, which reads the
+    prompt but its last token in float (a one-id prompt: the whole prompt); every later key and value
+    is quantized as QuantizedKVCache stores it, before attention reads it. Gemma 3's own prompt cache cannot be quantized: pass plain_prompt_cache's.
+    """
     import mlx.core as mx
     from mlx_lm.generate import generate_step
 
-    if kv_bits not in (2, 3, 4, 5, 6, 8):
-        raise InputError(f"kv_bits must be one of MLX affine's widths 2, 3, 4, 5, 6 or 8, got {kv_bits!r}")
-    config = _float_model(shipped_gguf.model_file().resolve())[0]
-    ids = _checked_ids(prompt_ids, config["vocab_size"])
-    model = mlx_lm_model(fmt)[0]
+    if tokens == 0:
+        return [], np.empty((0, model.args.vocab_size), np.float32)
+    chosen = iter(() if forced is None else forced)
+
+    def sampler(logprobs):
+        token = next(chosen, None)
+        # generate_step samples one step past the last it yields; that step takes the argmax
+        return mx.argmax(logprobs, axis=-1) if token is None else mx.array([int(token)])
+
     steps = generate_step(
         mx.array(ids),
         model,
-        max_tokens=int(tokens),
-        sampler=lambda logits: mx.argmax(logits, axis=-1),
+        max_tokens=tokens,
+        sampler=sampler,
+        prompt_cache=prompt_cache,
         kv_bits=kv_bits,
         kv_group_size=kv_group_size,
         quantized_kv_start=0,
     )
-    try:
-        return [int(token) for token, _logprobs in steps]
-    except NotImplementedError as error:
-        raise VerifyError(
-            f"mlx-lm cannot quantize this model's KV cache to {kv_bits} bits: its sliding-window layers "
-            f"(every one but each {config['sliding_window_pattern']}th) keep a RotatingKVCache, which mlx-lm "
-            f"does not quantize ({error})"
-        ) from None
+    ids_out, rows = [], []
+    for token, logprobs in steps:
+        ids_out.append(int(token))
+        rows.append(np.array(logprobs.astype(mx.float32)))
+    return ids_out, np.stack(rows)
+
+
+def kv_decode(
+    fmt: str,
+    prompt_ids: Sequence[int],
+    tokens: int,
+    kv_bits: int | None,
+    *,
+    forced: Sequence[int] | None = None,
+    kv_group_size: int = 64,
+) -> tuple[list[int], np.ndarray]:
+    """decode_steps on the shipped Gemma in `fmt` (see mlx_lm_model): with `kv_bits`, mlx-lm's
+    quantized KV cache on plain_prompt_cache's stand-ins, else mlx-lm's own prompt cache."""
+    path, ids, tokens = _checked_run(fmt, prompt_ids, tokens)
+    if kv_bits is not None:
+        affine.check_bits_and_group(kv_bits, kv_group_size)
+        _check_window(len(ids) + tokens, _float_model(path.resolve())[0]["sliding_window"])
+    if forced is not None:
+        if len(forced) != tokens:
+            raise InputError(f"forced holds {len(forced)} token ids for {tokens} steps")
+        _checked_ids(forced, _float_model(path.resolve())[0]["vocab_size"])
+    model = mlx_lm_model(fmt, path=path)[0]
+    cache = None if kv_bits is None else plain_prompt_cache(model, len(ids) + tokens)
+    return decode_steps(
+        model, ids, tokens, prompt_cache=cache, kv_bits=kv_bits, kv_group_size=kv_group_size, forced=forced
+    )
+
+
+def kv_quantized_greedy_ids(fmt: str, prompt_ids: Sequence[int], tokens: int, kv_bits: int, kv_group_size: int = 64):
+    """The guide's §11: greedy ids with mlx-lm's quantized KV cache (generate_step's kv_bits, from the
+    first position: quantized_kv_start=0), on the shipped Gemma in `fmt`.
+
+    mlx-lm 0.32.2 cannot quantize Gemma 3's own prompt cache: five of every six layers keep their
+    sliding window in a RotatingKVCache, whose to_quantized raises NotImplementedError ("RotatingKVCache
+    Quantization NYI"). So the run is given a plain KVCache per layer instead (plain_prompt_cache), and
+    mlx-lm's own generate_step converts each into its QuantizedKVCache (KVCache.to_quantized: mx.quantize,
+    affine, `kv_bits` bits in groups of `kv_group_size` along head_dim, keys after rope). The stand-in
+    holds what the rotating cache holds only while the prompt and the new tokens fit the sliding window
+    (512 positions for this model); a longer run is refused with VerifyError. With kv_bits=None the
+    same stand-ins give mlx-lm's own run exactly: the same ids and the same log-probabilities, bit for bit
+    (tests/oracles/test_kv_cache.py).
+    """
+    if kv_bits is None:
+        raise InputError("kv_bits must be a width of MLX affine's; greedy_ids runs the float cache")
+    return kv_decode(fmt, prompt_ids, tokens, kv_bits, kv_group_size=kv_group_size)[0]
+
+
+def kv_study(
+    *,
+    weights: Iterable[str] = kv_study_module.WEIGHTS,
+    kv_bits: Iterable[int | None] = kv_study_module.KV_BITS,
+    prompts: Sequence[str] = kv_study_module.PROMPTS,
+    tokens: int = kv_study_module.TOKENS,
+    cache: bool = False,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> kv_study_module.KVStudy:
+    """lab.study.kv_study's table from mlx-lm: each pair through kv_decode (mlx-lm's models, its
+    QuantizedKVCache and generate_step), beside the lab's numpy table (kv_study.side_by_side)."""
+    import mlx.core as mx
+    import mlx_lm
+
+    def decode(fmt: str, ids: list[int], steps: int, bits: int | None, forced):
+        return kv_decode(fmt, ids, steps, bits, forced=forced, kv_group_size=kv_study_module.KV_GROUP_SIZE)
+
+    return kv_study_module.measure(
+        decode,
+        kv_study_module.MLX_LM,
+        weights=weights,
+        kv_bits=kv_bits,
+        prompts=prompts,
+        tokens=tokens,
+        versions=(mx.__version__, mlx_lm.__version__),
+        cache=cache,
+        progress=progress,
+    )
 
 
 # --- the guide's checks 1 to 4 (§10), each on the bridge's models -----------------------------------

@@ -79,12 +79,22 @@ def test_check_3_one_shot_and_chunked_prefill_agree_on_a_correct_kernel(shipped)
     assert check.max_difference < 0.05
 
 
-@pytest.mark.parametrize("kv_bits", [8, 4])
-def test_mlx_lms_quantized_kv_cache_is_refused_on_gemma_3_in_the_labs_words(shipped, kv_bits):
-    """mlx-lm 0.32.2's kv_bits on Gemma 3: its RotatingKVCache (the sliding-window layers) has no
-    quantized form, so generate_step raises NotImplementedError; the lab says why."""
-    with pytest.raises(verify.VerifyError, match=f"cannot quantize this model's KV cache to {kv_bits} bits"):
-        verify.kv_quantized_greedy_ids("reference", DATA["prompts"][0]["ids"], 2, kv_bits)
+@pytest.mark.parametrize(
+    ("prompt_ids", "tokens", "kv_bits", "kv_group_size", "words"),
+    [
+        ([2] * 500, 13, 8, 64, "pass the model's sliding window of 512"),
+        ([2, 818], 2, 7, 64, "number of bits 7 is not supported"),
+        ([2, 818], 2, 4, 48, "group size 48 is not supported"),
+        ([2, 818], 2, None, 64, "kv_bits must be a width"),
+    ],
+)
+def test_a_quantized_kv_cache_the_stand_ins_cannot_run_is_refused_in_the_labs_words(
+    shipped, prompt_ids, tokens, kv_bits, kv_group_size, words
+):
+    """mlx-lm's quantized KV cache runs on Gemma 3 through plain caches standing in for its rotating
+    ones (tests/oracles/test_kv_cache.py), which hold the same keys only inside the sliding window."""
+    with pytest.raises(LabError, match=words):
+        verify.kv_quantized_greedy_ids("reference", prompt_ids, tokens, kv_bits, kv_group_size)
 
 
 @pytest.mark.parametrize("fmt", CHECKED)

@@ -16,6 +16,11 @@ behind the query (llama-hparams.h, is_masked_swa), and rotates with its own rope
 processed in chunks of CHUNK at once, every matmul over a whole chunk; one generated token is a chunk of
 one, reading the keys and values the cache kept.
 
+The cache can hold its keys and values as mlx-lm's QuantizedKVCache does (KVCache.quantize): MLX
+affine codes, a scale and a bias per `group_size` lanes of head_dim (lab.formats.affine, mx.quantize's
+rule bit for bit), read back as float32. Keys are stored after their norm and rope, as mlx-lm's
+gemma3_text stores them, so the rotated key is what is quantized.
+
 Where llama.cpp's CPU kernels round, this module does not: ggml looks GELU up in a float16 table and
 computes rope angles by repeated float32 multiplication; here both are the formulas themselves.
 """
@@ -26,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from lab.formats import affine
 from lab.study.chat.gguf_model import Architecture
 
 #: positions a prompt is processed in at once (llama.cpp's default micro-batch is 512 too); it bounds
@@ -66,8 +72,15 @@ def rope_neox(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     return np.concatenate([first * cos - second * sin, first * sin + second * cos], axis=-1)
 
 
+def kv_round_trip(x: np.ndarray, bits: int, group_size: int) -> np.ndarray:
+    """Keys or values [..., head_dim] as a quantized KV cache gives them back: MLX affine codes, scales
+    and biases along head_dim (mx.quantize's, bit for bit), dequantized to float32 (lab.formats.affine)."""
+    return affine.quantize(x, bits, group_size).dequantize()
+
+
 class KVCache:
-    """Every layer's keys [kv heads, positions, head_dim] and values, for the positions run so far."""
+    """Every layer's keys [kv heads, positions, head_dim] and values, for the positions run so far;
+    after quantize(), as an MLX affine cache holds them."""
 
     def __init__(self, arch: Architecture):
         self.arch = arch
@@ -75,6 +88,8 @@ class KVCache:
         self._capacity = 0
         self._keys: list[np.ndarray] = []
         self._values: list[np.ndarray] = []
+        #: (bits, group size) once quantize() was called, else None
+        self.kv_affine: tuple[int, int] | None = None
 
     def reserve(self, length: int) -> None:
         """Room for `length` positions; the arrays grow by doubling, so appending a token is amortised O(1)."""
@@ -94,8 +109,19 @@ class KVCache:
                 self._values.append(values)
         self._capacity = capacity
 
+    def quantize(self, bits: int, group_size: int = 64) -> None:
+        """mlx-lm's KVCache.to_quantized: the keys and values stored so far are replaced by their MLX
+        affine round trip (kv_round_trip), and every chunk stored later is, before attention reads it."""
+        affine.check_bits_and_group(bits, group_size)
+        self.kv_affine = (bits, group_size)
+        for stored in (*self._keys, *self._values):
+            stored[:, : self.length] = kv_round_trip(stored[:, : self.length], bits, group_size)
+
     def store(self, layer: int, start: int, keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Write a chunk's keys and values [kv heads, chunk, dim] at `start`; return every key and value so far."""
+        """Write a chunk's keys and values [kv heads, chunk, dim] at `start` (their round trip once
+        quantized); return every key and value so far."""
+        if self.kv_affine is not None:
+            keys, values = (kv_round_trip(part, *self.kv_affine) for part in (keys, values))
         stop = start + keys.shape[1]
         self._keys[layer][:, start:stop] = keys
         self._values[layer][:, start:stop] = values

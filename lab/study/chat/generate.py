@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from lab.errors import InputError
+from lab.formats import affine
 from lab.study.chat import forward
 from lab.study.chat.gguf_model import LINEARS, Architecture, Weights
 from lab.study.chat.tokenizer import Tokenizer
@@ -129,6 +130,49 @@ class ChatModel:
         kept = x if last is None else x[-last:]
         return forward.output_logits(kept, self.weights.token_embd, self.weights.output_norm, self.arch)
 
+    def _prompt_run(
+        self,
+        prompt_ids: np.ndarray,
+        blocks,
+        cache: forward.KVCache,
+        linear: forward.Linear,
+        kv_bits: int | None,
+        kv_group_size: int,
+    ) -> np.ndarray:
+        """The last prompt position's hidden state [1, n_embd], the prompt's keys and values left in `cache`.
+
+        Without kv_bits the prompt runs in one pass. With it, as mlx-lm's generate_step runs with
+        quantized_kv_start=0: its first call reads the prompt but its last token against float keys
+        and values, the cache is then quantized, and the last token reads the quantized cache, its
+        own key and value quantized first (a one-token prompt is that first call, read in float).
+        """
+        embedding, arch = self.weights.token_embd, self.arch
+        if kv_bits is None:
+            return forward.hidden_states(prompt_ids, embedding, blocks, arch, cache, linear)[-1:]
+        calls = [prompt_ids[:-1], prompt_ids[-1:]] if prompt_ids.size > 1 else [prompt_ids]
+        x = forward.hidden_states(calls[0], embedding, blocks, arch, cache, linear)[-1:]
+        cache.quantize(kv_bits, kv_group_size)
+        for ids in calls[1:]:
+            x = forward.hidden_states(ids, embedding, blocks, arch, cache, linear)
+        return x
+
+    def _start(self, prompt, tokens: int, quantize: Quantize, kv_bits: int | None, kv_group_size: int, name: str):
+        """(prompt ids, blocks, fallbacks, an empty cache with room) for `tokens` steps (the caller's
+        argument `name`), every input checked before a weight is re-quantized."""
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
+            raise InputError(f"{name} must be a whole number >= 1, got {tokens!r}")
+        if kv_bits is not None:
+            affine.check_bits_and_group(kv_bits, kv_group_size)
+        prompt_ids = _checked_ids(self.tokenize(prompt) if isinstance(prompt, str) else prompt, self.arch.n_vocab)
+        self._check_length(prompt_ids.size + tokens)
+        blocks, fallbacks = self.blocks(quantize)
+        cache = forward.KVCache(self.arch)
+        cache.reserve(prompt_ids.size + tokens)
+        return prompt_ids, blocks, fallbacks, cache
+
+    def _next_logits(self, x: np.ndarray) -> np.ndarray:
+        return forward.output_logits(x, self.weights.token_embd, self.weights.output_norm, self.arch)[0]
+
     def generate(
         self,
         prompt: str | Sequence[int],
@@ -136,28 +180,27 @@ class ChatModel:
         *,
         quantize: Quantize = None,
         linear: forward.Linear = None,
+        kv_bits: int | None = None,
+        kv_group_size: int = 64,
     ) -> Generation:
         """Greedy continuation of `prompt` (text, tokenized with <bos> and special tokens, or ids): up to
         `max_tokens` tokens, stopping after an end-of-generation token. The prompt runs in one pass; each
         new token then runs alone against the KV cache. `linear` computes each block Linear's product
-        in place of numpy (forward.Linear)."""
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise InputError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
-        prompt_ids = _checked_ids(self.tokenize(prompt) if isinstance(prompt, str) else prompt, self.arch.n_vocab)
-        self._check_length(prompt_ids.size + max_tokens)
-        blocks, fallbacks = self.blocks(quantize)
-        embedding, norm, arch = self.weights.token_embd, self.weights.output_norm, self.arch
-        cache = forward.KVCache(arch)
-        cache.reserve(prompt_ids.size + max_tokens)
+        in place of numpy (forward.Linear). `kv_bits` keeps the cache as mlx-lm's quantized KV cache
+        does, MLX affine in groups of `kv_group_size` (see _prompt_run for when it is quantized)."""
+        prompt_ids, blocks, fallbacks, cache = self._start(
+            prompt, max_tokens, quantize, kv_bits, kv_group_size, "max_tokens"
+        )
+        embedding, arch = self.weights.token_embd, self.arch
         eog = self.tokenizer.eog_ids
         started = time.perf_counter()
-        x = forward.hidden_states(prompt_ids, embedding, blocks, arch, cache, linear)[-1:]
-        ids = [int(np.argmax(forward.output_logits(x, embedding, norm, arch)[0]))]
+        x = self._prompt_run(prompt_ids, blocks, cache, linear, kv_bits, kv_group_size)
+        ids = [int(np.argmax(self._next_logits(x)))]
         prompt_seconds = time.perf_counter() - started
         started = time.perf_counter()
         while ids[-1] not in eog and len(ids) < max_tokens:
             x = forward.hidden_states(ids[-1:], embedding, blocks, arch, cache, linear)
-            ids.append(int(np.argmax(forward.output_logits(x, embedding, norm, arch)[0])))
+            ids.append(int(np.argmax(self._next_logits(x))))
         elapsed = time.perf_counter() - started
         later = len(ids) - 1
         return Generation(
@@ -170,3 +213,32 @@ class ChatModel:
             prompt_seconds=prompt_seconds,
             seconds_per_token=elapsed / later if later else 0.0,
         )
+
+    def decode(
+        self,
+        prompt: str | Sequence[int],
+        tokens: int,
+        *,
+        forced: Sequence[int] | None = None,
+        quantize: Quantize = None,
+        kv_bits: int | None = None,
+        kv_group_size: int = 64,
+    ) -> tuple[list[int], np.ndarray]:
+        """(ids, logits float32 [tokens, vocab]): `tokens` decoding steps as generate() takes them, no
+        stop at an end-of-generation token, and the logits each step saw. Each step appends its
+        argmax, or with `forced` the forced token (teacher forcing: the logits are then this model's
+        next-token distributions along another model's path)."""
+        if forced is not None and len(forced) != tokens:
+            raise InputError(f"forced holds {len(forced)} token ids for {tokens} steps")
+        forced_ids = None if forced is None else _checked_ids(forced, self.arch.n_vocab)
+        prompt_ids, blocks, _, cache = self._start(prompt, tokens, quantize, kv_bits, kv_group_size, "tokens")
+        x = self._prompt_run(prompt_ids, blocks, cache, None, kv_bits, kv_group_size)
+        embedding, arch = self.weights.token_embd, self.arch
+        rows = np.empty((tokens, arch.n_vocab), np.float32)
+        ids: list[int] = []
+        for step in range(tokens):
+            if step:
+                x = forward.hidden_states(ids[-1:], embedding, blocks, arch, cache, None)
+            rows[step] = self._next_logits(x)
+            ids.append(int(np.argmax(rows[step]) if forced_ids is None else forced_ids[step]))
+        return ids, rows
