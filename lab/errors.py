@@ -60,3 +60,7 @@ class InputError(LabError):
 
 class FileReadError(LabError):
     """A file the operating system would not open or read; the message names the path and the reason."""
+
+
+class ImportanceError(LabError):
+    """An importance vector (an imatrix's mean of x² per column) a quantizer cannot use: a negative value."""

@@ -21,7 +21,10 @@ The lab's three callers:
     Q5_K   make_qkx2_quants(32, 31, x, av + |x|, L, &min, Laux, -0.5, 0.1, 15, false)
     Q2_K   make_qkx2_quants(16,  3, x, |x|,      L, &min, Laux, -0.5, 0.1, 15, true)
 
-where av is the subblock's root mean square. All arithmetic is float32 in C's order, so the
+where av is the subblock's root mean square. With an importance matrix, Q4_K and Q5_K call
+make_qkx3_quants(32, nmax, x, weights, L, &min, Laux, -0.9, 0.05, 36, false) instead: the same search
+given its weights by the caller (lab.formats._imatrix), so Qkx2Call.importance is None there and
+the weights come with the rows. All arithmetic is float32 in C's order, so the
 results are byte-identical to ggml's C reference built without fused multiply-add.
 """
 
@@ -87,8 +90,9 @@ class Qkx2Call:
     #: nmax, the largest code
     code_max: int
     #: fills out [n, m] with the importance of the weights x [n, m] (position-major, so that its
-    #: reductions over axis 0 add in C's order); scratch [n, m] is free to overwrite
-    importance: Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+    #: reductions over axis 0 add in C's order); scratch [n, m] is free to overwrite. None for a
+    #: call whose caller passes the importance with the rows (make_qkx3_quants with an imatrix)
+    importance: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None
     rmin: float
     rdelta: float
     nstep: int
@@ -113,8 +117,12 @@ class Qkx2Call:
         return tuple((numerator, float(numerator) * bound < self.code_max + 0.5) for numerator in numerators)
 
 
-def search_subblocks(call: Qkx2Call, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def search_subblocks(
+    call: Qkx2Call, rows: np.ndarray, importance: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """make_qkx2_quants for every subblock of rows float32 [m, n]: (step [m], floor [m], codes uint8 [m, n]).
+
+    importance: float32 [m, n], each weight's importance, for a call without a rule of its own.
 
     Every subblock is searched on its own, so searching a chunk at a time gives the same result.
     """
@@ -128,7 +136,8 @@ def search_subblocks(call: Qkx2Call, rows: np.ndarray) -> tuple[np.ndarray, np.n
         chunk_rows = rows[chunk]
         if search is None or search.columns != chunk_rows.shape[0]:
             search = Qkx2Search(call, chunk_rows.shape[0])
-        step[chunk], floor[chunk], chunk_codes = search.fit(chunk_rows, keep_codes=True)
+        chunk_importance = None if importance is None else importance[chunk]
+        step[chunk], floor[chunk], chunk_codes = search.fit(chunk_rows, keep_codes=True, importance=chunk_importance)
         np.copyto(codes[chunk], chunk_codes.T, casting="unsafe")
     return step, floor, codes
 
@@ -190,9 +199,10 @@ class Qkx2Search:
         # on two full arrays; a buffer no longer than a row leaves the rows unbuffered.
         self.buffer_size = max(16, columns // 16 * 16)
 
-    def fit(self, rows: np.ndarray, keep_codes: bool = False):
+    def fit(self, rows: np.ndarray, keep_codes: bool = False, importance: np.ndarray | None = None):
         """Best (step, floor) per n-weight row of rows [m, n], x ~ step * q + floor, q in 0..nmax,
         floor <= 0; with keep_codes also the winning codes (n, m), float32 (in self.codes).
+        importance [m, n] is the weights' importance where the call has no rule of its own.
 
         The winner's codes are not kept unless asked for, since a caller that works its codes
         out again against stored scales may need only a few subblocks' search codes. Keeping them
@@ -201,9 +211,9 @@ class Qkx2Search:
         """
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             np.setbufsize(self.buffer_size)  # for this errstate block only
-            return self._fit(rows, keep_codes)
+            return self._fit(rows, keep_codes, importance)
 
-    def _fit(self, rows, keep_codes):
+    def _fit(self, rows, keep_codes, given_importance):
         x, importance, codes, scratch = self.x, self.importance, self.codes, self.scratch
         products, sums, left, right = self._products, self._sums, self._left, self._right
         candidate, best, span, inverse_step = self._candidate, self._best, self._span, self._inverse_step
@@ -223,7 +233,10 @@ class Qkx2Search:
         # subblock's plain grid step (top - floor) / nmax is then far beyond what a float16 scale
         # holds, and no candidate with an overflowed error beats it, so the callers refuse the
         # block; the infinities here never reach a stored byte.
-        self.call.importance(x, importance, scratch)
+        if given_importance is None:
+            self.call.importance(x, importance, scratch)
+        else:
+            np.copyto(importance, given_importance.T)
         sum_w = np.add.reduce(importance, axis=0)
         sum_x = np.add.reduce(np.multiply(importance, x, out=scratch), axis=0)
 

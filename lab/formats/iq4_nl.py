@@ -13,7 +13,8 @@ weight lands on. One block is 18 bytes, laid out as Q4_0's:
                            hi  lo
     byte 2 + j: low nibble = index of weight j, high nibble = index of weight j + 16
 
-The quantizer follows llama.cpp's `quantize_iq4_nl` with no importance matrix, what
+The quantizer follows llama.cpp's `quantize_iq4_nl` (with no importance matrix, below; with one,
+see quantize), what
 `ggml_quantize_chunk` writes into GGUF files (since ggml f5fc72a1, March 2024,
 `quantize_row_iq4_nl_ref` is a different, single-grid search, ntry = -1), byte for byte: per
 block, importance x^2 per weight; a first scale d = max/127 with codes by nearest entry (a tie
@@ -40,6 +41,7 @@ from lab.formats._ggml import (
     reciprocal_or_zero,
     refuse_beyond_reach,
 )
+from lab.formats._imatrix import importance_vector, per_weight, sigma_weights
 from lab.formats._tensor import block_field, block_format, gguf_block
 from lab.formats.registry import register
 
@@ -81,32 +83,36 @@ def nearest_codes(scaled: np.ndarray) -> np.ndarray:
     return nearest_index(scaled, KVALUES_F32)
 
 
-def fit_scales(blocks: np.ndarray) -> np.ndarray:
+def fit_scales(blocks: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     """The reference's float32 scale d for every 32-weight block [..., 32] -> [...]; 0 for a zero block.
 
+    Each weight's error is weighed by x^2, or by `weights` (blocks' shape) where given: with an
+    imatrix, quantize_row_iq4_nl_impl weighs it by importance * sqrt(sigma2 + x^2) (lab.formats._imatrix).
     Each candidate grid sets codes by nearest entry; for fixed codes q the weighted least-squares
     scale is sum(w q x) / sum(w q^2), and its fit explains sum(w q x)^2 / sum(w q^2) of the block.
     The products and sums run in float32 in the reference's order, left to right over the block.
     Every block is fitted on its own, so fitting a chunk of blocks at a time gives the same scales.
     """
     flat = blocks.reshape(-1, BLOCK_WEIGHTS)
+    flat_weights = None if weights is None else weights.reshape(flat.shape)
     d = np.empty(flat.shape[0], np.float32)
     for start in range(0, flat.shape[0], _CHUNK_BLOCKS):
         chunk = slice(start, start + _CHUNK_BLOCKS)
         # position-major (32, n): reducing over axis 0 adds one position after another, as C does
-        d[chunk] = _fit_position_major(np.ascontiguousarray(flat[chunk].T))
+        chunk_x = np.ascontiguousarray(flat[chunk].T)
+        chunk_weights = chunk_x * chunk_x if flat_weights is None else flat_weights[chunk].T
+        d[chunk] = _fit_position_major(chunk_x, chunk_weights)
     return d.reshape(blocks.shape[:-1])
 
 
-def _fit_position_major(x: np.ndarray) -> np.ndarray:
-    """fit_scales for blocks laid out position-major, x float32 [32, n] -> d [n].
+def _fit_position_major(x: np.ndarray, importance: np.ndarray) -> np.ndarray:
+    """fit_scales for blocks laid out position-major, x and the weights' importance float32 [32, n] -> d [n].
 
     The candidates' products go into buffers of x's size, reused; the codes themselves are
     never formed: floor(2 x / d) indexes the nearest codebook value directly (see
     _ggml.nearest_index), with 2/d worked out per block. Doubling is exact, except where x / d
     underflows, and then floor(2 x / d) is -1 or 0, cells that both hold the value nearest 0.
     """
-    importance = x * x
     columns = np.arange(x.shape[1])
     signed_max = x[np.abs(x).argmax(axis=0), columns]  # the first largest, as C's `>` scan keeps
     zero = np.abs(signed_max) < GROUP_MAX_EPS
@@ -128,7 +134,8 @@ def _fit_position_major(x: np.ndarray) -> np.ndarray:
 
     start = -signed_max / KVALUES_F32[0]  # the largest weight at +127, just past the +113 end
     sum_qx, sum_q2 = fit(np.float32(1) / start)
-    d = sum_qx / sum_q2
+    # C's sumq2 > 0 ? sumqx/sumq2 : 0: a block whose importance is all zero has no fit
+    d = np.where(sum_q2 > 0, sum_qx / sum_q2, np.float32(0))
     best = d * sum_qx
     for t in range(-SEARCH_TRIES, SEARCH_TRIES + 1):
         # C adds in int: t + KVALUES[0] with numpy's int8 would wrap below -128 (t < -1) to a
@@ -155,16 +162,25 @@ def codes_for(blocks: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return codes.reshape(blocks.shape)
 
 
-def quantize(w: ArrayLike) -> IQ4NLTensor:
-    """Quantize float weights [..., 32k] with the search of llama.cpp's reference IQ4_NL quantizer."""
+def quantize(w: ArrayLike, importance: ArrayLike | None = None) -> IQ4NLTensor:
+    """Quantize float weights [..., 32k] as ggml's quantize_iq4_nl does, byte for byte.
+
+    `importance` (float32 [32k], one value per column, an imatrix's mean of x^2, as llama-quantize
+    --imatrix passes it) weighs each weight's error by importance * sqrt(sigma2 + x^2), sigma2
+    twice the block's mean square, instead of by x^2; the search is the same.
+    """
     weights, _ = float_input(w, BLOCK_WEIGHTS)
     # a weight is d * level: float16 d, levels down to -127
     refuse_beyond_reach(weights, F16_MAX * 127, "IQ4_NL")
     blocks = grouped(weights, BLOCK_WEIGHTS)
+    column_importance = None if importance is None else importance_vector(importance, weights.shape[-1], "IQ4_NL")
     # the fit's float32 sums of w² q x overflow for blocks far from unit scale, as the reference's
     # do, and a block of subnormals divides 0 by 0; the candidates those spoil are never chosen
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        d = fit_scales(blocks)
+        fit_weights = None
+        if column_importance is not None:
+            fit_weights = sigma_weights(blocks, grouped(per_weight(column_importance, weights.shape), BLOCK_WEIGHTS))
+        d = fit_scales(blocks, fit_weights)
     codes = codes_for(blocks, d)
     d16 = d.astype(np.float16)
     return IQ4NLTensor(codes=codes.reshape(weights.shape), d=d16)

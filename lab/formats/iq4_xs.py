@@ -18,7 +18,8 @@ description: every 32-weight subblock gets IQ4_NL's fitted float32 scale; the on
 magnitude sets d = -scale/32, so it is stored as s = 0 (-32, the end with the extra step); each
 subblock's scale becomes nearest(scale / d) clamped to -32..31, and its codes the nearest entries
 to x / (d * l) with the float32 d, which is then stored as float16. gguf-py has no IQ4_XS
-quantizer; its `quants.dequantize` is the decoder's oracle.
+quantizer; its `quants.dequantize` is the decoder's oracle. With an importance vector,
+quantize(w, importance=...) weighs the fit as quantize_iq4_xs(..., quant_weights) does.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lab.formats._blocks import float_input
+from lab.formats._blocks import float_input, grouped
 from lab.formats._ggml import (
     F16_MAX,
     first_absmax,
@@ -35,6 +36,7 @@ from lab.formats._ggml import (
     refuse_beyond_reach,
     unpack_halves,
 )
+from lab.formats._imatrix import importance_vector, per_weight, sigma_weights
 from lab.formats._tensor import GGUFBlockTensor, Lane, Part, block_field, block_format, gguf_block, half, rows, stored
 from lab.formats.iq4_nl import KVALUES, KVALUES_F32, codes_for, fit_scales
 from lab.formats.registry import register
@@ -148,14 +150,27 @@ class IQ4XSTensor(GGUFBlockTensor, block=BLOCK):
         )
 
 
-def quantize(w: ArrayLike) -> IQ4XSTensor:
-    """Quantize float weights [..., 256k] with the search of llama.cpp's reference IQ4_XS quantizer."""
+def quantize(w: ArrayLike, importance: ArrayLike | None = None) -> IQ4XSTensor:
+    """Quantize float weights [..., 256k] as ggml's quantize_iq4_xs does, byte for byte.
+
+    `importance` (float32 [256k], one value per column, an imatrix's mean of x^2, as llama-quantize
+    --imatrix passes it) weighs each weight's error by importance * sqrt(sigma2 + x^2), sigma2
+    twice the super-block's mean square, instead of by x^2; the search is the same.
+    """
     weights, _ = float_input(w, BLOCK_WEIGHTS)
     # a weight is d * scale * level: float16 d, scales down to -32, levels down to -127
     refuse_beyond_reach(weights, F16_MAX * SCALE_OFFSET * 127, "IQ4_XS")
+    column_importance = None if importance is None else importance_vector(importance, weights.shape[-1], "IQ4_XS")
     subblocks = weights.reshape(*weights.shape[:-1], -1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
     with np.errstate(over="ignore", invalid="ignore"):  # weights near float32's limit overflow the squares
-        fitted = fit_scales(subblocks)
+        fit_weights = None
+        if column_importance is not None:
+            # sigma2 is the super-block's, all 256 weights
+            super_blocks = grouped(weights, BLOCK_WEIGHTS)
+            fit_weights = sigma_weights(
+                super_blocks, grouped(per_weight(column_importance, weights.shape), BLOCK_WEIGHTS)
+            )
+        fitted = fit_scales(subblocks, fit_weights)
     _, largest = first_absmax(fitted)
     d = -largest / np.float32(SCALE_OFFSET)
     inverse = reciprocal_or_zero(d)  # an all-zero super-block has d = 0 and scale 0 throughout

@@ -35,7 +35,8 @@ max minimum / 15 (float16), s_j = nearest(15 * scale_j / max scale), m_j = neare
 max minimum), and every code nearest((x + dmin16 * m_j) / (d16 * s_j)) clamped to 0..3, against
 the stored gain and offset. Where a stored gain is 0 a subblock keeps its fitted codes. gguf-py
 has no Q2_K quantizer; its `quants.dequantize` is the decoder's oracle, and ggml's C code the
-quantizer's (tests/oracles/test_formats_q3_k_q2_k.py).
+quantizer's (tests/oracles/test_formats_q3_k_q2_k.py). With an importance vector,
+quantize(w, importance=...) follows quantize_row_q2_K_impl instead (lab.formats._imatrix).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from numpy.typing import ArrayLike
 from lab.errors import NonFiniteError
 from lab.formats._blocks import float_input
 from lab.formats._ggml import F16_MAX, refuse_beyond_reach
+from lab.formats._imatrix import Q2_K, fit_k_super_blocks, importance_vector, per_weight
 from lab.formats._kquant import QS_BYTES, crumb_place, pack_crumbs, unpack_crumbs
 from lab.formats._qkx2 import Qkx2Call, magnitude, search_subblocks
 from lab.formats._tensor import GGUFBlockTensor, Lane, Part, block_field, block_format, gguf_block, half, rows, stored
@@ -171,11 +173,23 @@ def _four_bit_fields(values: np.ndarray, largest: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(fields), 0, FIELD_MAX).astype(np.uint8)
 
 
-def quantize(w: ArrayLike) -> Q2KTensor:
-    """Quantize float weights [..., 256k] with the search of ggml's reference Q2_K quantizer."""
+def quantize(w: ArrayLike, importance: ArrayLike | None = None) -> Q2KTensor:
+    """Quantize float weights [..., 256k] as ggml's quantize_q2_K does, byte for byte.
+
+    Without `importance`, the reference quantizer (quantize_row_q2_K_ref). With it (float32
+    [256k], one value per column, an imatrix's mean of x^2, as llama-quantize --imatrix passes it),
+    quantize_row_q2_K_impl, which weighs each weight's error by it (lab.formats._imatrix).
+    """
     weights, _ = float_input(w, BLOCK_WEIGHTS)
     # a weight is at most d * 15 * 3 above zero: float16 d, 4-bit scales, 2-bit codes
     refuse_beyond_reach(weights, F16_MAX * FIELD_MAX * CODE_MAX, "Q2_K")
+    if importance is not None:
+        weighed = per_weight(importance_vector(importance, weights.shape[-1], "Q2_K"), weights.shape)
+        parts = fit_k_super_blocks(weights.reshape(-1, BLOCK_WEIGHTS), weighed.reshape(-1, BLOCK_WEIGHTS), Q2_K)
+        lead = (*weights.shape[:-1], weights.shape[-1] // BLOCK_WEIGHTS)
+        d16, dmin16 = (part.reshape(lead) for part in parts[:2])
+        scales, mins = (part.reshape(*lead, SUBBLOCKS) for part in parts[2:4])
+        return Q2KTensor(codes=parts[4].reshape(weights.shape), scales=scales, mins=mins, d=d16, dmin=dmin16)
     x = weights.reshape(*weights.shape[:-1], -1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
     step, floor, search_codes = search_subblocks(SEARCH, x.reshape(-1, SUBBLOCK_WEIGHTS))
     fitted_scale, fitted_min = step.reshape(x.shape[:-1]), -floor.reshape(x.shape[:-1])

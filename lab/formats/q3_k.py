@@ -50,7 +50,8 @@ scale of largest magnitude sets iscale = -32 / scale and d = 1 / iscale (float16
 nearest(iscale * scale_j) clamped to -32..31, and every code nearest(x / (d16 * s_j)) clamped
 to -4..3, plus 4, against the stored gain. Where a stored gain is 0 a subblock keeps its fitted levels.
 gguf-py has no Q3_K quantizer; its `quants.dequantize` is the decoder's oracle, and ggml's C
-code the quantizer's (tests/oracles/test_formats_q3_k_q2_k.py).
+code the quantizer's (tests/oracles/test_formats_q3_k_q2_k.py). With an importance vector,
+quantize(w, importance=...) follows quantize_row_q3_K_impl instead (tests/oracles/test_imatrix_quantizers.py).
 """
 
 from __future__ import annotations
@@ -61,8 +62,10 @@ from numpy.typing import ArrayLike
 from lab.errors import NonFiniteError
 from lab.formats._blocks import float_input
 from lab.formats._ggml import F16_MAX, GROUP_MAX_EPS, first_absmax, refuse_beyond_reach
+from lab.formats._imatrix import importance_vector, left_to_right_sum, per_weight, sigma_weights
 from lab.formats._kquant import QS_BYTES, crumb_place, pack_crumbs, unpack_crumbs
 from lab.formats._tensor import GGUFBlockTensor, Lane, Part, block_field, block_format, gguf_block, half, rows, stored
+from lab.formats.q6_k import fit_subblocks as fit_q6_k_subblocks
 from lab.formats.registry import register
 from lab.numbers import format_number
 
@@ -263,12 +266,20 @@ def _fit_position_major(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(zero, np.float32(0), scale).astype(np.float32), levels
 
 
-def quantize(w: ArrayLike) -> Q3KTensor:
-    """Quantize float weights [..., 256k] with the search of ggml's reference Q3_K quantizer."""
+def quantize(w: ArrayLike, importance: ArrayLike | None = None) -> Q3KTensor:
+    """Quantize float weights [..., 256k] as ggml's quantize_q3_K does, byte for byte.
+
+    Without `importance`, the reference quantizer (quantize_row_q3_K_ref). With it (float32
+    [256k], one value per column, an imatrix's mean of x^2, as llama-quantize --imatrix passes it),
+    quantize_row_q3_K_impl (see _weighted_quantize).
+    """
     weights, _ = float_input(w, BLOCK_WEIGHTS)
     # a weight is d * scale * level: float16 d, scales down to -32, levels down to -4
     refuse_beyond_reach(weights, F16_MAX * SCALE_OFFSET * CODE_OFFSET, "Q3_K")
     x = weights.reshape(*weights.shape[:-1], -1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
+    if importance is not None:
+        weighed = per_weight(importance_vector(importance, weights.shape[-1], "Q3_K"), weights.shape)
+        return _weighted_quantize(weights, weighed)
     # the refinement's S_lx^2 * S_l2 overflows (or underflows) float32 for weights far from 1,
     # as it does in C, which compares the same infinities and zeros
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
@@ -288,6 +299,38 @@ def quantize(w: ArrayLike) -> Q3KTensor:
         aimed = np.clip(np.rint(x / gain[..., None]), -CODE_OFFSET, CODE_OFFSET - 1) + CODE_OFFSET
     codes = np.where(has_gain[..., None], aimed, fitted_codes).astype(np.uint8)
     return Q3KTensor(codes=codes.reshape(weights.shape), scales=scales, d=d16)
+
+
+def _weighted_quantize(weights: np.ndarray, importance: np.ndarray) -> Q3KTensor:
+    """quantize_row_q3_K_impl for weights float32 [..., 256k] and each weight's importance (the same shape).
+
+    Not the reference's make_q3_quants: each 16-weight subblock gets make_qx_quants(16, 4, x, L,
+    1, weights), Q6_K's search with levels -4..3, weighed by importance * sqrt(sigma2 + x^2)
+    (lab.formats._imatrix); then the sixteen subblock scales get make_qx_quants(16, 32, scales,
+    Ls, 1, sw) themselves, weighed by each subblock's total weight: d and six-bit levels -32..31
+    in one fit, instead of the reference's "largest / -32". The codes are worked out again
+    against the stored gains; a subblock whose gain is 0 keeps its fit's levels.
+    """
+    super_blocks = weights.reshape(-1, BLOCK_WEIGHTS)
+    x = super_blocks.reshape(-1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        fit_weights = sigma_weights(super_blocks, importance.reshape(super_blocks.shape)).reshape(x.shape)
+        fitted, fitted_levels = fit_q6_k_subblocks(x, fit_weights, CODE_OFFSET)
+        d, scales = fit_q6_k_subblocks(fitted, left_to_right_sum(fit_weights), SCALE_OFFSET)
+    with np.errstate(over="ignore"):  # reported just below
+        d16 = d.astype(np.float16)
+    if not np.isfinite(d16).all():
+        raise NonFiniteError("w spans too wide a range: Q3_K's float16 d would overflow (max 65504)")
+    gain = d16.astype(np.float32)[..., None] * scales
+    with np.errstate(divide="ignore", invalid="ignore"):  # zero gains keep the fit's levels
+        aimed = np.clip(np.rint(x / gain[..., None]), -CODE_OFFSET, CODE_OFFSET - 1)
+    levels = np.where(gain[..., None] != 0, aimed, fitted_levels)
+    lead = (*weights.shape[:-1], weights.shape[-1] // BLOCK_WEIGHTS)
+    return Q3KTensor(
+        codes=(levels + CODE_OFFSET).astype(np.uint8).reshape(weights.shape),
+        scales=scales.astype(np.int8).reshape(*lead, SUBBLOCKS),
+        d=d16.reshape(lead),
+    )
 
 
 from_gguf = Q3KTensor.from_gguf

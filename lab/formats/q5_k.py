@@ -49,7 +49,8 @@ lower. Then the largest step and depth (-floor) of the super-block set d = step 
 dmin = depth / 63 in float16, every subblock's step and depth become six-bit fields (as Q4_K's:
 the same code, lab.formats.q4k), and the codes are worked out again against the stored gains and
 offsets; a subblock whose stored gain is 0 keeps the search's codes. gguf-py decodes Q5_K but has
-no Q5_K quantizer: its `quants.dequantize` and ggml's C are the oracles.
+no Q5_K quantizer: its `quants.dequantize` and ggml's C are the oracles. With an importance vector,
+quantize(w, importance=...) follows quantize_row_q5_K_impl instead (lab.formats._imatrix).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from numpy.typing import ArrayLike
 from lab.errors import NonFiniteError
 from lab.formats._blocks import float_input
 from lab.formats._ggml import F16_MAX, refuse_beyond_reach
+from lab.formats._imatrix import Q5_K, fit_k_super_blocks, importance_vector, per_weight
 from lab.formats._qkx2 import Qkx2Call, nearest_codes, rms_plus_magnitude, search_subblocks
 from lab.formats._tensor import GGUFBlockTensor, Lane, Part, block_field, block_format, gguf_block, half, rows, stored
 from lab.formats.q4k import FIELD_MAX, METADATA_BYTES, explain_metadata, pack_scale_min, unpack_scale_min
@@ -207,9 +209,12 @@ class Q5KTensor(GGUFBlockTensor, block=BLOCK):
         )
 
 
-def quantize(w: ArrayLike) -> Q5KTensor:
-    """Quantize float weights [..., 256k] as ggml's reference Q5_K quantizer does, byte for byte.
+def quantize(w: ArrayLike, importance: ArrayLike | None = None) -> Q5KTensor:
+    """Quantize float weights [..., 256k] as ggml's quantize_q5_K does, byte for byte.
 
+    Without `importance`, the reference quantizer (quantize_row_q5_K_ref). With it (float32
+    [256k], one value per column, an imatrix's mean of x^2, as llama-quantize --imatrix passes it),
+    quantize_row_q5_K_impl, which weighs each weight's error by it (lab.formats._imatrix).
     All arithmetic is float32 in the C reference's order, so the bytes match a build of the
     reference that does not fuse multiplies into adds (FMA contraction can move a near-tie).
     """
@@ -217,6 +222,26 @@ def quantize(w: ArrayLike) -> Q5KTensor:
     # a weight is at most d * 63 * 31 with a float16 d; checking first also keeps the search's
     # squares, which overflow float32 long before that, from ever running on such weights
     refuse_beyond_reach(weights, F16_MAX * FIELD_MAX * CODE_MAX, "Q5_K")
+    super_blocks = weights.reshape(-1, BLOCK_WEIGHTS)
+    if importance is not None:
+        column_importance = importance_vector(importance, weights.shape[-1], "Q5_K")
+        weighed = per_weight(column_importance, weights.shape).reshape(-1, BLOCK_WEIGHTS)
+        parts = fit_k_super_blocks(super_blocks, weighed, Q5_K)
+    else:
+        parts = _reference_parts(super_blocks)
+    d16, dmin16, scales, mins, codes = parts
+    lead = (*weights.shape[:-1], weights.shape[-1] // BLOCK_WEIGHTS)
+    return Q5KTensor(
+        codes=codes.reshape(weights.shape),
+        scales=scales.reshape(*lead, SUBBLOCKS),
+        mins=mins.reshape(*lead, SUBBLOCKS),
+        d=d16.reshape(lead),
+        dmin=dmin16.reshape(lead),
+    )
+
+
+def _reference_parts(weights: np.ndarray) -> tuple[np.ndarray, ...]:
+    """quantize_row_q5_K_ref for super-blocks float32 [b, 256]: (d16, dmin16, scales, mins, codes)."""
     step, floor, search_codes = search_subblocks(SEARCH, weights.reshape(-1, SUBBLOCK_WEIGHTS))
     step, depth = step.reshape(-1, SUBBLOCKS), -floor.reshape(-1, SUBBLOCKS)
     # the six-bit fields count in 63rds of the super-block's largest step and depth (C's max starts at 0)
@@ -236,14 +261,7 @@ def quantize(w: ArrayLike) -> Q5KTensor:
     with np.errstate(divide="ignore", invalid="ignore"):  # a zero gain keeps the search's codes instead
         aimed = nearest_codes((x + offset[..., None]) / gain[..., None], CODE_MAX)
     codes = np.where(gain[..., None] != 0, aimed, search_codes.reshape(x.shape)).astype(np.uint8)
-    lead = (*weights.shape[:-1], weights.shape[-1] // BLOCK_WEIGHTS)
-    return Q5KTensor(
-        codes=codes.reshape(weights.shape),
-        scales=scales.reshape(*lead, SUBBLOCKS),
-        mins=mins.reshape(*lead, SUBBLOCKS),
-        d=d16.reshape(lead),
-        dmin=dmin16.reshape(lead),
-    )
+    return d16, dmin16, scales, mins, codes
 
 
 from_gguf = Q5KTensor.from_gguf

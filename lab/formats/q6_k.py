@@ -28,7 +28,8 @@ explains more, sum(w x l)^2 / sum(w l^2). Then the subblock scale of largest mag
 iscale = -128/scale and d = 1/iscale (stored as float16), every subblock scale becomes
 min(127, nearest(iscale * scale)), and every code nearest(x / (d16 * s_j)) clamped to -32..31,
 against the stored gain. A subblock whose stored gain is 0 keeps the levels of its own fit.
-gguf-py has no Q6_K quantizer; its `quants.dequantize` is the decoder's oracle.
+gguf-py has no Q6_K quantizer; its `quants.dequantize` is the decoder's oracle. With an importance
+vector, quantize(w, importance=...) follows quantize_row_q6_K_impl: the same search, weighed by it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from numpy.typing import ArrayLike
 
 from lab.formats._blocks import float_input
 from lab.formats._ggml import F16_MAX, GROUP_MAX_EPS, first_absmax, refuse_beyond_reach
+from lab.formats._imatrix import importance_vector, per_weight
 from lab.formats._tensor import GGUFBlockTensor, Lane, Part, block_field, block_format, gguf_block, half, rows, stored
 from lab.formats.registry import register
 from lab.numbers import format_number
@@ -155,38 +157,45 @@ class Q6KTensor(GGUFBlockTensor, block=BLOCK):
 _CHUNK_SUBBLOCKS = 4096
 
 
-def _levels(iscale: np.ndarray, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """clip(rint(iscale * x), -32, 31) for x position-major [16, n] and iscale [n]."""
+def _levels(iscale: np.ndarray, x: np.ndarray, nmax: int, out: np.ndarray | None = None) -> np.ndarray:
+    """clip(rint(iscale * x), -nmax, nmax - 1) for x position-major [16, n] and iscale [n]."""
     levels = np.multiply(iscale, x, out=out)
     np.rint(levels, out=levels)
-    return np.clip(levels, -CODE_OFFSET, CODE_OFFSET - 1, out=levels)
+    return np.clip(levels, -nmax, nmax - 1, out=levels)
 
 
-def fit_subblocks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """make_qx_quants(16, 32, x, L, rmse_type 1) for every subblock [..., 16]: (float32 scale, levels -32..31).
+def fit_subblocks(
+    x: np.ndarray, importance: np.ndarray | None = None, nmax: int = CODE_OFFSET
+) -> tuple[np.ndarray, np.ndarray]:
+    """make_qx_quants(16, nmax, x, L, rmse_type 1, qw) for every subblock [..., 16]: (float32 scale, levels -nmax..nmax-1).
 
-    A subblock below GROUP_MAX_EPS gets scale 0 and levels -32 (stored code 0), as the reference.
+    Each weight's error is weighed by x^2 (qw = NULL), or by `importance` (x's shape) where given:
+    quantize_row_q6_K_impl passes the imatrix's values as they are, without Q4_K's sigma term
+    (quantize_row_q3_K_impl calls it with nmax 4, and again with nmax 32 on the subblock scales).
+    A subblock below GROUP_MAX_EPS gets scale 0 and levels -nmax (stored code 0), as the reference.
     Every subblock is fitted on its own, so fitting a chunk at a time gives the same result.
     """
     flat = x.reshape(-1, SUBBLOCK_WEIGHTS)
+    flat_importance = None if importance is None else importance.reshape(flat.shape)
     scale = np.empty(flat.shape[0], np.float32)
     levels = np.empty(flat.shape, np.float32)
     for start in range(0, flat.shape[0], _CHUNK_SUBBLOCKS):
         chunk = slice(start, start + _CHUNK_SUBBLOCKS)
         # position-major [16, n]: reducing over axis 0 adds one position after another, as C does
-        scale[chunk], chunk_levels = _fit_position_major(np.ascontiguousarray(flat[chunk].T))
+        chunk_x = np.ascontiguousarray(flat[chunk].T)
+        chunk_importance = chunk_x * chunk_x if flat_importance is None else flat_importance[chunk].T
+        scale[chunk], chunk_levels = _fit_position_major(chunk_x, chunk_importance, nmax)
         levels[chunk] = chunk_levels.T
     return scale.reshape(x.shape[:-1]), levels.reshape(x.shape)
 
 
-def _fit_position_major(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """fit_subblocks for subblocks laid out position-major, x float32 [16, n] -> (scale [n], levels [16, n]).
+def _fit_position_major(x: np.ndarray, importance: np.ndarray, nmax: int) -> tuple[np.ndarray, np.ndarray]:
+    """fit_subblocks for subblocks laid out position-major, x and importance float32 [16, n] -> (scale [n], levels [16, n]).
 
     The candidates' levels and products go into buffers reused from one candidate to the next.
     The winner's levels are not copied out of each candidate; its grid, iscale, is kept instead,
     and its levels worked out once at the end by the same arithmetic, so they are the same levels.
     """
-    importance = x * x
     weighted_x = importance * x  # the reference's w * x * l, left to right: the same for every candidate
     columns = np.arange(x.shape[1])
     signed_max = x[np.abs(x).argmax(axis=0), columns]  # the first largest, as C's `>` scan keeps
@@ -195,12 +204,12 @@ def _fit_position_major(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     levels, weighted, product = (np.empty_like(x) for _ in range(3))
 
     def sums(iscale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        _levels(iscale, x, out=levels)
+        _levels(iscale, x, nmax, out=levels)
         sum_lx = np.add.reduce(np.multiply(weighted_x, levels, out=product), axis=0)
         np.multiply(importance, levels, out=weighted)
         return sum_lx, np.add.reduce(np.multiply(weighted, levels, out=product), axis=0)
 
-    best_iscale = np.float32(-CODE_OFFSET) / signed_max
+    best_iscale = np.float32(-nmax) / signed_max
     sum_lx, sum_l2 = sums(best_iscale)
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = np.where(sum_l2 != 0, sum_lx / sum_l2, np.float32(0)).astype(np.float32)
@@ -208,7 +217,7 @@ def _fit_position_major(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     for t in range(-SEARCH_TRIES, SEARCH_TRIES + 1):
         if t == 0:
             continue
-        stretch = np.float32(CODE_OFFSET) + np.float32(0.1) * np.float32(t)
+        stretch = np.float32(nmax) + np.float32(0.1) * np.float32(t)
         iscale = -stretch / signed_max
         sum_lx, sum_l2 = sums(iscale)
         with np.errstate(divide="ignore", invalid="ignore"):  # sum_l2 = 0 is never chosen
@@ -216,19 +225,28 @@ def _fit_position_major(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             scale = np.where(better, sum_lx / sum_l2, scale)
         best = np.where(better, scale * sum_lx, best)
         best_iscale = np.where(better, iscale, best_iscale)
-    levels = _levels(best_iscale, x, out=levels)
-    levels[:, zero] = -CODE_OFFSET
+    levels = _levels(best_iscale, x, nmax, out=levels)
+    levels[:, zero] = -nmax
     return np.where(zero, np.float32(0), scale).astype(np.float32), levels
 
 
-def quantize(w: ArrayLike) -> Q6KTensor:
-    """Quantize float weights [..., 256k] with the search of llama.cpp's reference Q6_K quantizer."""
+def quantize(w: ArrayLike, importance: ArrayLike | None = None) -> Q6KTensor:
+    """Quantize float weights [..., 256k] as ggml's quantize_q6_K does, byte for byte.
+
+    Without `importance`, the reference quantizer (quantize_row_q6_K_ref). With it (float32
+    [256k], one value per column, an imatrix's mean of x^2, as llama-quantize --imatrix passes it),
+    quantize_row_q6_K_impl: the same search with each weight's error weighed by its column's
+    importance instead of by x^2; the rest is the reference's.
+    """
     weights, _ = float_input(w, BLOCK_WEIGHTS)
     # a weight is d * scale * code: float16 d, int8 scales down to -128, codes down to -32
     refuse_beyond_reach(weights, F16_MAX * 128 * CODE_OFFSET, "Q6_K")
     x = weights.reshape(*weights.shape[:-1], -1, SUBBLOCKS, SUBBLOCK_WEIGHTS)
+    weighed = None
+    if importance is not None:
+        weighed = per_weight(importance_vector(importance, weights.shape[-1], "Q6_K"), weights.shape)
     with np.errstate(over="ignore", invalid="ignore"):  # weights near float32's limit overflow the squares
-        fitted, levels = fit_subblocks(x)
+        fitted, levels = fit_subblocks(x, weighed)
     amax, largest = first_absmax(fitted)
     empty = amax < GROUP_MAX_EPS  # the reference stores such a super-block as all-zero bytes
     largest = np.where(empty, np.float32(1), largest)

@@ -35,6 +35,8 @@ offset dmin*m_j are each rounded to float32, then gain*q is rounded, then the of
 The quantizer reimplements the search of llama.cpp's reference Q4_K quantizer
 (`quantize_row_q4_K_ref`): an importance-weighted least-squares fit of a scale and a minimum
 per subblock, tried over 21 candidate grids, then both quantized to 6 bits against fp16 d and dmin.
+With an importance vector, quantize(w, importance=...) follows quantize_row_q4_K_impl instead
+(lab.formats._imatrix), as llama-quantize --imatrix does.
 
 The package: layout (the byte map above), decode, tensor (Q4KTensor and its parts), quantize,
 explain, presentation (the article's fixture); this module registers the format.

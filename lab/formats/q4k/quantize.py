@@ -9,6 +9,7 @@ from lab._arrays import (
     to_float32_input,
 )
 from lab.errors import NonFiniteError
+from lab.formats._imatrix import Q4_K, fit_k_super_blocks, importance_vector, per_weight
 from lab.formats._qkx2 import Qkx2Call, Qkx2Search, rms_plus_magnitude
 from lab.formats.q4k.layout import _F32, BLOCK_WEIGHTS, CODE_MAX, FIELD_MAX, SUBBLOCK_WEIGHTS, SUBBLOCKS
 from lab.formats.q4k.tensor import Q4KTensor, _assemble
@@ -39,9 +40,12 @@ SEARCH = Qkx2Call(
 _CHUNK_BLOCKS = 512
 
 
-def quantize(w) -> Q4KTensor:
-    """Q4_K bytes for weights [..., 256k], with the quality of llama.cpp's quantize_row_q4_K_ref.
+def quantize(w, importance=None) -> Q4KTensor:
+    """Q4_K bytes for weights [..., 256k], as ggml's quantize_q4_K writes them.
 
+    Without `importance`, quantize_row_q4_K_ref's search. With it (float32 [256k], one value per
+    column, an imatrix's mean of x^2, as llama-quantize --imatrix passes it), the search of
+    quantize_row_q4_K_impl, which weighs each weight's error by it (lab.formats._imatrix).
     All arithmetic is float32 in the C reference's order, so the bytes match a build of the
     reference that does not fuse multiplies into adds (FMA contraction can move a near-tie).
     """
@@ -51,7 +55,25 @@ def quantize(w) -> Q4KTensor:
     lead = values.shape[:-1]
     n_blocks_per_row = values.shape[-1] // BLOCK_WEIGHTS
     x = np.ascontiguousarray(values).reshape(-1, BLOCK_WEIGHTS)
+    if importance is not None:
+        column_importance = importance_vector(importance, values.shape[-1], "Q4_K")
+        weighed = per_weight(column_importance, values.shape).reshape(-1, BLOCK_WEIGHTS)
+        parts = fit_k_super_blocks(x, weighed, Q4_K)
+    else:
+        parts = _reference_parts(x)
+    d16, dmin16, subblock_scale, subblock_min, codes = parts
+    raw = _assemble(
+        d16.reshape(*lead, n_blocks_per_row),
+        dmin16.reshape(*lead, n_blocks_per_row),
+        subblock_scale.reshape(*lead, n_blocks_per_row, SUBBLOCKS),
+        subblock_min.reshape(*lead, n_blocks_per_row, SUBBLOCKS),
+        codes.reshape(*lead, n_blocks_per_row, BLOCK_WEIGHTS),
+    )
+    return Q4KTensor(raw)
 
+
+def _reference_parts(x: np.ndarray) -> tuple[np.ndarray, ...]:
+    """quantize_row_q4_K_ref for super-blocks x float32 [b, 256]: (d16, dmin16, scales, mins, codes)."""
     # Every super-block is quantized on its own, so quantizing a chunk at a time gives the same
     # bytes as one pass over the whole tensor, with temporaries that fit in cache.
     n_blocks = x.shape[0]
@@ -71,15 +93,7 @@ def quantize(w) -> Q4KTensor:
             d16[blocks], dmin16[blocks], subblock_scale[blocks], subblock_min[blocks] = _quantize_blocks(
                 chunk, search, codes[blocks].reshape(-1, SUBBLOCK_WEIGHTS)
             )
-
-    raw = _assemble(
-        d16.reshape(*lead, n_blocks_per_row),
-        dmin16.reshape(*lead, n_blocks_per_row),
-        subblock_scale.reshape(*lead, n_blocks_per_row, SUBBLOCKS),
-        subblock_min.reshape(*lead, n_blocks_per_row, SUBBLOCKS),
-        codes.reshape(*lead, n_blocks_per_row, BLOCK_WEIGHTS),
-    )
-    return Q4KTensor(raw)
+    return d16, dmin16, subblock_scale, subblock_min, codes
 
 
 def _quantize_blocks(rows: np.ndarray, search: Qkx2Search, codes_out: np.ndarray) -> tuple[np.ndarray, ...]:
