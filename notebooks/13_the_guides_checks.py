@@ -11,8 +11,8 @@ app = marimo.App(
 def _():
     import marimo as mo
 
-    from lab.device import guide_checks, predicates
-    from lab.study import chat_study, shipped_gguf
+    from lab.device import guide_checks, predicates, verify
+    from lab.study import chat_study, kv_study, shipped_gguf
     from lab.teach import course, guide_page, kept
     from lab.text import shown
 
@@ -22,10 +22,12 @@ def _():
         guide_checks,
         guide_page,
         kept,
+        kv_study,
         mo,
         predicates,
         shipped_gguf,
         shown,
+        verify,
     )
 
 
@@ -220,6 +222,43 @@ def _(chat_study, checks, guide_checks, guide_page, mo, reference, study):
             ),
             mo.md(guide_page.implementations_table(_rows)),
             mo.md(guide_page.implementations_reading(_rows)),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(guide_modes, guide_page, kv_study, mo, verify):
+    _weights = guide_page.kv_weights(guide_modes)
+    with mo.status.progress_bar(total=2, title="The KV cache, quantized", remove_on_exit=True) as _bar:
+        _bar.update(subtitle="the lab's numpy model")
+        _ours = kv_study.run_study(weights=_weights, cache=True)
+        _bar.update(subtitle="mlx-lm's model and its QuantizedKVCache")
+        _theirs = verify.kv_study(weights=_weights, cache=True)
+    kv_rows = kv_study.side_by_side(_ours, _theirs)
+    mo.vstack(
+        [
+            mo.md(
+                f"""
+                ## The KV cache (§11)
+
+                A long conversation's keys and values can outgrow the weights, so mlx-lm can store
+                them quantized (`kv_bits`): MLX's affine codes with a scale and a bias per
+                {kv_study.KV_GROUP_SIZE} lanes. Here the same prompts run with a float cache, an
+                8-bit one and a 4-bit one, on the float weights and on 4-bit weights, each run
+                forced along the float model's greedy path for {_ours.tokens} steps so every KL is
+                measured at the same positions; "departs at" is the first step whose most likely
+                token differs. The lab's numpy cache quantizes by the same rule, its codes, scales
+                and biases equal to `mx.quantize`'s.
+
+                mlx-lm 0.32.2 cannot quantize Gemma's own cache (its sliding-window layers keep a
+                `RotatingKVCache`, which it does not quantize), so it is given a plain cache per
+                layer, which holds the same keys while a conversation stays within the 512-position
+                window, and mlx-lm's own `generate_step` quantizes those.
+                """
+            ),
+            mo.md(guide_page.kv_table(kv_rows)),
+            mo.md(guide_page.kv_reading(kv_rows)),
         ]
     )
     return

@@ -35,10 +35,12 @@ SLOW = {
     "apps/test_device_chat.py",
     # mlx-lm on the chat model: four formats built, and a model folder written and loaded in a fresh process
     "oracles/test_mlx_lm_oracle.py",
+    # notebook 13's checks on mlx-lm's model in one mode, shared with the notebook through the cache
+    "oracles/test_guide_checks.py",
     # mlx-lm's quantized KV cache beside the lab's numpy one: both models built, a few tokens each
     "oracles/test_kv_cache.py",
     "apps/test_mlx_folder.py",
-    # the GGUF mutation fuzzer runs for its time budget, about a minute
+    # the GGUF mutation fuzzer runs for its time budget, 40 s
     "apps/test_gguf_fuzz.py",
     # the server's floods run for their length: a minute of idle connections, 20 s of trickling
     "apps/test_hostile_server.py",
@@ -61,6 +63,8 @@ def pytest_configure(config):
     # notebook 12 studies three formats here (the site build and the live tests run it); the bench
     # runs every format
     os.environ.setdefault("LAB_CHAT_FORMATS", "q8_0,q4_0,q4k")
+    # notebook 13 runs one MLX mode, the one tests/oracles/test_guide_checks.py checks, not its three
+    os.environ.setdefault("LAB_GUIDE_MODES", "affine4_g64")
 
 
 # first, so that the markers are there when pytest's own hook deselects by -m

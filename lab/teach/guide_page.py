@@ -25,7 +25,7 @@ from lab.device.verify import CORRUPTION_BAND, RED_FLAG_BEFORE, divergence_readi
 from lab.errors import InputError
 from lab.formats import FORMATS
 from lab.numbers import format_number
-from lab.study import accounting
+from lab.study import accounting, kv_study
 from lab.teach import course
 from lab.text import Safe, code_name, shown, shown_lines
 
@@ -334,3 +334,62 @@ def implementations_reading(rows: Sequence[dict]) -> str:
         )
     parts.append("llama.cpp's pinned run has none of MLX's modes, so it meets the others unquantized only.")
     return " ".join(parts)
+
+
+def kv_weights(modes: Sequence[str]) -> list[str]:
+    """The weights the KV-cache table runs: the float model, and the page's modes that
+    lab.study.kv_study studies by default."""
+    return [kv_study.REFERENCE, *(name for name in kv_study.WEIGHTS if name in modes)]
+
+
+def kv_table(rows: Sequence[dict]) -> Safe:
+    """lab.study.kv_study.side_by_side as a table: per weights and cache, what changed, KL divergence
+    and same-top share in each implementation, and each prompt's first departure."""
+
+    def departures(indices) -> str:
+        return ", ".join(_position(index) for index in indices)
+
+    return course.table(
+        [
+            "weights",
+            "KV cache",
+            "changed",
+            "KL, lab",
+            "KL, mlx-lm",
+            "same top, lab",
+            "same top, mlx-lm",
+            "departs at, lab",
+            "departs at, mlx-lm",
+        ],
+        [
+            [
+                "float32" if row["weights"] == kv_study.REFERENCE else FORMATS[row["weights"]].title,
+                row["kv_cache"],
+                row["changed"],
+                f"{row['lab_kl']:.4f}",
+                f"{row['mlx_kl']:.4f}",
+                f"{row['lab_same_top']:.0%}",
+                f"{row['mlx_same_top']:.0%}",
+                departures(row["lab_departures"]),
+                departures(row["mlx_departures"]),
+            ]
+            for row in rows
+        ],
+    )
+
+
+def kv_reading(rows: Sequence[dict]) -> str:
+    """Which hurts this model more, read off the table: the KV cache alone or the weights alone."""
+    kv_only = [row for row in rows if row["changed"] == "KV only"]
+    weights_only = [row for row in rows if row["changed"] == "weights only"]
+    if not kv_only or not weights_only:
+        return ""
+    worst_kv = max(kv_only, key=lambda row: row["lab_kl"])
+    least_weights = min(weights_only, key=lambda row: row["lab_kl"])
+    more = "the weights" if least_weights["lab_kl"] > worst_kv["lab_kl"] else "the KV cache"
+    return (
+        f"The harshest cache alone ({worst_kv['kv_cache']}) moves the next-token distributions by "
+        f"{worst_kv['lab_kl']:.4f} nats in the lab ({worst_kv['mlx_kl']:.4f} in mlx-lm); the gentlest "
+        f"weights alone ({FORMATS[least_weights['weights']].title}) by {least_weights['lab_kl']:.4f} "
+        f"({least_weights['mlx_kl']:.4f}). On this model {more} hurt more."
+    )

@@ -100,3 +100,22 @@ def test_the_report_counts_bits_before_any_weight_and_writes_a_predicate_that_on
     source = report.split("```python\n", 1)[1].split("```", 1)[0]
     tree = ast.parse(source)  # text for a learner's script: parsed here, never run
     assert {node.name for node in tree.body if isinstance(node, ast.FunctionDef)} >= {"class_predicate"}
+
+
+def test_the_kv_reading_names_what_hurts_more_from_the_rows():
+    def row(weights, cache, changed, lab_kl, mlx_kl):
+        return {"weights": weights, "kv_cache": cache, "changed": changed, "lab_kl": lab_kl, "mlx_kl": mlx_kl}
+
+    rows = [
+        row("reference", "8-bit g64", "KV only", 0.001, 0.001),
+        row("reference", "4-bit g64", "KV only", 0.13, 0.14),
+        row("mxfp4", "float", "weights only", 0.38, 0.65),
+        row("affine4_g64", "float", "weights only", 0.28, 0.42),
+    ]
+    text = guide_page.kv_reading(rows)
+    assert "(4-bit g64) moves the next-token distributions by 0.1300 nats in the lab (0.1400 in mlx-lm)" in text
+    assert "the gentlest weights alone (MLX affine 4-bit g64) by 0.2800 (0.4200)" in text
+    assert text.endswith("On this model the weights hurt more.")
+    rows[1] = row("reference", "4-bit g64", "KV only", 0.5, 0.5)
+    assert guide_page.kv_reading(rows).endswith("On this model the KV cache hurt more.")
+    assert guide_page.kv_weights(["nvfp4", "mxfp4", "affine4_g64"]) == ["reference", "affine4_g64", "mxfp4"]

@@ -293,5 +293,14 @@ def test_13_the_guides_checks():
     assert "MLX affine 4-bit g64 5 5 268.0 M 100.3 M 167.8 M" in page
     assert page.count("0 of 4130") == 2  # check 4: no unwritten row in either product
     assert "Unquantized, the lab's answers are mlx-lm's, token for token, and so are llama.cpp's." in page
+    # the KV cache: mlx-lm's 8-bit cache keeps the float answers on every prompt, as its pinned run does
+    kv = json.loads((Path(__file__).resolve().parents[1] / "data" / "kv_cache_reference.json").read_text())
+    assert "float32 8-bit g64 KV only" in page
+    eight = next(row for row in defs["kv_rows"] if row["weights"] == "reference" and row["kv_cache"] == "8-bit g64")
+    assert eight["mlx_departures"] == eight["lab_departures"] == (None, None, None)
+    from lab.study import kv_study
+
+    for float_ids, kv8_ids in zip(reference, kv["formats"]["reference"]["8"], strict=True):
+        assert float_ids[: kv_study.TOKENS] == kv8_ids[: kv_study.TOKENS]  # mlx-lm's pinned 8-bit-cache answers
     # the builder's starting rows: read, planned and counted before any weight is touched
     assert "7.6357 bits per weight" in page and "def class_predicate ( path , module ):" in page
