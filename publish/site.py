@@ -127,12 +127,17 @@ RANDOM_ID = re.compile(r"random-id=\\?'([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
 # core's work, so two cores build the course in about half the time. Four bound the memory of a
 # machine with many cores (notebook 12 holds a 270 M-parameter model while it runs).
 EXPORTS_AT_ONCE = max(1, min(4, os.cpu_count() or 1))
-# The notebooks whose exports take longest, longest first: each runs a real model in every format
-# (12: Gemma 3 270M, 10: all-MiniLM-L6-v2, 9: its weights), and together they are most of a build's
-# time (`labctl.py site` prints each export's time). They start first, and the short ones fill the
+# The notebooks whose exports take longest, longest first: each runs a real model (12: Gemma 3
+# 270M in every format, 13: the same in mlx-lm, 10: all-MiniLM-L6-v2, 9: its weights), and together
+# they are most of a build's time (`labctl.py site` prints each export's time). They start first, and the short ones fill the
 # other cores: in the course's order notebook 12 started only once the eleven before it had, and
 # the build ended that much later.
-LONGEST_EXPORTS = ("12_a_chat_models_answers", "10_what_four_bits_do_to_answers", "09_real_weights")
+LONGEST_EXPORTS = (
+    "12_a_chat_models_answers",
+    "13_the_guides_checks",
+    "10_what_four_bits_do_to_answers",
+    "09_real_weights",
+)
 
 
 def export_order(notebooks: list[Path]) -> list[Path]:
