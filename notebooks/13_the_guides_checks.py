@@ -129,6 +129,7 @@ def _(checks, guide_page, mo, reference):
                 """
             ),
             mo.md(guide_page.greedy_table(reference, checks)),
+            mo.md(guide_page.greedy_readings(reference)),
         ]
     )
     return
@@ -280,7 +281,7 @@ def _(guide_page, kept, mo):
 @app.cell(hide_code=True)
 def _(course, guide_page, kept, layers, mo, rules_box, rules_kept):
     def _draw():
-        return kept.Drawn(mo.md(guide_page.predicate_report(rules_box.value, layers)), "the rows as last read")
+        return kept.Drawn(mo.md(guide_page.predicate_report(rules_box.value, layers)), "the rows before your last edit")
 
     mo.vstack(
         [

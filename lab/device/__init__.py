@@ -23,6 +23,12 @@ not an exception. The modules, one job each:
     support     mlx_support: which registry formats MLX runs, and what mx.load makes of each GGUF type
     model       run_model: the embedding model's Linears through mx.quantized_matmul
     chat        run_chat: the chat model's Linears through mx.quantized_matmul, its greedy answers
+    verify      the MLX guide's recipe (§10, §11) by mlx-lm itself: the bridge from the GGUF to
+                mlx-lm's gemma3_text, greedy ids, checks 1 to 4, the quantized KV cache
+    guide_checks  notebook 13's checks per mode, cached, and the three implementations' table
+    predicates  an nn.quantize predicate built from rows of data, never from code
+    mlx_folder  the chat model written as an MLX folder mlx_lm.load opens, and a folder checked before loading
+    verify_folders  `labctl.py verify` on two MLX folders
 
 May import: lab.codes, lab.formats, lab.interop, lab.study and lab's root modules; never lab.teach.
 """

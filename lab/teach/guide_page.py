@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from lab.device import predicates
 from lab.device.guide_checks import SENTINEL_NOTE, ModeChecks, ReferenceRun
-from lab.device.verify import CORRUPTION_BAND, RED_FLAG_BEFORE, divergence_reading
+from lab.device.verify import CORRUPTION_BAND, RED_FLAG_BEFORE
 from lab.errors import InputError
 from lab.formats import FORMATS
 from lab.numbers import format_number
@@ -90,20 +90,35 @@ def quantized_table(checks: Sequence[ModeChecks], layers: Mapping[str, tuple[int
     )
 
 
+def _verdict(index: int | None) -> str:
+    """The guide's reading of a first departure, in a few words for a table cell."""
+    if index is None:
+        return "exact match"
+    return "red flag" if index < RED_FLAG_BEFORE else "a near-tie flipped"
+
+
 def greedy_table(reference: ReferenceRun, checks: Sequence[ModeChecks]) -> Safe:
-    """Check 1: per mode and prompt, the first token unlike the unquantized model's, and its reading."""
-    tokens = len(reference.ids[0])
+    """Check 1: per mode and prompt, the first token unlike the unquantized model's, and the guide's
+    reading of it in a few words (greedy_readings says each in full)."""
     rows = [
-        [
-            checked.title,
-            f"prompt {number}",
-            _position(run.first_divergence),
-            divergence_reading(run.first_divergence, tokens),
-        ]
+        [checked.title, f"prompt {number}", _position(run.first_divergence), _verdict(run.first_divergence)]
         for checked in checks
         for number, run in enumerate(checked.prompts, start=1)
     ]
     return course.table(["mode", "prompt", "first departure", "the guide's reading"], rows)
+
+
+def greedy_readings(reference: ReferenceRun) -> str:
+    """The guide's readings of check 1, in full, once under the table (lab.device.verify's
+    divergence_reading says the same for one index)."""
+    tokens = len(reference.ids[0])
+    return (
+        f"**Exact match** on all {tokens} tokens: the strongest signal there is. **Red flag**: a departure "
+        f"before token {RED_FLAG_BEFORE}. The first tokens after a prompt are usually decided by a wide "
+        "margin, so something structural is wrong, not quantization noise. **A near-tie flipped**: a later "
+        "departure, the runs separated after one close call; on its own usually benign, so track the index "
+        "from release to release."
+    )
 
 
 def logits_table(checks: Sequence[ModeChecks]) -> Safe:
@@ -283,10 +298,13 @@ def bands_reading(checks: Sequence[ModeChecks]) -> str:
         for checked in checks
         if checked.prefill_max_difference > 0 or any(run.unwritten_rows for run in checked.sentinels)
     ]
+    if not corrupt and not early:
+        return "No mode lands in the guide's corruption band or departs within its first tokens."
     head = (
-        f"{len(corrupt)} of {len(checks)} modes land in the guide's corruption band"
-        f" ({', '.join(corrupt)}), and {len(early)} depart within the first {RED_FLAG_BEFORE} tokens of some"
-        " prompt: by the guide's reading, a broken kernel."
+        f"In the guide's corruption band: {len(corrupt)} of {len(checks)} modes"
+        + (f" ({', '.join(corrupt)})" if corrupt else "")
+        + f". Departing within the first {RED_FLAG_BEFORE} tokens of some prompt: {len(early)} of {len(checks)}."
+        " By the guide's reading, a broken kernel."
     )
     if faults:
         return head + f" Checks 3 and 4 below find a fault in {', '.join(faults)}."

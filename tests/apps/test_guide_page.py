@@ -40,7 +40,10 @@ def _mode(name: str, departures, max_differences, prefill: float = 0.0, unwritte
 def test_the_bands_reading_counts_the_modes_it_names():
     checks = [_mode("mxfp4", [0, None, 9], [5.0, 1.0, 2.0]), _mode("nvfp4", [7, None, None], [1.0, 1.2, 0.9])]
     text = guide_page.bands_reading(checks)
-    assert text.startswith("1 of 2 modes land in the guide's corruption band (MXFP4), and 1 depart")
+    assert text.startswith(
+        "In the guide's corruption band: 1 of 2 modes (MXFP4). Departing within the first 6 tokens of "
+        "some prompt: 1 of 2. By the guide's reading, a broken kernel."
+    )
     assert "find no kernel fault" in text
 
 
@@ -66,7 +69,7 @@ def test_the_tables_show_each_mode_and_prompt():
     reference = ReferenceRun(("p0", "p1\nline"), ((1, 2), (3, 4)), ("a\nb", "c"))
     checked = _mode("mxfp4", [None, 1], [0.5, 4.0])
     greedy = guide_page.greedy_table(reference, [checked])
-    assert greedy.count("MXFP4") == 2 and "| none |" in greedy
+    assert greedy.count("MXFP4") == 2 and "| none | exact match |" in greedy and "| 1 | red flag |" in greedy
     answers = guide_page.answers_view(reference, checked)
     assert "a<br>b" in answers and "\\n" not in answers  # answers keep their lines, as line breaks
 
@@ -119,3 +122,10 @@ def test_the_kv_reading_names_what_hurts_more_from_the_rows():
     rows[1] = row("reference", "4-bit g64", "KV only", 0.5, 0.5)
     assert guide_page.kv_reading(rows).endswith("On this model the KV cache hurt more.")
     assert guide_page.kv_weights(["nvfp4", "mxfp4", "affine4_g64"]) == ["reference", "affine4_g64", "mxfp4"]
+
+
+def test_a_page_with_no_alarming_mode_says_so():
+    checks = [_mode("affine8_g64", [None, None, 9], [0.5, 0.7, 1.0])]
+    assert guide_page.bands_reading(checks) == (
+        "No mode lands in the guide's corruption band or departs within its first tokens."
+    )
