@@ -16,7 +16,7 @@ def _():
     from lab.study import chat_study, shipped_gguf
     from lab.teach import charts, chat_page, course
     from lab.teach.charts.chat import front_chart
-    from lab.text import shown
+    from lab.text import shown, shown_lines
 
     return (
         FORMATS,
@@ -29,6 +29,7 @@ def _():
         mo,
         shipped_gguf,
         shown,
+        shown_lines,
     )
 
 
@@ -135,14 +136,14 @@ def _(front_chart, mo, study):
 
 
 @app.cell(hide_code=True)
-def _(charts, chat_page, chat_study, mo, shown, study):
+def _(charts, chat_page, chat_study, mo, shown_lines, study):
     _sections = []
     for _index, _prompt in enumerate(chat_study.PROMPTS):
         _answers = [
             (study.reference.title, study.reference.continuations[_index]),
             *((_result.title, _result.continuations[_index]) for _result in study.formats),
         ]
-        _sections.append(f"### Prompt {_index + 1}: {shown(_prompt)}\n\n" + chat_page.answers_table(_answers))
+        _sections.append(f"### Prompt {_index + 1}: {shown_lines(_prompt)}\n\n" + chat_page.answers_table(_answers))
     mo.vstack(
         [
             mo.md(

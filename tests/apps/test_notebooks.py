@@ -249,8 +249,14 @@ def test_11_formats_side_by_side():
 def test_12_a_chat_models_answers():
     require_shipped_gguf()  # a skip on a laptop without the package, a failure in CI
     # two formats stand in for the registry: the full study is the bench's (bench/run.py)
-    defs = run_notebook("12_a_chat_models_answers.py", {"chat_missing": None, "study_formats": ["q8_0", "q4_0"]})
+    outputs, defs = run_notebook_with_outputs(
+        "12_a_chat_models_answers.py", {"chat_missing": None, "study_formats": ["q8_0", "q4_0"]}
+    )
     study = defs["study"]
+    # the chat prompt's heading keeps its lines, as the answers do: no literal \n (issue 37)
+    page = " ".join(rendered_texts(outputs))
+    heading = re.search(r"Prompt 3: (.*?)</h3>", page).group(1)
+    assert heading.startswith("&lt;start&#95;of&#95;turn&gt;user<br>Name three colours") and "&#92;n" not in heading
     rows = {row["format"]: row for row in study.rows()}
     assert set(rows) == {"reference", "q8_0", "q4_0"}
     assert rows["reference"]["kl_divergence"] == 0.0 and rows["reference"]["same_top"] == 1.0
