@@ -25,13 +25,13 @@ def _(format_number, mo, sizes):
         Storage arithmetic is easy and worth doing. For a dense model of seven billion weights,
         counting payload only, in decimal gigabytes:
 
-        | storage | bits per weight | payload |
+        | storage | bits per weight | payload, GB |
         |---|---|---|
-        | BF16 | 16 | **{format_number(_table['BF16'])} GB** |
-        | ideal 4-bit | 4 | **{format_number(_table['ideal 4-bit'])} GB** |
-        | MXFP4 | 4.25 | {format_number(_table['MXFP4'])} GB |
-        | Q4_K (every weight) | 4.5 | **{format_number(_table['Q4_K'])} GB** |
-        | NVFP4 (block scales) | 4.5 | {format_number(_table['NVFP4'])} GB |
+        | BF16 | 16 | **{format_number(_table['BF16'])}** |
+        | ideal 4-bit | 4 | **{format_number(_table['ideal 4-bit'])}** |
+        | MXFP4 | 4.25 | {format_number(_table['MXFP4'])} |
+        | Q4_K (every weight) | 4.5 | **{format_number(_table['Q4_K'])}** |
+        | NVFP4 (block scales) | 4.5 | {format_number(_table['NVFP4'])} |
 
         7 × 10⁹ × 4.5 / 8 / 10⁹ = 3.9375. Real files add higher-precision tensors and metadata;
         runtime adds activations, scratch space, the KV cache and any copies the loader makes.
@@ -65,10 +65,10 @@ def _(
     def _view(billions):
         _n = int(billions_by_step[billions] * 1e9)
         _rows = "\n".join(
-            f"| {name} | {format_number(bpw)} | {format_number(round(sizes.payload_gigabytes(_n, bpw), 6))} GB |"
+            f"| {name} | {format_number(bpw)} | {format_number(round(sizes.payload_gigabytes(_n, bpw), 6))} |"
             for name, bpw in sizes.FORMAT_BITS_PER_WEIGHT.items()
         )
-        return mo.md(f"**{billions} B weights:**\n\n| format | bits/weight (bfloat16 scales) | payload |\n|---|---|---|\n{_rows}")
+        return mo.md(f"**{billions} B weights:**\n\n| format | bits/weight (bfloat16 scales) | payload, GB |\n|---|---|---|\n{_rows}")
 
 
     mo.vstack(

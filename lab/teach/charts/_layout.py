@@ -117,7 +117,9 @@ def styled(chart: alt.TopLevelMixin, description: str) -> Figure:
         .configure_legend(
             orient="bottom", labelFontSize=TEXT_PX, titleFontSize=16, labelLimit=NARROWEST_PLOT - 30, symbolSize=120
         )
-        .configure_title(fontSize=18, subtitleFontSize=TEXT_PX, subtitlePadding=6, offset=14)
+        .configure_title(
+            fontSize=18, subtitleFontSize=TEXT_PX, subtitleLineHeight=LINE_PX, subtitlePadding=6, offset=14
+        )
     )
 
 
