@@ -307,9 +307,9 @@ def bands_reading(checks: Sequence[ModeChecks]) -> str:
         " By the guide's reading, a broken kernel."
     )
     if faults:
-        return head + f" Checks 3 and 4 below find a fault in {', '.join(faults)}."
+        return head + f" Checks 3 and 4, in the next section, find a fault in {', '.join(faults)}."
     return head + (
-        " Yet checks 3 and 4 below find no kernel fault in any of them. The guide calibrated its bands on"
+        " Yet checks 3 and 4, in the next section, find no kernel fault in any of them. The guide calibrated its bands on"
         " other models; a 270M model at 4 bits moves its logits further. A band is a measurement on one"
         " model, not a law: read it beside a second implementation, as the last table does."
     )

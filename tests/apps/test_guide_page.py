@@ -50,7 +50,7 @@ def test_the_bands_reading_counts_the_modes_it_names():
 def test_a_kernel_fault_is_named_instead_of_explained_away():
     checks = [_mode("mxfp4", [0, 0, 0], [9.0, 9.0, 9.0], unwritten=3), _mode("nvfp4", [None] * 3, [0.5] * 3)]
     text = guide_page.bands_reading(checks)
-    assert text.endswith("Checks 3 and 4 below find a fault in MXFP4.")
+    assert text.endswith("Checks 3 and 4, in the next section, find a fault in MXFP4.")
     assert "no kernel fault" not in text
 
 
