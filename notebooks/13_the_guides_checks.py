@@ -303,8 +303,8 @@ def _(course, guide_page, kept, layers, mo, rules_box, rules_kept):
                 course.live_only(
                     rules_box,
                     instead=mo.md(
-                        "*On this static page the rows are the starting ones below; in the live lab "
-                        "(`labctl.py open`) you can edit them.*"
+                        "*A page without a server cannot read new rows: the ones below are the starting "
+                        "rows. On a computer with the lab, `python3 labctl.py open` lets you edit them.*"
                     ),
                 )
             ),
