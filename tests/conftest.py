@@ -42,7 +42,7 @@ SLOW = {
     "apps/test_mlx_folder.py",
     # the GGUF mutation fuzzer runs for its time budget, 40 s
     "apps/test_gguf_fuzz.py",
-    # the server's floods run for their length: a minute of idle connections, 20 s of trickling
+    # the server's floods run for their length: 30 s of idle connections, 20 s of trickling
     "apps/test_hostile_server.py",
 }
 
