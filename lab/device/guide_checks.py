@@ -7,7 +7,7 @@
 Each mode's results are kept in the result cache (lab.study.cache), keyed by the model file, the
 lab's code and the versions of MLX and mlx-lm, so a page reads them back in milliseconds. The work
 is lab.device.verify's: this module runs the guide's checks in its order on the notebook's prompts
-and passage and puts each result beside the guide's reading of it.
+and puts each result beside the guide's reading of it.
 
 - Check 1: greedy ids for the three prompts of notebook 12, against mlx-lm's unquantized model.
 - Check 2: logits at every position of the same prompts, max and mean |difference|, argmax agreement,
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,8 +32,8 @@ import numpy as np
 from lab.device import verify
 from lab.errors import InputError
 from lab.formats.registry import FORMATS
-from lab.study import accounting, shipped_gguf
 from lab.study import cache as result_cache
+from lab.study import shipped_gguf
 from lab.study.chat_study import GREEDY_TOKENS, PROMPTS
 from lab.study.results import CachedResults
 
@@ -270,12 +270,6 @@ def _measured(name: str, tokens: int) -> ModeChecks:
     )
 
 
-def accounted_bits(name: str) -> float:
-    """What lab.study.accounting says the mode stores per weight with this float32 model's scales:
-    stored_bits must read the same off mlx-lm's arrays."""
-    return accounting.bits_per_weight(name, "float32")
-
-
 def three_implementations(
     study, reference: ReferenceRun, checks: Mapping[str, ModeChecks], pinned: Mapping | None
 ) -> list[dict]:
@@ -326,18 +320,3 @@ def three_implementations(
             }
         )
     return rows
-
-
-def greedy_table(reference: ReferenceRun, checks: Sequence[ModeChecks]) -> list[dict]:
-    """Check 1 for every mode and prompt: where its greedy answer leaves the unquantized model's."""
-    return [
-        {
-            "format": checked.name,
-            "title": checked.title,
-            "prompt": run.prompt,
-            "position": run.first_divergence,
-            "reading": run.reading,
-        }
-        for checked in checks
-        for run in checked.prompts
-    ]
