@@ -93,11 +93,13 @@ def test_the_answers_keep_their_line_breaks(pinned_study, page):
     water = pinned_study.reference.continuations[1].text
     assert water == " 100 degrees Celsius.\n\nThe boiling point of water is 100 degrees Celsius"
     assert "100 degrees Celsius&#46;<br><br>The boiling point of water" in page
-    # no answer on the page spells a newline as a backslash and an n (shown() writes \ as &#92;);
-    # the prompts over them still do, where each character of the chat template counts
+    # no answer on the page spells a newline as a backslash and an n (shown() writes \ as &#92;),
+    # and neither does the prompt over them: the chat template keeps its lines, every other
+    # character of it written out
     cells = re.findall(r"<td[^>]*>(.*?)</td>", page, flags=re.S)
     assert len(cells) > 30 and not [cell for cell in cells if "&#92;n" in cell]
-    assert "&lt;start&#95;of&#95;turn&gt;user&#92;nName three colours" in page
+    assert "&lt;start&#95;of&#95;turn&gt;user<br>Name three colours" in page
+    assert not [heading for heading in re.findall(r"<h3[^>]*>(.*?)</h3>", page, flags=re.S) if "&#92;n" in heading]
     # Q4_0's answer to prompt 3 departs at its second token, a newline: its lines sit in the bold part
     name = pinned_study.formats[2].continuations[2]
     assert (name.first_divergence, name.agreeing) == (1, "Name") and name.departing.count("\n") == 10
