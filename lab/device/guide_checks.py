@@ -34,7 +34,7 @@ from lab.errors import InputError
 from lab.formats.registry import FORMATS
 from lab.study import cache as result_cache
 from lab.study import shipped_gguf
-from lab.study.chat_study import GREEDY_TOKENS, PROMPTS
+from lab.study.chat_study import GREEDY_TOKENS, PROMPTS, first_divergence, log_softmax
 from lab.study.results import CachedResults
 
 CACHE_NAMESPACE = "guide_checks"
@@ -167,11 +167,6 @@ def _logits(model, ids: list[int]) -> np.ndarray:
     return np.array(logits)
 
 
-def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = logits.astype(np.float64) - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-
-
 @functools.lru_cache(maxsize=len(PROMPTS))
 def _reference_logits(ids: tuple[int, ...]) -> np.ndarray:
     return _logits(verify.mlx_lm_model(verify.REFERENCE)[0], list(ids))
@@ -184,7 +179,7 @@ def prompt_logits(candidate_model, ids: list[int]) -> dict:
     the measures notebook 12 gives the lab's own forward pass on its passage."""
     expected, got = _reference_logits(tuple(ids)), _logits(candidate_model, ids)
     difference = np.abs(expected - got)
-    p, q = _log_softmax(expected), _log_softmax(got)
+    p, q = log_softmax(expected), log_softmax(got)
     return {
         "positions": len(ids),
         "max_difference": float(difference.max()),
@@ -228,7 +223,7 @@ def _measured(name: str, tokens: int) -> ModeChecks:
     runs = []
     for prompt, ids, expected in zip(PROMPTS, _prompt_ids(), reference.ids, strict=True):
         got = verify.greedy_run(model, ids, tokens)
-        divergence = verify.first_divergence(expected, got)
+        divergence = first_divergence(expected, got)
         logits = prompt_logits(model, ids)
         runs.append(
             PromptRun(
@@ -289,13 +284,13 @@ def three_implementations(
             "lab_departures": (None,) * len(PROMPTS),
             "mlx_lm_departures": (None,) * len(PROMPTS),
             "lab_against_mlx_lm": tuple(
-                verify.first_divergence(c.ids, ids)
+                first_divergence(c.ids, ids)
                 for c, ids in zip(study.reference.continuations, reference.ids, strict=True)
             ),
             "llama_cpp_against_mlx_lm": None
             if llama is None
             else tuple(
-                verify.first_divergence(answer["greedy"][: len(ids)], ids)
+                first_divergence(answer["greedy"][: len(ids)], ids)
                 for answer, ids in zip(llama["answers"], reference.ids, strict=True)
             ),
         }
@@ -313,8 +308,7 @@ def three_implementations(
                 "lab_departures": tuple(c.first_divergence for c in ours.continuations),
                 "mlx_lm_departures": tuple(run.first_divergence for run in checked.prompts),
                 "lab_against_mlx_lm": tuple(
-                    verify.first_divergence(c.ids, run.ids)
-                    for c, run in zip(ours.continuations, checked.prompts, strict=True)
+                    first_divergence(c.ids, run.ids) for c, run in zip(ours.continuations, checked.prompts, strict=True)
                 ),
                 "llama_cpp_against_mlx_lm": None,
             }

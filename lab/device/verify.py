@@ -421,13 +421,6 @@ NOISE_BAND = (0.3, 1.3)
 CORRUPTION_BAND = (3.3, 17.8)
 
 
-def first_divergence(reference: Sequence[int], candidate: Sequence[int]) -> int | None:
-    """The first index where two greedy runs differ (the shorter one's length if one stops early), or None."""
-    shared = min(len(reference), len(candidate))
-    index = next((k for k in range(shared) if reference[k] != candidate[k]), shared)
-    return None if index == shared and len(reference) == len(candidate) else index
-
-
 def divergence_reading(index: int | None, tokens: int) -> str:
     """The guide's reading of check 1's result."""
     if index is None:

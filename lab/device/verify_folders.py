@@ -19,6 +19,7 @@ from pathlib import Path
 
 from lab.device import mlx_folder, verify
 from lab.errors import LabError
+from lab.study.chat_study import first_divergence
 from lab.text import quoted
 
 #: the guide's prompts for check 1 (§10.1) and check 2 (§10.2)
@@ -56,7 +57,7 @@ def run(
         ids = _ids(reference_tokenizer, prompt)
         expected = verify.greedy_run(reference_model, ids, tokens)
         got = verify.greedy_run(candidate_model, ids, tokens)
-        index = verify.first_divergence(expected, got)
+        index = first_divergence(expected, got)
         alarms += index is not None and index < verify.RED_FLAG_BEFORE
         print(f"  {quoted(prompt[:50])}: {verify.divergence_reading(index, tokens)}", file=out)
     logits = verify.compare_logits(reference_model, candidate_model, list(reference_tokenizer.encode(LOGIT_PROMPT)))

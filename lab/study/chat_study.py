@@ -121,7 +121,7 @@ def check_prompt(text: str, tokenizer=None) -> list[int]:
     return ids
 
 
-def _log_softmax(logits: np.ndarray) -> np.ndarray:
+def log_softmax(logits: np.ndarray) -> np.ndarray:
     """float64 log-probabilities of float32 logits [positions, vocab], row by row."""
     shifted = logits.astype(np.float64) - logits.max(axis=-1, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
@@ -213,7 +213,7 @@ def _measure(model, ids: np.ndarray, quantize, reference_log_p: np.ndarray | Non
     kl = same = nll = 0.0
     for start in range(0, logits.shape[0], MEASURE_ROWS):
         rows = slice(start, start + MEASURE_ROWS)
-        log_p = _log_softmax(logits[rows])
+        log_p = log_softmax(logits[rows])
         nll -= float(log_p[np.arange(log_p.shape[0]), targets[rows]].sum())
         if kept is not None:
             kept[rows] = log_p

@@ -46,7 +46,7 @@ from lab.formats.affine import check_bits_and_group
 from lab.formats.registry import get
 from lab.study import cache as result_cache
 from lab.study import chat, shipped_gguf
-from lab.study.chat_study import PROMPTS, REFERENCE, _log_softmax, first_divergence
+from lab.study.chat_study import PROMPTS, REFERENCE, first_divergence, log_softmax
 from lab.study.results import CachedResults
 
 #: the weights of the rows: the file's own, and two 4-bit formats with an MLX mode of their own
@@ -217,7 +217,7 @@ def measure(
             for prompt in prompts:
                 ids = tokenizer.encode(prompt, add_special=True, parse_special=True)
                 greedy, logits = decode(REFERENCE, ids, tokens, None, None)
-                reference.append((ids, greedy, _log_softmax(logits)))
+                reference.append((ids, greedy, log_softmax(logits)))
         return reference
 
     def measured(pair) -> KVResult:
@@ -227,7 +227,7 @@ def measure(
             if pair == (REFERENCE, None):
                 log_p = reference_log_p
             else:
-                log_p = _log_softmax(decode(pair[0], ids, tokens, pair[1], greedy)[1])
+                log_p = log_softmax(decode(pair[0], ids, tokens, pair[1], greedy)[1])
             kl += float((np.exp(reference_log_p) * (reference_log_p - log_p)).sum())
             chosen = log_p.argmax(axis=-1)
             same += int((chosen == np.asarray(greedy)).sum())

@@ -25,11 +25,11 @@ def test_the_measures_are_llama_cpp_perplexity_tools(model):
     # longer than two of _measure's chunks of MEASURE_ROWS positions, so the chunks' sums are checked too
     ids = np.asarray(model.tokenize(chat_study.PASSAGE[:240]), dtype=np.int64)
     assert ids.size > 2 * chat_study.MEASURE_ROWS + 1
-    reference = chat_study._log_softmax(model.logits(ids)[:-1])
+    reference = chat_study.log_softmax(model.logits(ids)[:-1])
     kept, kl, same, nll = chat_study._measure(model, ids, "q4_0", reference)
     assert kept is None  # a format's log-probabilities are not kept: only the reference's are
     # by hand, in float64, from the two models' whole logit arrays
-    log_p = chat_study._log_softmax(model.logits(ids, quantize="q4_0")[:-1])
+    log_p = chat_study.log_softmax(model.logits(ids, quantize="q4_0")[:-1])
     p = np.exp(reference)
     assert kl == pytest.approx(float(np.mean(np.sum(p * (reference - log_p), axis=-1))), rel=1e-12)
     assert same == pytest.approx(float(np.mean(reference.argmax(-1) == log_p.argmax(-1))))

@@ -18,6 +18,7 @@ from support import require_shipped_gguf
 
 from lab.device import guide_checks, predicates, verify
 from lab.study import accounting, chat_study
+from lab.study.chat_study import first_divergence
 
 PINNED = Path(__file__).resolve().parent.parent / "data"
 MLX_LM = json.loads((PINNED / "mlx_lm_reference.json").read_text())
@@ -39,7 +40,7 @@ def test_check_1_gives_mlx_lms_pinned_ids_and_llama_cpps_unquantized(checked):
     pinned = [answer["greedy"] for answer in MLX_LM["formats"][MODE]]
     assert [list(run.ids) for run in mode.prompts] == pinned
     for run, theirs, ours in zip(mode.prompts, pinned, reference.ids, strict=True):
-        assert run.first_divergence == verify.first_divergence(list(ours), theirs)
+        assert run.first_divergence == first_divergence(list(ours), theirs)
         assert run.reading == verify.divergence_reading(run.first_divergence, len(ours))
 
 
@@ -79,8 +80,7 @@ def test_three_implementations_agree_unquantized_and_part_where_the_table_says(c
     assert rows[0]["llama_cpp_against_mlx_lm"] == (None, None, None)
     ours = study.formats[0]
     assert rows[1]["lab_against_mlx_lm"] == tuple(
-        verify.first_divergence(list(c.ids), list(run.ids))
-        for c, run in zip(ours.continuations, mode.prompts, strict=True)
+        first_divergence(list(c.ids), list(run.ids)) for c, run in zip(ours.continuations, mode.prompts, strict=True)
     )
     assert rows[1]["llama_cpp_against_mlx_lm"] is None  # llama.cpp's pinned run has no MLX mode
 

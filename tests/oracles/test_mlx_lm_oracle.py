@@ -20,6 +20,7 @@ from support import require_shipped_gguf
 
 from lab.device import verify
 from lab.errors import LabError
+from lab.study.chat_study import first_divergence
 
 PINNED = Path(__file__).resolve().parent.parent / "data"
 DATA = json.loads((PINNED / "mlx_lm_reference.json").read_text())
@@ -157,7 +158,7 @@ def test_check_4_finds_every_row_written_on_the_cpu(mx, operation, name):
     ],
 )
 def test_check_1_reads_a_divergence_as_the_guide_does(reference, candidate, index, words):
-    assert verify.first_divergence(reference, candidate) == index
+    assert first_divergence(reference, candidate) == index
     assert words in verify.divergence_reading(index, len(reference))
 
 
