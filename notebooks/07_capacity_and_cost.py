@@ -25,13 +25,13 @@ def _(format_number, mo, sizes):
         Storage arithmetic is easy and worth doing. For a dense model of seven billion weights,
         counting payload only, in decimal gigabytes:
 
-        | storage | bits per weight | payload, GB |
+        | storage | payload, GB | bits per weight |
         |---|---|---|
-        | BF16 | 16 | **{format_number(_table['BF16'])}** |
-        | ideal 4-bit | 4 | **{format_number(_table['ideal 4-bit'])}** |
-        | MXFP4 | 4.25 | {format_number(_table['MXFP4'])} |
-        | Q4_K (every weight) | 4.5 | **{format_number(_table['Q4_K'])}** |
-        | NVFP4 (block scales) | 4.5 | {format_number(_table['NVFP4'])} |
+        | BF16 | **{format_number(_table['BF16'])}** | 16 |
+        | ideal 4-bit | **{format_number(_table['ideal 4-bit'])}** | 4 |
+        | MXFP4 | {format_number(_table['MXFP4'])} | 4.25 |
+        | Q4_K (every weight) | **{format_number(_table['Q4_K'])}** | 4.5 |
+        | NVFP4 (block scales) | {format_number(_table['NVFP4'])} | 4.5 |
 
         7 × 10⁹ × 4.5 / 8 / 10⁹ = 3.9375. Real files add higher-precision tensors and metadata;
         runtime adds activations, scratch space, the KV cache and any copies the loader makes.
@@ -65,10 +65,10 @@ def _(
     def _view(billions):
         _n = int(billions_by_step[billions] * 1e9)
         _rows = "\n".join(
-            f"| {name} | {format_number(bpw)} | {format_number(round(sizes.payload_gigabytes(_n, bpw), 6))} |"
+            f"| {name} | {format_number(round(sizes.payload_gigabytes(_n, bpw), 6))} | {format_number(bpw)} |"
             for name, bpw in sizes.FORMAT_BITS_PER_WEIGHT.items()
         )
-        return mo.md(f"**{billions} B weights:**\n\n| format | bits/weight (bfloat16 scales) | payload, GB |\n|---|---|---|\n{_rows}")
+        return mo.md(f"**{billions} B weights:**\n\n| format | payload, GB | bits/weight (bfloat16 scales) |\n|---|---|---|\n{_rows}")
 
 
     mo.vstack(

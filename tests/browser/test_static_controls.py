@@ -184,12 +184,13 @@ def _capacity(driven):
     for step, text in steps.items():
         billions = float(step)
         rows = text + "\n"  # each row ends at a line's end, so "14" is not read out of "140"
-        # the payload column is in GB (its header says so, which keeps the numbers narrow on a phone)
+        # the payload column is in GB (its header says so), beside the format, where a phone shows it
         assert "payload, GB" in text, step
-        # b × 10⁹ weights × 16 bits / 8 / 10⁹ = 2b GB; Q4_K: b × 4.5 / 8
-        assert f"BF16\t16\t{format_number(2 * billions)}\n" in rows, step
-        assert f"Q4_K\t4.5\t{format_number(round(billions * 4.5 / 8, 6))}\n" in rows, step
-    assert "NVFP4\t4.5\t39.375\n" in steps["70"] + "\n" and "BF16\t16\t140\n" in steps["70"]  # the article's 70 B
+        # b × 10⁹ weights × 16 bits / 8 / 10⁹ = 2b GB; Q4_K: b × 4.5 / 8 (the payload first, where a
+        # phone shows it, then the bits per weight)
+        assert f"BF16\t{format_number(2 * billions)}\t16\n" in rows, step
+        assert f"Q4_K\t{format_number(round(billions * 4.5 / 8, 6))}\t4.5\n" in rows, step
+    assert "NVFP4\t39.375\t4.5\n" in steps["70"] + "\n" and "BF16\t140\t16\n" in steps["70"]  # the article's 70 B
 
 
 def _mxfp4(driven):
